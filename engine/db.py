@@ -1,0 +1,186 @@
+"""The SQLite connection pair: pragmas, the write transaction, and storage errors.
+
+One long-lived write connection per process, behind a lock, writing in short `BEGIN IMMEDIATE`
+transactions; one long-lived read connection beside it (WAL lets it read while a write is under
+way). Opening a connection per call costs far more than the query, so neither is ever reopened.
+"""
+
+import sqlite3
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import anyio
+
+from memvm.engine.config import EngineConfig
+from memvm.engine.errors import (
+    DatabaseRefused,
+    StorageBusy,
+    StorageError,
+    StorageFull,
+    StorageReadOnly,
+)
+
+# "memv" in ASCII: marks a file as memvm's, so a foreign SQLite file is never migrated over.
+APPLICATION_ID = 0x6D656D76
+
+_BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+_BUSY_RETRIES = 3
+
+Row = sqlite3.Row
+
+
+def storage_error(exc: sqlite3.Error) -> StorageError | None:
+    """The engine error for a SQLite failure the caller can act on, or None for a bug."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary in _BUSY_CODES:
+        return StorageBusy()
+    if primary == sqlite3.SQLITE_FULL:
+        return StorageFull()
+    if primary == sqlite3.SQLITE_READONLY:
+        return StorageReadOnly()
+    return None
+
+
+class Database:
+    """The connections to one SQLite file (or one private in-memory database)."""
+
+    def __init__(self, writer: aiosqlite.Connection, reader: aiosqlite.Connection, path: str) -> None:
+        self._writer = writer
+        self._reader = reader
+        self._shared = reader is writer
+        self._lock = anyio.Lock()
+        self.path = path
+
+    @classmethod
+    async def open(cls, path: str | Path, config: EngineConfig) -> "Database":
+        """Open both connections; refuse a corrupt or foreign file with DatabaseRefused."""
+        target = str(path)
+        writer = await _connect(target, config)
+        try:
+            await _check_file(writer)
+            if target == ":memory:":
+                return cls(writer, writer, target)
+            await _pragma(writer, "PRAGMA journal_mode=WAL")
+            reader = await _connect(target, config)
+            await _pragma(reader, "PRAGMA query_only=1")
+        except BaseException:
+            await writer.close()
+            raise
+        return cls(writer, reader, target)
+
+    async def close(self) -> None:
+        if not self._shared:
+            await self._reader.close()
+        await self._writer.close()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One short write transaction: commits on success, rolls back and re-raises on error."""
+        async with self._lock:
+            await self._begin()
+            try:
+                yield self._writer
+            except BaseException as exc:
+                await self._writer.rollback()
+                _raise_translated(exc)
+                raise
+            try:
+                await self._writer.commit()
+            except sqlite3.Error as exc:
+                await self._writer.rollback()
+                _raise_translated(exc)
+                raise
+
+    async def _begin(self) -> None:
+        # busy_timeout already waits; a few more tries cover SQLite's unfair wake-up order.
+        for attempt in range(_BUSY_RETRIES):
+            try:
+                await self._writer.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not isinstance(storage_error(exc), StorageBusy) or attempt == _BUSY_RETRIES - 1:
+                    _raise_translated(exc)
+                    raise
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
+        """Run a read on the read connection; the snapshot ends with the call."""
+        try:
+            if self._shared:
+                # One private in-memory database has one connection: reads queue behind writes.
+                async with self._lock:
+                    return await fetchall(self._writer, sql, params)
+            return await fetchall(self._reader, sql, params)
+        except sqlite3.Error as exc:
+            _raise_translated(exc)
+            raise
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    @property
+    def writer(self) -> aiosqlite.Connection:
+        """The write connection, for migrations at start (outside any tool call)."""
+        return self._writer
+
+
+async def fetchall(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> list[Row]:
+    """A read inside a write transaction (sees the transaction's own writes)."""
+    async with conn.execute(sql, tuple(params)) as cursor:
+        return list(await cursor.fetchall())
+
+
+async def fetchone(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> Row | None:
+    rows = await fetchall(conn, sql, params)
+    return rows[0] if rows else None
+
+
+def _raise_translated(exc: BaseException) -> None:
+    """Re-raise a SQLite failure the caller can act on as its engine error; leave others be."""
+    if isinstance(exc, sqlite3.Error) and (error := storage_error(exc)) is not None:
+        raise error from exc
+
+
+async def _pragma(conn: aiosqlite.Connection, sql: str) -> None:
+    # Drain and close: a pragma's open result row would keep its statement (and a lock) alive.
+    async with conn.execute(sql) as cursor:
+        await cursor.fetchall()
+
+
+async def _connect(target: str, config: EngineConfig) -> aiosqlite.Connection:
+    try:
+        conn = await aiosqlite.connect(target, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise DatabaseRefused(f"cannot open the database: {exc}") from exc
+    conn.row_factory = sqlite3.Row
+    try:
+        # These three are per connection; only journal_mode is stored in the file.
+        await _pragma(conn, f"PRAGMA busy_timeout={int(config.busy_timeout_ms)}")
+        await _pragma(conn, f"PRAGMA synchronous={config.synchronous.value}")
+        await _pragma(conn, "PRAGMA foreign_keys=ON")
+    except sqlite3.Error as exc:
+        await conn.close()
+        raise DatabaseRefused(f"not a usable SQLite database ({exc})") from exc
+    return conn
+
+
+async def _check_file(conn: aiosqlite.Connection) -> None:
+    """Refuse a corrupt file, or a SQLite file that belongs to another program."""
+    try:
+        async with conn.execute("PRAGMA quick_check") as cursor:
+            verdict = [row[0] for row in await cursor.fetchall()]
+        async with conn.execute("PRAGMA application_id") as cursor:
+            row = await cursor.fetchone()
+        async with conn.execute("SELECT count(*) FROM sqlite_schema") as cursor:
+            objects = await cursor.fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseRefused(f"not a usable SQLite database ({exc})") from exc
+    if verdict != ["ok"]:
+        raise DatabaseRefused(f"the database failed its integrity check ({verdict[0]})")
+    app_id = row[0] if row else 0
+    if app_id not in (0, APPLICATION_ID) or (app_id == 0 and objects and objects[0] > 0):
+        raise DatabaseRefused("the file is a SQLite database of another program, not a memvm database")

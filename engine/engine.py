@@ -1,0 +1,167 @@
+"""The engine: one object per open database, holding the connections, settings, tokenizer and clock.
+
+Each method is one operation of the contract; the work is done by the module named for it.
+`namespace` is always the caller's to fix (from the process or the bearer token), never the model's.
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from memvm.engine import faults, memory
+from memvm.engine.clock import Clock, SystemClock
+from memvm.engine.config import EngineConfig
+from memvm.engine.db import Database
+from memvm.engine.errors import PageNotFound
+from memvm.engine.manifest_pages import available_pages, namespace_counts
+from memvm.engine.migrations import migrate
+from memvm.engine.models import (
+    FaultResult,
+    ForgetResult,
+    IngestMessage,
+    IngestResult,
+    Level,
+    ManifestPage,
+    Modality,
+    NewPage,
+    Page,
+    PageState,
+    PageType,
+    RememberResult,
+    SearchResult,
+    SearchScope,
+    SessionState,
+    TurnResult,
+    WorkingSetView,
+)
+from memvm.engine.pages import get_page
+from memvm.engine.search import search_pages
+from memvm.engine.sessions import begin_turn, read_session
+from memvm.engine.tokens import TokenCounter
+from memvm.engine.working_set import line_cost, view_entries
+
+
+class Engine:
+    def __init__(self, db: Database, config: EngineConfig, counter: TokenCounter, clock: Clock) -> None:
+        self.db = db
+        self.config = config
+        self.counter = counter
+        self.clock = clock
+        self._writer = memory.Writer(db=db, config=config, counter=counter, clock=clock)
+
+    @classmethod
+    async def open(
+        cls, path: str | Path, config: EngineConfig | None = None, *, clock: Clock | None = None
+    ) -> "Engine":
+        """Open (creating and migrating if new) the database at `path`; ':memory:' for a throwaway."""
+        config = config or EngineConfig()
+        counter = TokenCounter(config.encoding)
+        db = await Database.open(path, config)
+        try:
+            await migrate(db.writer)
+        except BaseException:
+            await db.close()
+            raise
+        return cls(db, config, counter, clock or SystemClock())
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    @property
+    def page_budget(self) -> int:
+        """Tokens left for page lines once the reserved part (rules, manifest) is set aside."""
+        return self.config.budget_tokens - self.config.reserved_tokens
+
+    async def remember(
+        self, *, namespace: str, session: str, page: NewPage, key: str | None = None
+    ) -> RememberResult:
+        return await memory.remember(self._writer, namespace=namespace, session=session, page=page, key=key)
+
+    async def ingest(
+        self, *, namespace: str, session: str, messages: Sequence[IngestMessage]
+    ) -> IngestResult:
+        return await memory.ingest(self._writer, namespace=namespace, session=session, messages=messages)
+
+    async def pin_page(self, *, namespace: str, session: str, page_id: str, pinned: bool) -> PageState:
+        return await memory.pin_page(
+            self._writer, namespace=namespace, session=session, page_id=page_id, pinned=pinned
+        )
+
+    async def forget(self, *, namespace: str, session: str, page_id: str) -> ForgetResult:
+        return await memory.forget(self._writer, namespace=namespace, session=session, page_id=page_id)
+
+    async def page_fault(
+        self, *, namespace: str, session: str, page_id: str, target_level: Level = Level.ABSTRACT
+    ) -> FaultResult:
+        return await faults.page_fault(
+            self.db,
+            config=self.config,
+            counter=self.counter,
+            clock=self.clock,
+            namespace=namespace,
+            session=session,
+            page_id=page_id,
+            target_level=target_level,
+        )
+
+    async def search(
+        self,
+        *,
+        namespace: str,
+        session: str,
+        query: str,
+        limit: int = 5,
+        page_type: PageType | None = None,
+        modality: Modality | None = None,
+        scope: SearchScope = SearchScope.ALL,
+    ) -> SearchResult:
+        return await search_pages(
+            self.db,
+            namespace=namespace,
+            viewer_session=session,
+            query=query,
+            limit=limit,
+            page_type=page_type,
+            modality=modality,
+            only_session=session if scope is SearchScope.SESSION else None,
+        )
+
+    async def begin_turn(self, *, namespace: str, session: str) -> TurnResult:
+        async with self.db.write() as conn:
+            state = await begin_turn(conn, namespace, session, self.clock.now())
+        return TurnResult(turn=state.turn, faults_left=self.config.max_faults_per_turn)
+
+    async def get_page(self, *, namespace: str, page_id: str) -> Page:
+        page = await get_page(self.db, namespace, page_id)
+        if page is None:
+            raise PageNotFound(page_id)
+        return page
+
+    async def session_state(self, *, namespace: str, session: str) -> SessionState:
+        """The session as committed; a session never used yet reads as turn 0 with no faults."""
+        state = await read_session(self.db, namespace, session)
+        if state is not None:
+            return state
+        now = self.clock.now()
+        return SessionState(
+            namespace=namespace, session=session, turn=0, faults_this_turn=0, turn_started_at=now, last_call_at=now
+        )
+
+    async def working_set(self, *, namespace: str, session: str) -> WorkingSetView:
+        state = await self.session_state(namespace=namespace, session=session)
+        entries = await view_entries(self.db, namespace, session)
+        return WorkingSetView(
+            session=session,
+            turn=state.turn,
+            entries=entries,
+            page_tokens=sum(line_cost(entry.tokens) for entry in entries),
+            budget_tokens=self.config.budget_tokens,
+            reserved_tokens=self.config.reserved_tokens,
+            faults_left=max(0, self.config.max_faults_per_turn - state.faults_this_turn),
+            max_faults_per_turn=self.config.max_faults_per_turn,
+        )
+
+    async def available_pages(self, *, namespace: str, session: str, limit: int) -> list[ManifestPage]:
+        return await available_pages(self.db, namespace, session, limit)
+
+    async def counts(self, *, namespace: str, session: str) -> dict[str, int]:
+        return await namespace_counts(self.db, namespace, session)

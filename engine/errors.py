@@ -1,0 +1,64 @@
+"""Every failure the engine reports, as one tree of nouns.
+
+Each message is written for the model that called the tool: one sentence that says what
+happened and what to do next. No paths, SQL or tracebacks ever go into a message.
+"""
+
+
+class MemvmError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class InvalidArgument(MemvmError):
+    """An argument passed validation of its type but not of its meaning."""
+
+
+class PageNotFound(MemvmError):
+    def __init__(self, page_id: str) -> None:
+        super().__init__(
+            f"No page '{page_id}' exists in this memory; call search_pages to find the right page id."
+        )
+        self.page_id = page_id
+
+
+class FaultLimitReached(MemvmError):
+    def __init__(self, limit: int, turn: int, idle_seconds: float) -> None:
+        super().__init__(
+            f"The limit of {limit} page faults for turn {turn} is used up; answer with what you have. "
+            f"It resets at the next turn: the next user message, or after {idle_seconds:g} s without "
+            "memory calls."
+        )
+
+
+class KeyConflict(MemvmError):
+    def __init__(self, key: str, page_type: str) -> None:
+        super().__init__(
+            f"The key '{key}' already names a {page_type} page, which remember cannot overwrite; "
+            "choose another key."
+        )
+
+
+class StorageError(MemvmError):
+    """The database could not complete a request; nothing was half-written."""
+
+
+class StorageBusy(StorageError):
+    def __init__(self) -> None:
+        super().__init__("Storage is busy with another writer; retry the same call in a moment.")
+
+
+class StorageFull(StorageError):
+    def __init__(self) -> None:
+        super().__init__(
+            "Storage is full, so nothing was saved; forget pages you no longer need, or ask the user to "
+            "free disk space, then retry."
+        )
+
+
+class StorageReadOnly(StorageError):
+    def __init__(self) -> None:
+        super().__init__("This memory is read-only, so nothing was saved; answer without storing.")
+
+
+class DatabaseRefused(MemvmError):
+    """The file at start is corrupt, foreign or from a newer memvm: memvm will not touch it."""

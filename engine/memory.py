@@ -1,0 +1,221 @@
+"""The write side of memory: remember, ingest, pin and forget.
+
+Levels and token counts are computed before the write transaction starts, so the database lock is
+held only for the inserts themselves.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aiosqlite
+import anyio
+
+from memvm.engine.clock import Clock
+from memvm.engine.config import EngineConfig
+from memvm.engine.db import Database
+from memvm.engine.errors import InvalidArgument, KeyConflict, PageNotFound
+from memvm.engine.levels import Levels, compute_levels
+from memvm.engine.models import (
+    REMEMBERED_TYPES,
+    Actor,
+    ForgetResult,
+    IngestMessage,
+    IngestResult,
+    Level,
+    MutationKind,
+    NewPage,
+    Page,
+    PageState,
+    PageType,
+    RememberResult,
+    Role,
+)
+from memvm.engine.pages import (
+    delete_page,
+    get_page,
+    insert_page,
+    next_page_id,
+    set_pinned,
+    update_remembered,
+)
+from memvm.engine.sessions import begin_turn, get_session, touch_session
+from memvm.engine.tokens import TokenCounter
+from memvm.engine.working_set import WorkingSet, get_mapping, sessions_mapping
+
+
+@dataclass(frozen=True)
+class Writer:
+    """What every write needs: the database, the settings, the token counter and the clock."""
+
+    db: Database
+    config: EngineConfig
+    counter: TokenCounter
+    clock: Clock
+
+    def working_set(self, conn: aiosqlite.Connection, namespace: str, session: str, turn: int) -> WorkingSet:
+        return WorkingSet(
+            conn,
+            namespace=namespace,
+            session=session,
+            turn=turn,
+            capacity=self.config.budget_tokens - self.config.reserved_tokens,
+            counter=self.counter,
+            now=self.clock.now(),
+        )
+
+    def levels(self, page: NewPage) -> Levels:
+        levels = compute_levels(
+            page.content,
+            page_type=page.type,
+            role=page.role,
+            summary=page.summary,
+            counter=self.counter,
+            abstract_max_tokens=self.config.abstract_max_tokens,
+            reference_max_tokens=self.config.reference_max_tokens,
+        )
+        if levels.tokens.full > self.config.max_page_tokens:
+            raise InvalidArgument(
+                f"The content is {levels.tokens.full} tokens, over the {self.config.max_page_tokens}-token "
+                "page limit; split it into smaller pages."
+            )
+        return levels
+
+    async def levels_off_loop(self, pages: Sequence[NewPage]) -> list[Levels]:
+        # Tokenising a long text takes milliseconds: keep it off the event loop.
+        return await anyio.to_thread.run_sync(lambda: [self.levels(page) for page in pages])
+
+
+async def remember(
+    writer: Writer, *, namespace: str, session: str, page: NewPage, key: str | None
+) -> RememberResult:
+    (levels,) = await writer.levels_off_loop([page])
+    now = writer.clock.now()
+    async with writer.db.write() as conn:
+        state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        working_set = writer.working_set(conn, namespace, session, state.turn)
+        existing = await get_page(conn, namespace, key) if key else None
+        if existing is not None and existing.type not in REMEMBERED_TYPES:
+            raise KeyConflict(existing.page_id, existing.type.value)
+        if existing is not None:
+            await update_remembered(
+                conn, namespace=namespace, rowid=existing.rowid, page=page, levels=levels, turn=state.turn, now=now
+            )
+            # Its old lines are stale in every working set that held it: take it out everywhere.
+            await _unmap_everywhere(writer, conn, namespace, existing, cause="rewritten by remember")
+            rowid, page_id = existing.rowid, existing.page_id
+        else:
+            page_id = key or await _fresh_id(conn, namespace, page.type)
+            rowid = await insert_page(
+                conn, namespace=namespace, session=session, page_id=page_id, page=page, levels=levels,
+                turn=state.turn, now=now,
+            )
+        if page.pinned:
+            stored = await get_page(conn, namespace, page_id)
+            assert stored is not None
+            await working_set.place(stored, Level.ABSTRACT, actor=Actor.MODEL, cause="pinned by remember", faulted=False)
+    return RememberResult(page_id=page_id, created=existing is None, tokens=levels.tokens.as_dict())
+
+
+async def ingest(
+    writer: Writer, *, namespace: str, session: str, messages: Sequence[IngestMessage]
+) -> IngestResult:
+    """Store each message as a transcript page and map it in full; a user message starts a turn."""
+    pages = [
+        NewPage(
+            content=message.content,
+            type=PageType.TRANSCRIPT,
+            role=message.role,
+            provenance=message.role.value if message.role is not Role.TOOL else f"tool:{message.name or 'unknown'}",
+            metadata={"name": message.name} if message.name else {},
+        )
+        for message in messages
+    ]
+    all_levels = await writer.levels_off_loop(pages)
+    now = writer.clock.now()
+    page_ids = []
+    async with writer.db.write() as conn:
+        state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        for page, levels in zip(pages, all_levels, strict=True):
+            if page.role is Role.USER:
+                state = await begin_turn(conn, namespace, session, now)
+            page_id = await _fresh_id(conn, namespace, PageType.TRANSCRIPT)
+            await insert_page(
+                conn, namespace=namespace, session=session, page_id=page_id, page=page, levels=levels,
+                turn=state.turn, now=now,
+            )
+            stored = await get_page(conn, namespace, page_id)
+            assert stored is not None
+            # The conversation so far belongs in context; older pages make room as usual.
+            await writer.working_set(conn, namespace, session, state.turn).place(
+                stored, Level.FULL, actor=Actor.HOST, cause="ingest", faulted=False
+            )
+            page_ids.append(page_id)
+    return IngestResult(page_ids=page_ids, turn=state.turn)
+
+
+async def pin_page(
+    writer: Writer, *, namespace: str, session: str, page_id: str, pinned: bool
+) -> PageState:
+    now = writer.clock.now()
+    async with writer.db.write() as conn:
+        state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        page = await get_page(conn, namespace, page_id)
+        if page is None:
+            raise PageNotFound(page_id)
+        await set_pinned(conn, namespace, page.rowid, pinned)
+        working_set = writer.working_set(conn, namespace, session, state.turn)
+        mapping = await get_mapping(conn, namespace, session, page.rowid)
+        level = mapping.level if mapping else None
+        kind = MutationKind.PIN if pinned else MutationKind.UNPIN
+        await working_set.log(page_id, kind, before=level, after=level, actor=Actor.HOST, cause="pin_page")
+        if pinned and mapping is None:
+            placement = await working_set.place(
+                page, Level.ABSTRACT, actor=Actor.HOST, cause="pin_page", faulted=False
+            )
+            level = Level.ABSTRACT if placement.mapped else None
+    return PageState(
+        page_id=page.page_id,
+        session=page.session,
+        type=page.type,
+        pinned=pinned,
+        importance=page.importance,
+        mapped=level is not None,
+        level=None if level is None else int(level),
+        tokens=page.tokens.as_dict(),
+    )
+
+
+async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) -> ForgetResult:
+    now = writer.clock.now()
+    async with writer.db.write() as conn:
+        await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        page = await get_page(conn, namespace, page_id)
+        if page is None:
+            raise PageNotFound(page_id)
+        await _unmap_everywhere(writer, conn, namespace, page, cause="forget", kind=MutationKind.FORGET)
+        await delete_page(conn, namespace, page.rowid)
+    return ForgetResult(page_id=page_id, deleted=True)
+
+
+async def _unmap_everywhere(
+    writer: Writer,
+    conn: aiosqlite.Connection,
+    namespace: str,
+    page: Page,
+    *,
+    cause: str,
+    kind: MutationKind = MutationKind.UNMAP,
+) -> None:
+    for holder, level in await sessions_mapping(conn, namespace, page.rowid):
+        turn = (await get_session(conn, namespace, holder)).turn
+        working_set = writer.working_set(conn, namespace, holder, turn)
+        await working_set.unmap(page.rowid)
+        await working_set.log(page.page_id, kind, before=level, after=None, actor=Actor.ENGINE, cause=cause)
+
+
+async def _fresh_id(conn: aiosqlite.Connection, namespace: str, page_type: PageType) -> str:
+    # A caller's key may already hold the next generated id: skip past it.
+    while True:
+        page_id = await next_page_id(conn, namespace, page_type)
+        if await get_page(conn, namespace, page_id) is None:
+            return page_id

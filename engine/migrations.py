@@ -1,0 +1,190 @@
+"""The schema, only ever changed by appending a numbered migration.
+
+Each migration runs once, in its own write transaction, and is recorded in `schema_migrations`;
+running `migrate` again is a no-op. Every table carries `namespace`, and every index leads with it,
+because every query filters on it.
+"""
+
+import time
+from dataclasses import dataclass
+
+import aiosqlite
+
+from memvm.engine.db import APPLICATION_ID
+from memvm.engine.errors import DatabaseRefused
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+_INITIAL = Migration(
+    version=1,
+    name="pages, sessions, working sets, mutation log, full-text index",
+    statements=(
+        f"PRAGMA application_id = {APPLICATION_ID}",
+        """
+        CREATE TABLE sessions (
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            turn INTEGER NOT NULL DEFAULT 0,
+            faults_this_turn INTEGER NOT NULL DEFAULT 0,
+            turn_started_at REAL NOT NULL,
+            last_call_at REAL NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (namespace, session)
+        ) WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE id_counters (
+            namespace TEXT NOT NULL,
+            prefix TEXT NOT NULL,
+            last INTEGER NOT NULL,
+            PRIMARY KEY (namespace, prefix)
+        ) WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE pages (
+            rowid INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            page_id TEXT NOT NULL,
+            session TEXT NOT NULL,
+            type TEXT NOT NULL,
+            role TEXT,
+            modality TEXT NOT NULL,
+            importance REAL NOT NULL CHECK (importance BETWEEN 0 AND 1),
+            pinned INTEGER NOT NULL DEFAULT 0,
+            provenance TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            last_access REAL NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            turn INTEGER NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            content TEXT NOT NULL,
+            reduced TEXT NOT NULL,
+            abstract TEXT NOT NULL,
+            reference TEXT NOT NULL,
+            tokens_full INTEGER NOT NULL,
+            tokens_reduced INTEGER NOT NULL,
+            tokens_abstract INTEGER NOT NULL,
+            tokens_reference INTEGER NOT NULL,
+            UNIQUE (namespace, page_id),
+            FOREIGN KEY (namespace, session) REFERENCES sessions (namespace, session)
+        )
+        """,
+        "CREATE INDEX pages_by_recency ON pages (namespace, last_access)",
+        "CREATE INDEX pages_by_session ON pages (namespace, session, rowid)",
+        # External-content FTS5: the text lives once, in pages; the index follows it by trigger.
+        """
+        CREATE VIRTUAL TABLE pages_fts USING fts5(
+            content, content='pages', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        )
+        """,
+        """
+        CREATE TRIGGER pages_fts_insert AFTER INSERT ON pages BEGIN
+            INSERT INTO pages_fts (rowid, content) VALUES (new.rowid, new.content);
+        END
+        """,
+        """
+        CREATE TRIGGER pages_fts_delete AFTER DELETE ON pages BEGIN
+            INSERT INTO pages_fts (pages_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+        END
+        """,
+        """
+        CREATE TRIGGER pages_fts_update AFTER UPDATE OF content ON pages BEGIN
+            INSERT INTO pages_fts (pages_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+            INSERT INTO pages_fts (rowid, content) VALUES (new.rowid, new.content);
+        END
+        """,
+        """
+        CREATE TABLE working_set (
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            page_rowid INTEGER NOT NULL REFERENCES pages (rowid) ON DELETE CASCADE,
+            level INTEGER NOT NULL CHECK (level BETWEEN 0 AND 3),
+            line_tokens INTEGER NOT NULL,
+            faulted_turn INTEGER,
+            last_access_turn INTEGER NOT NULL,
+            mapped_at REAL NOT NULL,
+            PRIMARY KEY (namespace, session, page_rowid),
+            FOREIGN KEY (namespace, session) REFERENCES sessions (namespace, session)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX working_set_by_page ON working_set (page_rowid)",
+        """
+        CREATE TABLE mutation_log (
+            seq INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            page_id TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            level_before INTEGER,
+            level_after INTEGER,
+            actor TEXT NOT NULL,
+            cause TEXT NOT NULL,
+            at REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX mutation_log_by_session ON mutation_log (namespace, session, seq)",
+        """
+        CREATE TRIGGER mutation_log_no_update BEFORE UPDATE ON mutation_log BEGIN
+            SELECT RAISE(ABORT, 'mutation_log is append-only');
+        END
+        """,
+        """
+        CREATE TRIGGER mutation_log_no_delete BEFORE DELETE ON mutation_log BEGIN
+            SELECT RAISE(ABORT, 'mutation_log is append-only');
+        END
+        """,
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_INITIAL,)
+
+_CREATE_LEDGER = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at REAL NOT NULL
+)
+"""
+
+
+async def applied_versions(conn: aiosqlite.Connection) -> list[int]:
+    async with conn.execute("SELECT version FROM schema_migrations ORDER BY version") as cursor:
+        return [row[0] for row in await cursor.fetchall()]
+
+
+async def migrate(conn: aiosqlite.Connection) -> list[int]:
+    """Apply every migration not yet recorded; return the versions applied now."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        await conn.execute(_CREATE_LEDGER)
+        done = set(await applied_versions(conn))
+        newest = max(m.version for m in MIGRATIONS)
+        if done and max(done) > newest:
+            raise DatabaseRefused(
+                f"the database has schema version {max(done)}, newer than this memvm ({newest}); upgrade memvm"
+            )
+        applied = []
+        for migration in MIGRATIONS:
+            if migration.version in done:
+                continue
+            for statement in migration.statements:
+                await conn.execute(statement)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, time.time()),
+            )
+            applied.append(migration.version)
+        await conn.execute(f"PRAGMA user_version = {newest}")
+    except BaseException:
+        await conn.rollback()
+        raise
+    await conn.commit()
+    return applied

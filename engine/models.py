@@ -1,0 +1,257 @@
+"""The engine's vocabulary: closed sets as enums, results as pydantic models."""
+
+from enum import IntEnum, StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class PageType(StrEnum):
+    TRANSCRIPT = "transcript"
+    TOOL_RESULT = "tool_result"
+    CLAIM = "claim"
+    NOTE = "note"
+    PREFERENCE = "preference"
+    SUMMARY = "summary"
+    PROCEDURE = "procedure"
+
+
+# Pages the model writes itself through `remember`; transcripts and tool results come from the host.
+REMEMBERED_TYPES = frozenset(
+    {PageType.CLAIM, PageType.NOTE, PageType.PREFERENCE, PageType.SUMMARY, PageType.PROCEDURE}
+)
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class Modality(StrEnum):
+    TEXT = "text"
+    IMAGE = "image"
+    AUDIO = "audio"
+    VIDEO = "video"
+    STRUCTURED = "structured"
+
+
+class Level(IntEnum):
+    """Levels of detail, finest first: a smaller number is more text."""
+
+    FULL = 0
+    REDUCED = 1
+    ABSTRACT = 2
+    REFERENCE = 3
+
+
+class MutationKind(StrEnum):
+    MAP = "map"
+    PROMOTE = "promote"
+    DEMOTE = "demote"
+    UNMAP = "unmap"
+    PIN = "pin"
+    UNPIN = "unpin"
+    FORGET = "forget"
+
+
+class Actor(StrEnum):
+    MODEL = "model"
+    HOST = "host"
+    ENGINE = "engine"
+
+
+class SearchScope(StrEnum):
+    ALL = "all"
+    SESSION = "session"
+
+
+class LevelTokens(BaseModel):
+    """Exact token counts of a page at each level, keyed '0'..'3' like the level numbers."""
+
+    full: int
+    reduced: int
+    abstract: int
+    reference: int
+
+    def at(self, level: Level) -> int:
+        return (self.full, self.reduced, self.abstract, self.reference)[level]
+
+    def as_dict(self) -> dict[str, int]:
+        return {"0": self.full, "1": self.reduced, "2": self.abstract, "3": self.reference}
+
+
+class Page(BaseModel):
+    """One stored page with all four levels."""
+
+    rowid: int
+    page_id: str
+    session: str
+    type: PageType
+    role: Role | None
+    modality: Modality
+    importance: float
+    pinned: bool
+    provenance: str
+    created_at: float
+    last_access: float
+    access_count: int
+    turn: int
+    metadata: dict[str, Any]
+    levels: tuple[str, str, str, str]
+    tokens: LevelTokens
+
+    def content(self, level: Level) -> str:
+        return self.levels[level]
+
+
+class NewPage(BaseModel):
+    """What a writer hands the engine; levels and token counts are computed from it."""
+
+    content: str
+    type: PageType
+    role: Role | None = None
+    modality: Modality = Modality.TEXT
+    importance: float = 0.5
+    pinned: bool = False
+    provenance: str
+    summary: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionState(BaseModel):
+    namespace: str
+    session: str
+    turn: int
+    faults_this_turn: int
+    turn_started_at: float
+    last_call_at: float
+
+
+class Mapping(BaseModel):
+    """A page in a working set: at which level, and what its context line costs."""
+
+    page_id: str
+    rowid: int
+    level: Level
+    line_tokens: int
+    pinned: bool
+    faulted_turn: int | None
+    last_access_turn: int
+    page_type: PageType
+    importance: float
+    last_access: float
+
+
+class WorkingSetEntry(BaseModel):
+    page_id: str
+    level: int
+    tokens: int
+    line: str
+
+
+class WorkingSetView(BaseModel):
+    """A session's working set as rendered: one line per mapped page, in a stable order."""
+
+    session: str
+    turn: int
+    entries: list[WorkingSetEntry]
+    page_tokens: int
+    budget_tokens: int
+    reserved_tokens: int
+    faults_left: int
+    max_faults_per_turn: int
+
+
+class EvictedPage(BaseModel):
+    page_id: str
+    level_before: int
+    level_after: int | None = Field(description="The coarser level it was demoted to; null when unmapped.")
+
+
+class FaultResult(BaseModel):
+    page_id: str
+    level: int
+    content: str
+    tokens: int
+    type: PageType
+    role: Role | None
+    modality: Modality
+    session: str
+    created_at: float
+    provenance: str
+    mapped: bool
+    already_mapped: bool
+    reason: str | None = None
+    evicted: list[EvictedPage]
+    faults_left: int
+    working_set_tokens: int
+    budget_tokens: int
+
+
+class SearchHit(BaseModel):
+    page_id: str
+    type: PageType
+    role: Role | None
+    modality: Modality
+    session: str
+    created_at: float
+    snippet: str
+    score: float
+    tokens: dict[str, int]
+    mapped: bool
+    level: int | None
+
+
+class SearchResult(BaseModel):
+    results: list[SearchHit]
+    total_pages: int
+
+
+class RememberResult(BaseModel):
+    page_id: str
+    created: bool
+    tokens: dict[str, int]
+
+
+class IngestMessage(BaseModel):
+    role: Role
+    content: str
+    name: str | None = None
+
+
+class IngestResult(BaseModel):
+    page_ids: list[str]
+    turn: int
+
+
+class TurnResult(BaseModel):
+    turn: int
+    faults_left: int
+
+
+class PageState(BaseModel):
+    page_id: str
+    session: str
+    type: PageType
+    pinned: bool
+    importance: float
+    mapped: bool
+    level: int | None
+    tokens: dict[str, int]
+
+
+class ForgetResult(BaseModel):
+    page_id: str
+    deleted: bool
+
+
+class ManifestPage(BaseModel):
+    page_id: str
+    type: PageType
+    role: Role | None
+    session: str
+    hint: str
+    tokens: dict[str, int]
+    importance: float

@@ -1,0 +1,190 @@
+"""Page rows: ids, insert, lookup, the `remember` upsert and deletion."""
+
+import json
+
+import aiosqlite
+
+from memvm.engine.db import Database, Row, fetchone
+from memvm.engine.levels import Levels
+from memvm.engine.models import LevelTokens, Modality, NewPage, Page, PageType, Role
+
+# Readable ids per page type: msg_000123, tool_000045, note_000007, ...
+ID_PREFIX = {
+    PageType.TRANSCRIPT: "msg",
+    PageType.TOOL_RESULT: "tool",
+    PageType.CLAIM: "claim",
+    PageType.NOTE: "note",
+    PageType.PREFERENCE: "pref",
+    PageType.SUMMARY: "sum",
+    PageType.PROCEDURE: "proc",
+}
+
+PAGE_COLUMNS = """
+    p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.importance, p.pinned, p.provenance,
+    p.created_at, p.last_access, p.access_count, p.turn, p.metadata,
+    p.content, p.reduced, p.abstract, p.reference,
+    p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
+"""
+
+_NEXT_ID = """
+INSERT INTO id_counters (namespace, prefix, last) VALUES (?, ?, 1)
+ON CONFLICT (namespace, prefix) DO UPDATE SET last = last + 1
+RETURNING last
+"""
+
+_INSERT = """
+INSERT INTO pages (
+    namespace, page_id, session, type, role, modality, importance, pinned, provenance,
+    created_at, last_access, access_count, turn, metadata,
+    content, reduced, abstract, reference,
+    tokens_full, tokens_reduced, tokens_abstract, tokens_reference
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+RETURNING rowid
+"""
+
+_UPDATE_REMEMBERED = """
+UPDATE pages SET
+    type = ?, importance = ?, pinned = ?, provenance = ?, last_access = ?, turn = ?, metadata = ?,
+    content = ?, reduced = ?, abstract = ?, reference = ?,
+    tokens_full = ?, tokens_reduced = ?, tokens_abstract = ?, tokens_reference = ?
+WHERE namespace = ? AND rowid = ?
+"""
+
+_GET = f"SELECT {PAGE_COLUMNS} FROM pages p WHERE p.namespace = ? AND p.page_id = ?"
+
+_TOUCH = """
+UPDATE pages SET last_access = ?, access_count = access_count + 1 WHERE namespace = ? AND rowid = ?
+"""
+
+_SET_PINNED = "UPDATE pages SET pinned = ? WHERE namespace = ? AND rowid = ?"
+
+_DELETE = "DELETE FROM pages WHERE namespace = ? AND rowid = ?"
+
+_COUNT = "SELECT count(*) FROM pages WHERE namespace = ?"
+
+
+def page_from_row(row: Row) -> Page:
+    return Page(
+        rowid=row["rowid"],
+        page_id=row["page_id"],
+        session=row["session"],
+        type=PageType(row["type"]),
+        role=Role(row["role"]) if row["role"] else None,
+        modality=Modality(row["modality"]),
+        importance=row["importance"],
+        pinned=bool(row["pinned"]),
+        provenance=row["provenance"],
+        created_at=row["created_at"],
+        last_access=row["last_access"],
+        access_count=row["access_count"],
+        turn=row["turn"],
+        metadata=json.loads(row["metadata"]),
+        levels=(row["content"], row["reduced"], row["abstract"], row["reference"]),
+        tokens=LevelTokens(
+            full=row["tokens_full"],
+            reduced=row["tokens_reduced"],
+            abstract=row["tokens_abstract"],
+            reference=row["tokens_reference"],
+        ),
+    )
+
+
+async def next_page_id(conn: aiosqlite.Connection, namespace: str, page_type: PageType) -> str:
+    prefix = ID_PREFIX[page_type]
+    row = await fetchone(conn, _NEXT_ID, (namespace, prefix))
+    assert row is not None  # RETURNING always yields the counter
+    return f"{prefix}_{row[0]:06d}"
+
+
+async def insert_page(
+    conn: aiosqlite.Connection,
+    *,
+    namespace: str,
+    session: str,
+    page_id: str,
+    page: NewPage,
+    levels: Levels,
+    turn: int,
+    now: float,
+) -> int:
+    """Insert one page and return its rowid."""
+    row = await fetchone(
+        conn,
+        _INSERT,
+        (
+            namespace,
+            page_id,
+            session,
+            page.type.value,
+            page.role.value if page.role else None,
+            page.modality.value,
+            page.importance,
+            int(page.pinned),
+            page.provenance,
+            now,
+            now,
+            turn,
+            json.dumps(page.metadata, ensure_ascii=False),
+            *levels.texts,
+            *_token_tuple(levels.tokens),
+        ),
+    )
+    assert row is not None
+    return int(row[0])
+
+
+async def update_remembered(
+    conn: aiosqlite.Connection,
+    *,
+    namespace: str,
+    rowid: int,
+    page: NewPage,
+    levels: Levels,
+    turn: int,
+    now: float,
+) -> None:
+    await conn.execute(
+        _UPDATE_REMEMBERED,
+        (
+            page.type.value,
+            page.importance,
+            int(page.pinned),
+            page.provenance,
+            now,
+            turn,
+            json.dumps(page.metadata, ensure_ascii=False),
+            *levels.texts,
+            *_token_tuple(levels.tokens),
+            namespace,
+            rowid,
+        ),
+    )
+
+
+async def get_page(conn: aiosqlite.Connection | Database, namespace: str, page_id: str) -> Page | None:
+    if isinstance(conn, Database):
+        row = await conn.fetchone(_GET, (namespace, page_id))
+    else:
+        row = await fetchone(conn, _GET, (namespace, page_id))
+    return page_from_row(row) if row else None
+
+
+async def touch_page(conn: aiosqlite.Connection, namespace: str, rowid: int, now: float) -> None:
+    await conn.execute(_TOUCH, (now, namespace, rowid))
+
+
+async def set_pinned(conn: aiosqlite.Connection, namespace: str, rowid: int, pinned: bool) -> None:
+    await conn.execute(_SET_PINNED, (int(pinned), namespace, rowid))
+
+
+async def delete_page(conn: aiosqlite.Connection, namespace: str, rowid: int) -> None:
+    await conn.execute(_DELETE, (namespace, rowid))
+
+
+async def count_pages(db: Database, namespace: str) -> int:
+    row = await db.fetchone(_COUNT, (namespace,))
+    return int(row[0]) if row else 0
+
+
+def _token_tuple(tokens: LevelTokens) -> tuple[int, int, int, int]:
+    return (tokens.full, tokens.reduced, tokens.abstract, tokens.reference)

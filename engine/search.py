@@ -1,0 +1,152 @@
+"""Full-text search: FTS5 BM25 with porter stemming, ranked globally across the namespace.
+
+Bound parameters do not stop FTS5's own query syntax, so the MATCH string is never the user's
+text: it is rebuilt from word terms, each one double-quoted, joined with OR. Nothing a caller
+types (`alpha OR`, `-x`, `NEAR(`, `"`, `*`, `content:`) can become an operator or a column
+filter, and the namespace filter lives in SQL WHERE, never in the MATCH string.
+"""
+
+import re
+
+from memvm.engine.db import Database, Row
+from memvm.engine.levels import collapse
+from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
+from memvm.engine.stopwords import STOPWORDS
+
+# Words as unicode61 sees them: letters, digits and marks; everything else separates terms.
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+_MAX_TERMS = 32
+_MAX_ID_CANDIDATES = 8
+_ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
+
+_SEARCH = """
+SELECT p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
+       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference,
+       snippet(pages_fts, 0, '', '', '…', 24) AS snippet,
+       bm25(pages_fts) AS rank,
+       w.level AS mapped_level
+FROM pages_fts
+JOIN pages p ON p.rowid = pages_fts.rowid
+LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?
+WHERE pages_fts MATCH ? AND p.namespace = ? {filters}
+ORDER BY rank, p.rowid
+LIMIT ?
+"""
+
+_BY_ID = """
+SELECT p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
+       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference,
+       p.abstract AS snippet, 0.0 AS rank, w.level AS mapped_level
+FROM pages p
+LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?
+WHERE p.namespace = ? AND p.page_id IN ({marks}) {filters}
+"""
+
+# Above any BM25 score, and still valid JSON (infinity is not).
+EXACT_ID_SCORE = 1_000_000.0
+
+_TOTAL = "SELECT count(*) FROM pages WHERE namespace = ?"
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct, lower-cased, non-stopword terms of `text`, in order, at most 32."""
+    seen: dict[str, None] = {}
+    for term in _TERM.findall(text.lower()):
+        if term not in STOPWORDS and term not in seen:
+            seen[term] = None
+    return list(seen)[:_MAX_TERMS]
+
+
+def match_expression(terms: list[str]) -> str:
+    """An FTS5 query that ORs each term as a quoted string: no operator survives quoting."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def _id_candidates(text: str) -> list[str]:
+    """Strings in the query that could be a page id, the whole query first."""
+    whole = text.strip()
+    candidates = [whole] if _ID_SHAPE.fullmatch(whole) else []
+    for word in whole.split():
+        word = word.strip(".,;:!?\"'()[]{}")
+        if _ID_SHAPE.fullmatch(word) and word not in candidates:
+            candidates.append(word)
+    return candidates[:_MAX_ID_CANDIDATES]
+
+
+def _filters(
+    page_type: PageType | None, modality: Modality | None, session: str | None
+) -> tuple[str, list[object]]:
+    clauses, params = [], []
+    if page_type is not None:
+        clauses.append("AND p.type = ?")
+        params.append(page_type.value)
+    if modality is not None:
+        clauses.append("AND p.modality = ?")
+        params.append(modality.value)
+    if session is not None:
+        clauses.append("AND p.session = ?")
+        params.append(session)
+    return " ".join(clauses), params
+
+
+def _hit(row: Row, *, score: float) -> SearchHit:
+    mapped_level = row["mapped_level"]
+    return SearchHit(
+        page_id=row["page_id"],
+        type=PageType(row["type"]),
+        role=Role(row["role"]) if row["role"] else None,
+        modality=Modality(row["modality"]),
+        session=row["session"],
+        created_at=row["created_at"],
+        snippet=collapse(row["snippet"] or ""),
+        score=score,
+        tokens={
+            "0": row["tokens_full"],
+            "1": row["tokens_reduced"],
+            "2": row["tokens_abstract"],
+            "3": row["tokens_reference"],
+        },
+        mapped=mapped_level is not None,
+        level=None if mapped_level is None else int(Level(mapped_level)),
+    )
+
+
+async def search_pages(
+    db: Database,
+    *,
+    namespace: str,
+    viewer_session: str,
+    query: str,
+    limit: int,
+    page_type: PageType | None = None,
+    modality: Modality | None = None,
+    only_session: str | None = None,
+) -> SearchResult:
+    """The `limit` best pages for `query`: an exact page id first, then BM25 order.
+
+    `score` is higher for better matches (BM25 negated); an exact id match scores EXACT_ID_SCORE.
+    """
+    filters, filter_params = _filters(page_type, modality, only_session)
+    hits: list[SearchHit] = []
+    candidates = _id_candidates(query)
+    if candidates:
+        marks = ", ".join("?" for _ in candidates)
+        rows = await db.fetchall(
+            _BY_ID.format(marks=marks, filters=filters),
+            (viewer_session, namespace, *candidates, *filter_params),
+        )
+        order = {page_id: i for i, page_id in enumerate(candidates)}
+        for row in sorted(rows, key=lambda r: order[r["page_id"]]):
+            hits.append(_hit(row, score=EXACT_ID_SCORE))
+    terms = query_terms(query)
+    if terms and len(hits) < limit:
+        rows = await db.fetchall(
+            _SEARCH.format(filters=filters),
+            (viewer_session, match_expression(terms), namespace, *filter_params, limit + len(hits)),
+        )
+        seen = {hit.page_id for hit in hits}
+        for row in rows:
+            if row["page_id"] not in seen:
+                hits.append(_hit(row, score=round(-float(row["rank"]), 6)))
+    total = await db.fetchone(_TOTAL, (namespace,))
+    return SearchResult(results=hits[:limit], total_pages=int(total[0]) if total else 0)

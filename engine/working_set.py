@@ -1,0 +1,363 @@
+"""A session's working set: which pages sit in the context, at which level, within the budget.
+
+What a page costs is the exact token count of the line it is rendered as (`context_line`), plus
+one for the newline that joins lines. When a mapping does not fit, mapped pages are first demoted
+to coarser levels and only then unmapped, weakest first by an importance-weighted LRU that also
+weighs page type. Pinned pages and pages faulted in the current turn are never touched. Every
+change goes to the append-only mutation log.
+"""
+
+from dataclasses import dataclass
+
+import aiosqlite
+
+from memvm.engine.db import Database, Row, fetchall, fetchone
+from memvm.engine.levels import collapse
+from memvm.engine.models import (
+    Actor,
+    EvictedPage,
+    Level,
+    Mapping,
+    MutationKind,
+    Page,
+    PageType,
+    Role,
+    WorkingSetEntry,
+)
+from memvm.engine.tokens import TokenCounter
+
+ROLE_PREFIX = {Role.USER: "U", Role.ASSISTANT: "A", Role.SYSTEM: "S", Role.TOOL: "T"}
+TYPE_PREFIX = {
+    PageType.TRANSCRIPT: "M",
+    PageType.TOOL_RESULT: "T",
+    PageType.CLAIM: "C",
+    PageType.NOTE: "N",
+    PageType.PREFERENCE: "P",
+    PageType.SUMMARY: "SUM",
+    PageType.PROCEDURE: "PROC",
+}
+
+# How long each type of page holds on to its place: claims and summaries stay longest.
+TYPE_RETENTION = {
+    PageType.CLAIM: 3.0,
+    PageType.SUMMARY: 3.0,
+    PageType.PREFERENCE: 2.5,
+    PageType.PROCEDURE: 2.0,
+    PageType.NOTE: 1.5,
+    PageType.TRANSCRIPT: 1.0,
+    PageType.TOOL_RESULT: 0.8,
+}
+
+_MAPPINGS = """
+SELECT w.page_rowid, w.level, w.line_tokens, w.faulted_turn, w.last_access_turn,
+       p.page_id, p.type, p.importance, p.pinned, p.last_access
+FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
+WHERE w.namespace = ? AND w.session = ?
+ORDER BY w.page_rowid
+"""
+
+_ONE_MAPPING = _MAPPINGS.replace("ORDER BY w.page_rowid", "AND w.page_rowid = ?")
+
+_LEVEL_TEXT = """
+SELECT page_id, type, role, content, reduced, abstract, reference
+FROM pages WHERE namespace = ? AND rowid = ?
+"""
+
+_UPSERT = """
+INSERT INTO working_set
+    (namespace, session, page_rowid, level, line_tokens, faulted_turn, last_access_turn, mapped_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (namespace, session, page_rowid) DO UPDATE SET
+    level = excluded.level, line_tokens = excluded.line_tokens,
+    faulted_turn = coalesce(excluded.faulted_turn, faulted_turn),
+    last_access_turn = excluded.last_access_turn
+"""
+
+_SET_LEVEL = """
+UPDATE working_set SET level = ?, line_tokens = ? WHERE namespace = ? AND session = ? AND page_rowid = ?
+"""
+
+_REFRESH = """
+UPDATE working_set SET last_access_turn = ?, faulted_turn = ?
+WHERE namespace = ? AND session = ? AND page_rowid = ?
+"""
+
+_UNMAP = "DELETE FROM working_set WHERE namespace = ? AND session = ? AND page_rowid = ?"
+
+_SESSIONS_MAPPING = "SELECT session, level FROM working_set WHERE namespace = ? AND page_rowid = ?"
+
+_LOG = """
+INSERT INTO mutation_log (namespace, session, page_id, turn, kind, level_before, level_after, actor, cause, at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+_VIEW = """
+SELECT w.level, w.line_tokens, p.page_id, p.type, p.role, p.content, p.reduced, p.abstract, p.reference
+FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
+WHERE w.namespace = ? AND w.session = ?
+ORDER BY p.created_at, p.rowid
+"""
+
+
+def line_prefix(page_type: PageType, role: Role | None) -> str:
+    if page_type is PageType.TRANSCRIPT and role is not None:
+        return ROLE_PREFIX[role]
+    return TYPE_PREFIX[page_type]
+
+
+def context_line(page_id: str, page_type: PageType, role: Role | None, text: str) -> str:
+    """The one line a mapped page occupies in the packed context."""
+    return f"{line_prefix(page_type, role)} {page_id}: {collapse(text)}"
+
+
+def page_line(page: Page, level: Level) -> str:
+    return context_line(page.page_id, page.type, page.role, page.content(level))
+
+
+def line_cost(line_tokens: int) -> int:
+    """Tokens a line adds to the context: the line and the newline that follows it."""
+    return line_tokens + 1
+
+
+def _mapping(row: Row) -> Mapping:
+    return Mapping(
+        page_id=row["page_id"],
+        rowid=row["page_rowid"],
+        level=Level(row["level"]),
+        line_tokens=row["line_tokens"],
+        pinned=bool(row["pinned"]),
+        faulted_turn=row["faulted_turn"],
+        last_access_turn=row["last_access_turn"],
+        page_type=PageType(row["type"]),
+        importance=row["importance"],
+        last_access=row["last_access"],
+    )
+
+
+async def load_mappings(conn: aiosqlite.Connection, namespace: str, session: str) -> list[Mapping]:
+    return [_mapping(row) for row in await fetchall(conn, _MAPPINGS, (namespace, session))]
+
+
+async def get_mapping(
+    conn: aiosqlite.Connection, namespace: str, session: str, rowid: int
+) -> Mapping | None:
+    row = await fetchone(conn, _ONE_MAPPING, (namespace, session, rowid))
+    return _mapping(row) if row else None
+
+
+def retention(mapping: Mapping, turn: int) -> float:
+    """Higher stays longer: importance and type, discounted by turns since last use."""
+    idle_turns = max(0, turn - mapping.last_access_turn)
+    return TYPE_RETENTION[mapping.page_type] * (0.25 + mapping.importance) / (1 + idle_turns)
+
+
+@dataclass
+class _Slot:
+    mapping: Mapping
+    level: Level | None
+    line_tokens: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What mapping one page did: whether it fit, what it displaced, and why not if it did not."""
+
+    mapped: bool
+    evicted: list[EvictedPage]
+    reason: str | None
+    page_tokens: int
+
+
+class WorkingSet:
+    """Operations on one session's working set, inside the caller's write transaction."""
+
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        *,
+        namespace: str,
+        session: str,
+        turn: int,
+        capacity: int,
+        counter: TokenCounter,
+        now: float,
+    ) -> None:
+        self._conn = conn
+        self._namespace = namespace
+        self._session = session
+        self._turn = turn
+        self._capacity = capacity
+        self._counter = counter
+        self._now = now
+
+    async def place(
+        self, page: Page, level: Level, *, actor: Actor, cause: str, faulted: bool
+    ) -> Placement:
+        """Map `page` at `level` (or move it there), making room if needed; never overfill."""
+        line_tokens = self._counter.count(page_line(page, level))
+        mappings = await load_mappings(self._conn, self._namespace, self._session)
+        current = next((m for m in mappings if m.rowid == page.rowid), None)
+        others = [m for m in mappings if m.rowid != page.rowid]
+        used = sum(line_cost(m.line_tokens) for m in others)
+        need = line_cost(line_tokens)
+        plan = await self._plan_room(others, need - (self._capacity - used))
+        if plan is None:
+            reason = (
+                f"the page needs {need} tokens at level {int(level)} but only "
+                f"{self._capacity - used} of the {self._capacity}-token page budget are free and the rest "
+                "is pinned or was faulted this turn; try a coarser target_level or unpin pages"
+            )
+            return Placement(mapped=False, evicted=[], reason=reason, page_tokens=used)
+        evicted = await self._apply(plan, cause=f"make room for {page.page_id}")
+        await self._conn.execute(
+            _UPSERT,
+            (
+                self._namespace,
+                self._session,
+                page.rowid,
+                int(level),
+                line_tokens,
+                self._turn if faulted else None,
+                self._turn,
+                self._now,
+            ),
+        )
+        kind = MutationKind.MAP
+        if current is not None:
+            kind = MutationKind.PROMOTE if level < current.level else MutationKind.DEMOTE
+        await self.log(
+            page.page_id,
+            kind,
+            before=current.level if current else None,
+            after=level,
+            actor=actor,
+            cause=cause,
+        )
+        freed = sum(line_cost(s.mapping.line_tokens) - (line_cost(s.line_tokens) if s.level is not None else 0)
+                    for s in plan)
+        return Placement(mapped=True, evicted=evicted, reason=None, page_tokens=used - freed + need)
+
+    async def unmap(self, rowid: int) -> None:
+        await self._conn.execute(_UNMAP, (self._namespace, self._session, rowid))
+
+    async def refresh(self, rowid: int) -> None:
+        """Mark a mapped page as used this turn: it moves to the back of the eviction queue."""
+        await self._conn.execute(
+            _REFRESH, (self._turn, self._turn, self._namespace, self._session, rowid)
+        )
+
+    async def _plan_room(self, mappings: list[Mapping], shortfall: int) -> list[_Slot] | None:
+        """The demotions and unmappings that free `shortfall` tokens, or None if they cannot."""
+        if shortfall <= 0:
+            return []
+        movable = sorted(
+            (m for m in mappings if not m.pinned and m.faulted_turn != self._turn),
+            key=lambda m: (retention(m, self._turn), m.last_access, m.rowid),
+        )
+        slots = [_Slot(m, m.level, m.line_tokens) for m in movable]
+        freed = 0
+        # Demote before unmapping: one level at a time, weakest first, until it fits.
+        while freed < shortfall:
+            progressed = False
+            for slot in slots:
+                if slot.level is None or slot.level == Level.REFERENCE:
+                    continue
+                coarser = Level(slot.level + 1)
+                tokens = self._counter.count(await self._line(slot.mapping.rowid, coarser))
+                freed += slot.line_tokens - tokens
+                slot.level, slot.line_tokens = coarser, tokens
+                progressed = True
+                if freed >= shortfall:
+                    break
+            if not progressed:
+                break
+        for slot in slots:
+            if freed >= shortfall:
+                break
+            freed += line_cost(slot.line_tokens)
+            slot.level, slot.line_tokens = None, 0
+        if freed < shortfall:
+            return None
+        return [s for s in slots if s.level != s.mapping.level]
+
+    async def _line(self, rowid: int, level: Level) -> str:
+        row = await fetchone(self._conn, _LEVEL_TEXT, (self._namespace, rowid))
+        assert row is not None  # a mapped page always exists (ON DELETE CASCADE)
+        texts = (row["content"], row["reduced"], row["abstract"], row["reference"])
+        role = Role(row["role"]) if row["role"] else None
+        return context_line(row["page_id"], PageType(row["type"]), role, texts[level])
+
+    async def _apply(self, plan: list[_Slot], *, cause: str) -> list[EvictedPage]:
+        evicted = []
+        for slot in plan:
+            before = slot.mapping.level
+            if slot.level is None:
+                await self._conn.execute(_UNMAP, (self._namespace, self._session, slot.mapping.rowid))
+                kind = MutationKind.UNMAP
+            else:
+                await self._conn.execute(
+                    _SET_LEVEL,
+                    (int(slot.level), slot.line_tokens, self._namespace, self._session, slot.mapping.rowid),
+                )
+                kind = MutationKind.DEMOTE
+            await self.log(
+                slot.mapping.page_id, kind, before=before, after=slot.level, actor=Actor.ENGINE, cause=cause
+            )
+            evicted.append(
+                EvictedPage(
+                    page_id=slot.mapping.page_id,
+                    level_before=int(before),
+                    level_after=None if slot.level is None else int(slot.level),
+                )
+            )
+        return evicted
+
+    async def log(
+        self,
+        page_id: str,
+        kind: MutationKind,
+        *,
+        before: Level | None,
+        after: Level | None,
+        actor: Actor,
+        cause: str,
+    ) -> None:
+        await self._conn.execute(
+            _LOG,
+            (
+                self._namespace,
+                self._session,
+                page_id,
+                self._turn,
+                kind.value,
+                None if before is None else int(before),
+                None if after is None else int(after),
+                actor.value,
+                cause,
+                self._now,
+            ),
+        )
+
+
+async def sessions_mapping(conn: aiosqlite.Connection, namespace: str, rowid: int) -> list[tuple[str, Level]]:
+    """Every session whose working set holds the page, with its level there."""
+    rows = await fetchall(conn, _SESSIONS_MAPPING, (namespace, rowid))
+    return [(row["session"], Level(row["level"])) for row in rows]
+
+
+async def view_entries(db: Database, namespace: str, session: str) -> list[WorkingSetEntry]:
+    """The mapped pages as rendered lines, in a stable order (oldest page first)."""
+    entries = []
+    for row in await db.fetchall(_VIEW, (namespace, session)):
+        level = Level(row["level"])
+        texts = (row["content"], row["reduced"], row["abstract"], row["reference"])
+        role = Role(row["role"]) if row["role"] else None
+        entries.append(
+            WorkingSetEntry(
+                page_id=row["page_id"],
+                level=int(level),
+                tokens=row["line_tokens"],
+                line=context_line(row["page_id"], PageType(row["type"]), role, texts[level]),
+            )
+        )
+    return entries
