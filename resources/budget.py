@@ -1,0 +1,30 @@
+"""What the budget reserves besides pages: the largest rules block, the manifest cap and framing.
+
+The engine counts page lines exactly; this adds the rest of what a developer message carries, so
+that the whole message (without the host's own system prompt) stays within `budget_tokens`.
+"""
+
+from memvm.engine.config import EngineConfig
+from memvm.engine.tokens import TokenCounter
+from memvm.resources.context import CONTEXT_CLOSE, CONTEXT_OPEN, SECTION_SEPARATOR
+from memvm.resources.manifest import MANIFEST_CLOSE, MANIFEST_OPEN
+from memvm.resources.rules import RuleMode, rules_text
+
+
+def reserved_tokens(config: EngineConfig, counter: TokenCounter) -> int:
+    rules = max(
+        counter.count(rules_text(mode, max_faults_per_turn=config.max_faults_per_turn)) for mode in RuleMode
+    )
+    framing = counter.count(
+        SECTION_SEPARATOR.join(
+            [f"{MANIFEST_OPEN}\n\n{MANIFEST_CLOSE}", f"{CONTEXT_OPEN}\n\n{CONTEXT_CLOSE}", ""]
+        )
+    )
+    # One token per joint can merge differently at section edges: count each generously.
+    return rules + config.manifest_max_tokens + framing + 4 * counter.count(SECTION_SEPARATOR)
+
+
+def with_reserve(config: EngineConfig) -> EngineConfig:
+    """`config` with `reserved_tokens` set for what memvm's renderers actually send."""
+    counter = TokenCounter(config.encoding)
+    return config.model_copy(update={"reserved_tokens": reserved_tokens(config, counter)})

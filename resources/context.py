@@ -1,0 +1,44 @@
+"""The packed working set (<VM:CONTEXT>) and the developer message built around it."""
+
+from pydantic import BaseModel
+
+from memvm.engine import Engine
+from memvm.engine.models import WorkingSetView
+from memvm.resources.manifest import MANIFEST_CLOSE, MANIFEST_OPEN, render_manifest
+from memvm.resources.rules import RuleMode, rules_text
+
+CONTEXT_OPEN = "<VM:CONTEXT>"
+CONTEXT_CLOSE = "</VM:CONTEXT>"
+SECTION_SEPARATOR = "\n\n"
+
+
+class DeveloperMessage(BaseModel):
+    mode: RuleMode
+    text: str
+    tokens: int
+    budget_tokens: int
+
+
+def render_context(view: WorkingSetView) -> str:
+    """One line per mapped page, oldest first, each prefixed by role or type and page id."""
+    lines = "\n".join(entry.line for entry in view.entries)
+    return f"{CONTEXT_OPEN}\n{lines}\n{CONTEXT_CLOSE}"
+
+
+async def render_developer_message(
+    engine: Engine, *, namespace: str, session: str, mode: RuleMode, system_prompt: str | None = None
+) -> DeveloperMessage:
+    """System prompt (optional), rules, manifest and context; passive mode sends the context alone."""
+    view = await engine.working_set(namespace=namespace, session=session)
+    sections = [system_prompt] if system_prompt else []
+    if mode is not RuleMode.PASSIVE:
+        manifest = await render_manifest(engine, namespace=namespace, session=session)
+        sections += [
+            rules_text(mode, max_faults_per_turn=engine.config.max_faults_per_turn),
+            f"{MANIFEST_OPEN}\n{manifest}\n{MANIFEST_CLOSE}",
+        ]
+    sections.append(render_context(view))
+    text = SECTION_SEPARATOR.join(sections)
+    return DeveloperMessage(
+        mode=mode, text=text, tokens=engine.counter.count(text), budget_tokens=engine.config.budget_tokens
+    )

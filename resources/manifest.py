@@ -1,0 +1,71 @@
+"""The manifest: a JSON map of the session's memory, capped in tokens.
+
+It names what is loaded, the pages most worth faulting, the policies in force and the counts.
+When it would pass `manifest_max_tokens`, the listed available pages go first, then the
+working-set entries; the counts always say how many were left out.
+"""
+
+import json
+from typing import Any
+
+from memvm.engine import Engine
+
+MANIFEST_OPEN = "<VM:MANIFEST_JSON>"
+MANIFEST_CLOSE = "</VM:MANIFEST_JSON>"
+PREFER_LEVELS = [2, 1, 0]
+
+
+def _dump(manifest: dict[str, Any]) -> str:
+    return json.dumps(manifest, ensure_ascii=False, separators=(",", ":"))
+
+
+async def build_manifest(engine: Engine, *, namespace: str, session: str) -> dict[str, Any]:
+    """The manifest as a dict, before the token cap is applied."""
+    view = await engine.working_set(namespace=namespace, session=session)
+    available = await engine.available_pages(
+        namespace=namespace, session=session, limit=engine.config.manifest_max_pages
+    )
+    counts = await engine.counts(namespace=namespace, session=session)
+    return {
+        "session": session,
+        "turn": view.turn,
+        "working_set": [{"page_id": e.page_id, "level": e.level, "tokens": e.tokens} for e in view.entries],
+        "available_pages": [
+            {
+                "page_id": p.page_id,
+                "type": p.type.value,
+                "role": p.role.value if p.role else None,
+                "session": p.session,
+                "hint": p.hint,
+                "tokens": p.tokens,
+            }
+            for p in available
+        ],
+        "policies": {
+            "max_faults_per_turn": view.max_faults_per_turn,
+            "faults_left": view.faults_left,
+            "budget_tokens": view.budget_tokens,
+            "working_set_tokens": view.reserved_tokens + view.page_tokens,
+            "prefer_levels": PREFER_LEVELS,
+        },
+        "counts": {**counts, "listed": len(available), "omitted_available": 0, "omitted_working_set": 0},
+    }
+
+
+def cap_manifest(manifest: dict[str, Any], engine: Engine) -> str:
+    """Drop listed pages, then working-set entries, until the JSON fits the token cap."""
+    cap = engine.config.manifest_max_tokens
+    text = _dump(manifest)
+    for key, counter in (("available_pages", "omitted_available"), ("working_set", "omitted_working_set")):
+        while engine.counter.count(text) > cap and manifest[key]:
+            # Halve the overshoot guess each round: one tokenisation per step, not per entry.
+            drop = max(1, len(manifest[key]) // 4)
+            del manifest[key][-drop:]
+            manifest["counts"][counter] += drop
+            manifest["counts"]["listed"] = len(manifest["available_pages"])
+            text = _dump(manifest)
+    return text
+
+
+async def render_manifest(engine: Engine, *, namespace: str, session: str) -> str:
+    return cap_manifest(await build_manifest(engine, namespace=namespace, session=session), engine)

@@ -1,0 +1,1 @@
+"""memvm's MCP server: the only package that imports mcp."""

@@ -1,0 +1,5 @@
+import sys
+
+from memvm.server.cli import main
+
+sys.exit(main())

@@ -1,0 +1,82 @@
+"""Build the MCP server: one MCPServer, its lifespan owning the engine, tools by profile."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ConfigDict
+
+from memvm.engine import Engine
+from memvm.resources.budget import with_reserve
+from memvm.server import mcp_resources, tools_host, tools_memory
+from memvm.server.app_state import Runtime, RuntimeHolder
+from memvm.server.errors import tool_error
+from memvm.server.settings import ServerSettings, ToolProfile
+
+INSTRUCTIONS = (
+    "memvm is this assistant's long-term, paged memory. Use search_pages to find earlier conversation, "
+    "notes and tool results; page_fault to load a page (abstract first: target_level 2); remember to keep "
+    "a fact, preference or note for later. The manifest and working-set resources show what is loaded."
+)
+
+
+class MemvmServer(MCPServer[Runtime]):
+    """MCPServer whose tool failures read as one actionable sentence (see memvm.server.errors)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Runtime, Any] | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            translated = tool_error(name, exc.__cause__) if exc.__cause__ is not None else None
+            if translated is None:
+                raise
+            raise translated from exc.__cause__
+
+
+def _forbid_extra_arguments(server: MCPServer[Runtime]) -> None:
+    """Unknown argument names are an error the model should see, not something silently dropped."""
+    for tool in server._tool_manager.list_tools():
+        loose = tool.fn_metadata.arg_model
+        strict = type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid")})
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
+
+
+def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> MemvmServer:
+    holder = RuntimeHolder()
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Runtime]) -> AsyncIterator[Runtime]:
+        engine = await Engine.open(settings.db, with_reserve(settings.engine))
+        runtime = Runtime(engine=engine, namespace=settings.namespace, default_session=settings.session)
+        holder.set(runtime)
+        try:
+            yield runtime
+        finally:
+            holder.set(None)
+            await engine.close()
+
+    server = MemvmServer(
+        "memvm", instructions=INSTRUCTIONS, version=_version(), lifespan=lifespan, log_level=log_level  # type: ignore[arg-type]
+    )
+    tools_memory.register(server)
+    if settings.tools is ToolProfile.ALL:
+        tools_host.register(server)
+    _forbid_extra_arguments(server)
+    mcp_resources.register(server, holder)
+    return server
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memvm")
+    except PackageNotFoundError:
+        return "0"
+
+

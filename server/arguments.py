@@ -1,0 +1,55 @@
+"""Argument types shared by the tools: bounds live in the schema, so clients see them."""
+
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+from memvm.server.settings import NAME_PATTERN
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+MAX_CONTENT_CHARS = 1_000_000
+
+
+def _storable(text: str) -> str:
+    # A lone surrogate cannot be stored as UTF-8, and NUL cuts text short in many readers.
+    if "\x00" in text:
+        raise ValueError("must not contain NUL characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    return text
+
+
+PageId = Annotated[
+    str,
+    Field(pattern=ID_PATTERN, description="A page id from search_pages, the manifest or the context."),
+]
+Key = Annotated[
+    str,
+    Field(
+        pattern=ID_PATTERN,
+        description="A stable name for this memory (letters, digits, _ . : -); remembering the same key "
+        "again updates that page instead of adding one. It becomes the page id.",
+    ),
+]
+SessionName = Annotated[
+    str | None,
+    Field(
+        pattern=NAME_PATTERN,
+        description="The conversation to act in; omit it to use this connection's session.",
+    ),
+]
+Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(_storable)]
+Query = Annotated[
+    str,
+    Field(min_length=1, max_length=2_000, description="What to look for, in plain words."),
+    AfterValidator(_storable),
+]
+Summary = Annotated[
+    str | None,
+    Field(max_length=4_000, description="Your own short summary; it becomes the page's abstract (level 2)."),
+    AfterValidator(lambda s: s if s is None else _storable(s)),
+]
+SystemPrompt = Annotated[str | None, Field(max_length=200_000), AfterValidator(lambda s: s if s is None else _storable(s))]
+SpeakerName = Annotated[str | None, Field(max_length=64), AfterValidator(lambda s: s if s is None else _storable(s))]

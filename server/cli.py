@@ -1,0 +1,100 @@
+"""The `memvm` command: serve over stdio, run the demo."""
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from memvm.engine import Engine, EngineConfig
+from memvm.engine.config import Synchronous
+from memvm.engine.errors import DatabaseRefused
+from memvm.engine.tokens import SUPPORTED_ENCODINGS
+from memvm.server.settings import ServerSettings, ToolProfile, default_db_path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memvm", description="Paged memory for AI agents, as an MCP server.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the MCP server (stdio)")
+    serve.add_argument("--transport", choices=["stdio"], default="stdio", help="how clients connect")
+    serve.add_argument("--db", help="SQLite file (default: $MEMVM_DB, else the per-user data directory); "
+                       "':memory:' for a throwaway run")
+    serve.add_argument("--namespace", default="default", help="whose memory this process serves")
+    serve.add_argument("--session", default="default", help="the session used when a tool names none")
+    serve.add_argument("--tools", choices=[p.value for p in ToolProfile], default=ToolProfile.MODEL.value,
+                       help="model: paging, search, remember; all: plus host tools (ingest, turns, pins, context)")
+    serve.add_argument("--budget-tokens", type=int, default=EngineConfig().budget_tokens,
+                       help="tokens the rules, manifest and packed context may take together")
+    serve.add_argument("--max-faults-per-turn", type=int, default=EngineConfig().max_faults_per_turn)
+    serve.add_argument("--turn-idle-seconds", type=float, default=EngineConfig().turn_idle_seconds,
+                       help="a call after this long without one starts a new turn")
+    serve.add_argument("--encoding", choices=SUPPORTED_ENCODINGS, default=EngineConfig().encoding)
+    serve.add_argument("--synchronous", choices=[s.value for s in Synchronous], default=Synchronous.FULL.value,
+                       help="FULL survives power loss; NORMAL is faster and may lose the last writes on power loss")
+    serve.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+    demo = commands.add_parser("demo", help="start the server and drive it through a real MCP client")
+    demo.add_argument("--db", help="SQLite file to use (default: a new temporary one)")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> ServerSettings:
+    db = args.db or str(default_db_path())
+    if db != ":memory:":
+        Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    return ServerSettings(
+        db=db if db == ":memory:" else str(Path(db).expanduser()),
+        namespace=args.namespace,
+        session=args.session,
+        tools=ToolProfile(args.tools),
+        engine=EngineConfig(
+            encoding=args.encoding,
+            budget_tokens=args.budget_tokens,
+            max_faults_per_turn=args.max_faults_per_turn,
+            turn_idle_seconds=args.turn_idle_seconds,
+            synchronous=Synchronous(args.synchronous),
+        ),
+    )
+
+
+async def _check_database(settings: ServerSettings) -> None:
+    """Open and migrate once before serving, so a bad file is refused before any client waits."""
+    engine = await Engine.open(settings.db, settings.engine)
+    await engine.close()
+
+
+def serve(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from memvm.server.app import build_server
+
+    try:
+        settings = _settings(args)
+    except ValidationError as exc:
+        fields = ", ".join(str(e["loc"][-1]) for e in exc.errors())
+        print(f"memvm: invalid setting ({fields}); see memvm serve --help", file=sys.stderr)
+        return 2
+    try:
+        anyio.run(_check_database, settings)
+    except DatabaseRefused as exc:
+        print(f"memvm: refusing to open {settings.db}: {exc}", file=sys.stderr)
+        return 2
+    server = build_server(settings, log_level=args.log_level)
+    server.run(transport="stdio")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return serve(args)
+    from memvm.server.demo import run_demo
+
+    return run_demo(args.db)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

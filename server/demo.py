@@ -1,0 +1,133 @@
+"""`memvm demo`: the real server in a subprocess, driven through the official MCP client.
+
+It stores a short conversation, searches it, faults a page at two levels, reads the manifest and
+the working set, restarts the server on the same file and shows that the memory is still there.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+ITINERARY = (
+    "Day 1, May 14: land at 9:40, check in at the guesthouse in Graça, late lunch at a tasca, sunset at the "
+    "Miradouro da Senhora do Monte. Day 2: Alfama on foot, the cathedral, fado in the evening. Day 3: Belém, "
+    "the Jerónimos Monastery, the tower, pastéis at the old bakery. Day 4: the Sintra day trip, Pena Palace "
+    "first thing to beat the queues, Quinta da Regaleira after lunch. Day 5, May 18: Ana's birthday, a slow "
+    "morning in LX Factory, dinner at a vegetarian tasting menu booked for 20:00. Day 6: Cascais by train, "
+    "beach afternoon. Day 7, May 21: pack, last coffee, fly home in the afternoon."
+)
+
+CONVERSATION = [
+    {"role": "user", "content": "I'm planning a trip to Lisbon in May with my sister Ana. She is vegetarian."},
+    {"role": "assistant", "content": "Lovely! In May Lisbon is warm, around 22°C. Alfama and Belém are worth a day each."},
+    {"role": "user", "content": "We land on May 14 at 9:40 and fly back on May 21. Budget is about 1,800 euros for the two of us."},
+    {"role": "assistant", "content": "Then a guesthouse in Graça keeps you near the trams; I'd reserve the Sintra day trip early."},
+    {"role": "user", "content": "Also remind me that Ana's birthday is on May 18, I want a dinner somewhere special."},
+]
+
+
+def _server(db: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memvm.server", "serve", "--db", db, "--tools", "all", "--session", "trip"],
+        env={"PYTHONUNBUFFERED": "1", **({"PATH": os.environ["PATH"]} if "PATH" in os.environ else {})},
+    )
+
+
+def _step(title: str) -> None:
+    print(f"\n\033[1m▶ {title}\033[0m")
+
+
+def _show(text: str, width: int = 100) -> None:
+    for line in text.splitlines() or [""]:
+        print(textwrap.indent(textwrap.shorten(line, width=width, placeholder=" …") if line else "", "    "))
+
+
+async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        raise SystemExit(f"demo: {tool} failed: {result.content[0].text}")  # type: ignore[union-attr]
+    return dict(result.structured_content or {})
+
+
+async def _read(client: Client, uri: str) -> str:
+    result = await client.read_resource(uri)
+    return result.contents[0].text  # type: ignore[union-attr]
+
+
+async def _first_run(db: str) -> str:
+    async with Client(_server(db)) as client:
+        tools = await client.list_tools()
+        _step(f"Started `memvm serve` over stdio; it offers {len(tools.tools)} tools")
+        _show(", ".join(tool.name for tool in tools.tools))
+
+        _step("ingest: five conversation messages become transcript pages")
+        ingested = await _call(client, "ingest", {"messages": CONVERSATION})
+        _show(f"page ids {ingested['page_ids']}, now at turn {ingested['turn']}")
+
+        _step("remember: the model keeps the plan it made, under a key")
+        kept = await _call(
+            client,
+            "remember",
+            {"content": ITINERARY, "type": "note", "key": "itinerary", "importance": 0.8,
+             "summary": "Seven-day Lisbon plan, May 14-21: Alfama, Belém, Sintra, Ana's birthday dinner on May 18."},
+        )
+        _show(f"{kept['page_id']} created={kept['created']} tokens per level {kept['tokens']}")
+
+        query = "which day is the Sintra trip"
+        _step(f"search_pages: {query!r}")
+        found = await _call(client, "search_pages", {"query": query, "limit": 3})
+        for hit in found["results"]:
+            _show(f"{hit['page_id']} score={hit['score']:.2f} mapped={hit['mapped']}  {hit['snippet']}")
+        _step(f"search_pages: {query!r}, only notes")
+        found = await _call(client, "search_pages", {"query": query, "limit": 3, "type": "note"})
+        for hit in found["results"]:
+            _show(f"{hit['page_id']} score={hit['score']:.2f} mapped={hit['mapped']}  {hit['snippet']}")
+        top = found["results"][0]["page_id"]
+
+        turn = await _call(client, "begin_turn", {})
+        _step(f"begin_turn: turn {turn['turn']}, {turn['faults_left']} faults allowed")
+        for level in (2, 0):
+            _step(f"page_fault {top} at target_level {level}")
+            fault = await _call(client, "page_fault", {"page_id": top, "target_level": level})
+            _show(f"level {fault['level']}, {fault['tokens']} tokens, mapped={fault['mapped']}, "
+                  f"already_mapped={fault['already_mapped']}, faults_left={fault['faults_left']}")
+            _show(fault["content"])
+
+        _step("memvm://current/manifest (the map the model reads)")
+        manifest = json.loads(await _read(client, "memvm://current/manifest"))
+        _show(json.dumps({k: manifest[k] for k in ("session", "turn", "policies", "counts")}, ensure_ascii=False))
+        _step("memvm://current/working-set (what sits in the context)")
+        _show(await _read(client, "memvm://current/working-set"))
+        return query
+
+
+async def _second_run(db: str, query: str) -> None:
+    async with Client(_server(db)) as client:
+        _step("Restarted the server on the same file")
+        found = await _call(client, "search_pages", {"query": query, "limit": 1})
+        hit = found["results"][0]
+        _show(f"search still finds {hit['page_id']}: {hit['snippet']}  ({found['total_pages']} pages stored)")
+        fault = await _call(client, "page_fault", {"page_id": "itinerary", "target_level": 0})
+        _show(f"page_fault itinerary: still mapped at level {fault['level']} (already_mapped={fault['already_mapped']})")
+        _show((await _read(client, "memvm://current/working-set")).replace("\n", " | "))
+
+
+async def _demo(db: str) -> None:
+    print(f"memvm demo — database: {db}")
+    query = await _first_run(db)
+    await _second_run(db, query)
+    print("\nDone: the same memory survived a restart.")
+
+
+def run_demo(db: str | None) -> int:
+    with tempfile.TemporaryDirectory(prefix="memvm-demo-") as scratch:
+        anyio.run(_demo, db or str(Path(scratch) / "demo.db"))
+    return 0

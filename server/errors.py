@@ -1,0 +1,40 @@
+"""Engine errors and argument errors become tool errors here, and only here.
+
+The model reads one plain sentence that says what to do next. Argument errors name the fields
+and the rule they broke, never the rejected values (they may be huge, or private).
+"""
+
+from pydantic import ValidationError
+
+from memvm.engine.errors import MemvmError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from memvm.engine.errors import PageNotFound
+
+_MAX_FIELDS = 5
+
+
+def describe_validation(tool: str, error: ValidationError) -> str:
+    problems = []
+    for item in error.errors()[:_MAX_FIELDS]:
+        field = ".".join(str(part) for part in item["loc"]) or "arguments"
+        message = "is not an accepted argument" if item["type"] == "extra_forbidden" else item["msg"].lower()
+        problems.append(f"{field} {message}" if item["type"] == "extra_forbidden" else f"{field}: {message}")
+    more = error.error_count() - len(problems)
+    if more > 0:
+        problems.append(f"and {more} more")
+    return f"Invalid arguments for {tool} ({'; '.join(problems)}); fix them and call {tool} again."
+
+
+def tool_error(tool: str, exc: BaseException) -> ToolError | None:
+    """The tool error the model should read for `exc`, or None when it is a bug to keep generic."""
+    if isinstance(exc, ValidationError):
+        return ToolError(describe_validation(tool, exc))
+    if isinstance(exc, MemvmError):
+        return ToolError(str(exc))
+    return None
+
+
+def resource_error(exc: MemvmError) -> ResourceError:
+    if isinstance(exc, PageNotFound):
+        return ResourceNotFoundError(str(exc))
+    return ResourceError(str(exc))

@@ -1,0 +1,40 @@
+"""Server settings: where the database is, whose it is, and which tools the model sees."""
+
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvm.engine.config import EngineConfig
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
+
+
+class ToolProfile(StrEnum):
+    MODEL = "model"  # what a model should see: paging, search and remember
+    ALL = "all"  # plus the host-facing tools, for agent loops that manage the conversation
+
+
+class ServerSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    db: str
+    namespace: str = Field("default", pattern=NAME_PATTERN)
+    session: str = Field("default", pattern=NAME_PATTERN)
+    tools: ToolProfile = ToolProfile.MODEL
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+
+
+def default_db_path() -> Path:
+    """$MEMVM_DB, else memvm.db in the per-user data directory of this platform."""
+    if env := os.environ.get("MEMVM_DB"):
+        return Path(env)
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming"))
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
+    return base / "memvm" / "memvm.db"

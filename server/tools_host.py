@@ -1,0 +1,109 @@
+"""Host-facing tools (profile `all`), for agent loops that manage the conversation themselves."""
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvm.engine.models import ForgetResult, IngestMessage, IngestResult, PageState, Role, TurnResult
+from memvm.resources.context import DeveloperMessage, render_developer_message
+from memvm.resources.rules import RuleMode
+from memvm.server.arguments import Content, PageId, SessionName, SpeakerName, SystemPrompt
+from memvm.server.notify import working_set_changed
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    content: Content
+    name: SpeakerName = None
+
+
+async def ingest(
+    messages: Annotated[list[Message], Field(min_length=1, max_length=500)],
+    ctx: Context,
+    session: SessionName = None,
+) -> IngestResult:
+    """Record conversation messages as transcript pages and load them into the working set.
+
+    Each user message starts a new turn. Returns the new page ids and the current turn.
+    """
+    runtime = ctx.request_context.lifespan_context
+    result = await runtime.engine.ingest(
+        namespace=runtime.namespace,
+        session=runtime.session(session),
+        messages=[IngestMessage(role=m.role, content=m.content, name=m.name) for m in messages],
+    )
+    await working_set_changed(ctx, runtime.session(session))
+    return result
+
+
+async def begin_turn(ctx: Context, session: SessionName = None) -> TurnResult:
+    """Start a new turn: the page-fault allowance resets. Returns the turn number and faults left."""
+    runtime = ctx.request_context.lifespan_context
+    return await runtime.engine.begin_turn(namespace=runtime.namespace, session=runtime.session(session))
+
+
+async def pin_page(page_id: PageId, ctx: Context, pinned: bool = True) -> PageState:
+    """Pin a page (kept in the working set, never evicted) or unpin it. Returns the page's state."""
+    runtime = ctx.request_context.lifespan_context
+    state = await runtime.engine.pin_page(
+        namespace=runtime.namespace, session=runtime.default_session, page_id=page_id, pinned=pinned
+    )
+    await working_set_changed(ctx, runtime.default_session)
+    return state
+
+
+async def forget(page_id: PageId, ctx: Context) -> ForgetResult:
+    """Delete a page for good, from storage, search and every working set."""
+    runtime = ctx.request_context.lifespan_context
+    result = await runtime.engine.forget(
+        namespace=runtime.namespace, session=runtime.default_session, page_id=page_id
+    )
+    await working_set_changed(ctx, runtime.default_session)
+    return result
+
+
+async def build_context(
+    ctx: Context,
+    mode: RuleMode = RuleMode.STRICT,
+    system_prompt: SystemPrompt = None,
+    session: SessionName = None,
+) -> DeveloperMessage:
+    """The developer message to send the model: system prompt, rules, manifest and packed context.
+
+    Passive mode sends the context alone. `tokens` is its exact size; the rules, manifest and context
+    together stay within the configured budget.
+    """
+    runtime = ctx.request_context.lifespan_context
+    return await render_developer_message(
+        runtime.engine,
+        namespace=runtime.namespace,
+        session=runtime.session(session),
+        mode=mode,
+        system_prompt=system_prompt,
+    )
+
+
+def register(server: MCPServer) -> None:
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+    server.add_tool(ingest, annotations=writes)
+    server.add_tool(begin_turn, annotations=writes)
+    server.add_tool(
+        pin_page,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    server.add_tool(
+        forget,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    server.add_tool(
+        build_context,
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    )
