@@ -1,0 +1,81 @@
+"""Shared fixtures: real SQLite files in a temporary directory, a manual clock, real MCP clients."""
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memvm.engine import Engine, EngineConfig
+from memvm.engine.clock import ManualClock
+from memvm.engine.models import IngestMessage, NewPage, PageType, Role
+
+NS = "default"
+
+EngineFactory = Callable[..., Awaitable[Engine]]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memvm.db"
+
+
+@pytest.fixture
+async def open_engine(db_path: Path, clock: ManualClock) -> AsyncIterator[EngineFactory]:
+    """Open engines on the test's database file; all are closed at the end of the test."""
+    opened: list[Engine] = []
+
+    async def factory(**config: Any) -> Engine:
+        engine = await Engine.open(db_path, EngineConfig(**config), clock=clock)
+        opened.append(engine)
+        return engine
+
+    yield factory
+    for engine in opened:
+        await engine.close()
+
+
+@pytest.fixture
+async def engine(open_engine: EngineFactory) -> Engine:
+    return await open_engine()
+
+
+def note(content: str, **fields: Any) -> NewPage:
+    return NewPage(content=content, type=fields.pop("type", PageType.NOTE), provenance="model", **fields)
+
+
+def user(content: str) -> IngestMessage:
+    return IngestMessage(role=Role.USER, content=content)
+
+
+def assistant(content: str) -> IngestMessage:
+    return IngestMessage(role=Role.ASSISTANT, content=content)
+
+
+def long_text(topic: str, sentences: int = 12) -> str:
+    """Realistic multi-sentence text about `topic`, long enough for the levels to differ."""
+    parts = [
+        f"The {topic} review started with a look at last quarter's numbers and the open questions.",
+        f"Everyone agreed that the {topic} schedule slipped because two suppliers delivered late.",
+        f"Maria proposed moving the {topic} launch to the second week of June to absorb the delay.",
+        "The finance team asked for a revised budget that keeps the marketing spend flat.",
+        f"Testing of the {topic} prototype found three defects, one of them in the power supply.",
+        "The power supply defect needs a new part, which has a lead time of four weeks.",
+        f"Customer interviews showed strong interest in the {topic} but worries about the price.",
+        "A discount for early buyers was discussed and left for the next meeting.",
+        f"Support staff will need two days of training before the {topic} goes on sale.",
+        "The legal review of the warranty terms is still pending with the outside counsel.",
+        f"Action items: Maria drafts the new {topic} plan, Tom orders the replacement part.",
+        "The next review is set for Thursday at ten, in the large meeting room.",
+    ]
+    return " ".join(parts[i % len(parts)] for i in range(sentences))
