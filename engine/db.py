@@ -13,7 +13,6 @@ from typing import Any
 
 import aiosqlite
 import anyio
-
 from memvm.engine.config import EngineConfig
 from memvm.engine.errors import (
     DatabaseRefused,

@@ -143,7 +143,12 @@ class Engine:
             return state
         now = self.clock.now()
         return SessionState(
-            namespace=namespace, session=session, turn=0, faults_this_turn=0, turn_started_at=now, last_call_at=now
+            namespace=namespace,
+            session=session,
+            turn=0,
+            faults_this_turn=0,
+            turn_started_at=now,
+            last_call_at=now,
         )
 
     async def working_set(self, *, namespace: str, session: str) -> WorkingSetView:

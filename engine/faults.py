@@ -10,7 +10,7 @@ from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.db import Database, fetchone
 from memvm.engine.errors import FaultLimitReached, PageNotFound
-from memvm.engine.models import Actor, FaultResult, Level, Page
+from memvm.engine.models import Actor, EvictedPage, FaultResult, Level, Page
 from memvm.engine.pages import get_page, touch_page
 from memvm.engine.sessions import charge_fault, get_session, touch_session
 from memvm.engine.tokens import TokenCounter
@@ -49,7 +49,7 @@ async def page_fault(
             now=now,
         )
         already_mapped = current is not None and current.level <= target_level
-        mapped, reason, evicted = True, None, []
+        mapped, reason, evicted = True, None, list[EvictedPage]()
         if already_mapped:
             await working_set.refresh(page.rowid)
         else:
@@ -76,7 +76,18 @@ async def page_fault(
     )
 
 
-def _result(page: Page, level: Level, *, config: EngineConfig, used: int, **state: object) -> FaultResult:
+def _result(
+    page: Page,
+    level: Level,
+    *,
+    config: EngineConfig,
+    used: int,
+    mapped: bool,
+    already_mapped: bool,
+    reason: str | None,
+    evicted: list[EvictedPage],
+    faults_left: int,
+) -> FaultResult:
     return FaultResult(
         page_id=page.page_id,
         level=int(level),
@@ -88,7 +99,11 @@ def _result(page: Page, level: Level, *, config: EngineConfig, used: int, **stat
         session=page.session,
         created_at=page.created_at,
         provenance=page.provenance,
+        mapped=mapped,
+        already_mapped=already_mapped,
+        reason=reason,
+        evicted=evicted,
+        faults_left=faults_left,
         working_set_tokens=config.reserved_tokens + used,
         budget_tokens=config.budget_tokens,
-        **state,  # type: ignore[arg-type]
     )

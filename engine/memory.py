@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import aiosqlite
 import anyio
-
 from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.db import Database
@@ -98,21 +97,35 @@ async def remember(
             raise KeyConflict(existing.page_id, existing.type.value)
         if existing is not None:
             await update_remembered(
-                conn, namespace=namespace, rowid=existing.rowid, page=page, levels=levels, turn=state.turn, now=now
+                conn,
+                namespace=namespace,
+                rowid=existing.rowid,
+                page=page,
+                levels=levels,
+                turn=state.turn,
+                now=now,
             )
             # Its old lines are stale in every working set that held it: take it out everywhere.
             await _unmap_everywhere(writer, conn, namespace, existing, cause="rewritten by remember")
-            rowid, page_id = existing.rowid, existing.page_id
+            page_id = existing.page_id
         else:
             page_id = key or await _fresh_id(conn, namespace, page.type)
-            rowid = await insert_page(
-                conn, namespace=namespace, session=session, page_id=page_id, page=page, levels=levels,
-                turn=state.turn, now=now,
+            await insert_page(
+                conn,
+                namespace=namespace,
+                session=session,
+                page_id=page_id,
+                page=page,
+                levels=levels,
+                turn=state.turn,
+                now=now,
             )
         if page.pinned:
             stored = await get_page(conn, namespace, page_id)
             assert stored is not None
-            await working_set.place(stored, Level.ABSTRACT, actor=Actor.MODEL, cause="pinned by remember", faulted=False)
+            await working_set.place(
+                stored, Level.ABSTRACT, actor=Actor.MODEL, cause="pinned by remember", faulted=False
+            )
     return RememberResult(page_id=page_id, created=existing is None, tokens=levels.tokens.as_dict())
 
 
@@ -125,7 +138,9 @@ async def ingest(
             content=message.content,
             type=PageType.TRANSCRIPT,
             role=message.role,
-            provenance=message.role.value if message.role is not Role.TOOL else f"tool:{message.name or 'unknown'}",
+            provenance=message.role.value
+            if message.role is not Role.TOOL
+            else f"tool:{message.name or 'unknown'}",
             metadata={"name": message.name} if message.name else {},
         )
         for message in messages
@@ -140,8 +155,14 @@ async def ingest(
                 state = await begin_turn(conn, namespace, session, now)
             page_id = await _fresh_id(conn, namespace, PageType.TRANSCRIPT)
             await insert_page(
-                conn, namespace=namespace, session=session, page_id=page_id, page=page, levels=levels,
-                turn=state.turn, now=now,
+                conn,
+                namespace=namespace,
+                session=session,
+                page_id=page_id,
+                page=page,
+                levels=levels,
+                turn=state.turn,
+                now=now,
             )
             stored = await get_page(conn, namespace, page_id)
             assert stored is not None
@@ -153,9 +174,7 @@ async def ingest(
     return IngestResult(page_ids=page_ids, turn=state.turn)
 
 
-async def pin_page(
-    writer: Writer, *, namespace: str, session: str, page_id: str, pinned: bool
-) -> PageState:
+async def pin_page(writer: Writer, *, namespace: str, session: str, page_id: str, pinned: bool) -> PageState:
     now = writer.clock.now()
     async with writer.db.write() as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)

@@ -9,7 +9,6 @@ import time
 from dataclasses import dataclass
 
 import aiosqlite
-
 from memvm.engine.db import APPLICATION_ID
 from memvm.engine.errors import DatabaseRefused
 

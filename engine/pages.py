@@ -3,7 +3,6 @@
 import json
 
 import aiosqlite
-
 from memvm.engine.db import Database, Row, fetchone
 from memvm.engine.levels import Levels
 from memvm.engine.models import LevelTokens, Modality, NewPage, Page, PageType, Role

@@ -76,7 +76,8 @@ def _id_candidates(text: str) -> list[str]:
 def _filters(
     page_type: PageType | None, modality: Modality | None, session: str | None
 ) -> tuple[str, list[object]]:
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[object] = []
     if page_type is not None:
         clauses.append("AND p.type = ?")
         params.append(page_type.value)

@@ -6,7 +6,6 @@ per-turn fault allowance resets with each new turn.
 """
 
 import aiosqlite
-
 from memvm.engine.db import Database, Row, fetchone
 from memvm.engine.models import SessionState
 

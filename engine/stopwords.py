@@ -15,5 +15,5 @@ STOPWORDS = frozenset(
     this those through to too under until up very was wasn't we we'd we'll we're we've were weren't what
     what's when when's where where's which while who who's whom why why's with won't would wouldn't you
     you'd you'll you're you've your yours yourself yourselves
-    """.split()
+    """.split()  # noqa: SIM905 - one word list reads better as text
 )

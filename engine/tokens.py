@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from importlib import resources
 
 import tiktoken
-
 from memvm.engine.errors import InvalidArgument
 
 _ENDOFTEXT = "<|endoftext|>"
@@ -31,9 +30,7 @@ _O200K_PATTERN = "|".join(
         r"""\s+""",
     ]
 )
-_CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
+_CL100K_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ change goes to the append-only mutation log.
 from dataclasses import dataclass
 
 import aiosqlite
-
 from memvm.engine.db import Database, Row, fetchall, fetchone
 from memvm.engine.levels import collapse
 from memvm.engine.models import (
@@ -138,9 +137,7 @@ async def load_mappings(conn: aiosqlite.Connection, namespace: str, session: str
     return [_mapping(row) for row in await fetchall(conn, _MAPPINGS, (namespace, session))]
 
 
-async def get_mapping(
-    conn: aiosqlite.Connection, namespace: str, session: str, rowid: int
-) -> Mapping | None:
+async def get_mapping(conn: aiosqlite.Connection, namespace: str, session: str, rowid: int) -> Mapping | None:
     row = await fetchone(conn, _ONE_MAPPING, (namespace, session, rowid))
     return _mapping(row) if row else None
 
@@ -190,9 +187,7 @@ class WorkingSet:
         self._counter = counter
         self._now = now
 
-    async def place(
-        self, page: Page, level: Level, *, actor: Actor, cause: str, faulted: bool
-    ) -> Placement:
+    async def place(self, page: Page, level: Level, *, actor: Actor, cause: str, faulted: bool) -> Placement:
         """Map `page` at `level` (or move it there), making room if needed; never overfill."""
         line_tokens = self._counter.count(page_line(page, level))
         mappings = await load_mappings(self._conn, self._namespace, self._session)
@@ -233,8 +228,10 @@ class WorkingSet:
             actor=actor,
             cause=cause,
         )
-        freed = sum(line_cost(s.mapping.line_tokens) - (line_cost(s.line_tokens) if s.level is not None else 0)
-                    for s in plan)
+        freed = sum(
+            line_cost(s.mapping.line_tokens) - (line_cost(s.line_tokens) if s.level is not None else 0)
+            for s in plan
+        )
         return Placement(mapped=True, evicted=evicted, reason=None, page_tokens=used - freed + need)
 
     async def unmap(self, rowid: int) -> None:
@@ -242,9 +239,7 @@ class WorkingSet:
 
     async def refresh(self, rowid: int) -> None:
         """Mark a mapped page as used this turn: it moves to the back of the eviction queue."""
-        await self._conn.execute(
-            _REFRESH, (self._turn, self._turn, self._namespace, self._session, rowid)
-        )
+        await self._conn.execute(_REFRESH, (self._turn, self._turn, self._namespace, self._session, rowid))
 
     async def _plan_room(self, mappings: list[Mapping], shortfall: int) -> list[_Slot] | None:
         """The demotions and unmappings that free `shortfall` tokens, or None if they cannot."""

@@ -1,11 +1,10 @@
 """The packed working set (<VM:CONTEXT>) and the developer message built around it."""
 
-from pydantic import BaseModel
-
 from memvm.engine import Engine
 from memvm.engine.models import WorkingSetView
 from memvm.resources.manifest import MANIFEST_CLOSE, MANIFEST_OPEN, render_manifest
 from memvm.resources.rules import RuleMode, rules_text
+from pydantic import BaseModel
 
 CONTEXT_OPEN = "<VM:CONTEXT>"
 CONTEXT_CLOSE = "</VM:CONTEXT>"

@@ -6,14 +6,13 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import ConfigDict
-
 from memvm.engine import Engine
 from memvm.resources.budget import with_reserve
 from memvm.server import mcp_resources, tools_host, tools_memory
 from memvm.server.app_state import Runtime, RuntimeHolder
 from memvm.server.errors import tool_error
 from memvm.server.settings import ServerSettings, ToolProfile
+from pydantic import ConfigDict
 
 INSTRUCTIONS = (
     "memvm is this assistant's long-term, paged memory. Use search_pages to find earlier conversation, "
@@ -61,7 +60,11 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
             await engine.close()
 
     server = MemvmServer(
-        "memvm", instructions=INSTRUCTIONS, version=_version(), lifespan=lifespan, log_level=log_level  # type: ignore[arg-type]
+        "memvm",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        lifespan=lifespan,
+        log_level=log_level,  # type: ignore[arg-type]
     )
     tools_memory.register(server)
     if settings.tools is ToolProfile.ALL:
@@ -78,5 +81,3 @@ def _version() -> str:
         return version("memvm")
     except PackageNotFoundError:
         return "0"
-
-

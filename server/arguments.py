@@ -2,9 +2,8 @@
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
-
 from memvm.server.settings import NAME_PATTERN
+from pydantic import AfterValidator, Field
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 MAX_CONTENT_CHARS = 1_000_000
@@ -51,5 +50,9 @@ Summary = Annotated[
     Field(max_length=4_000, description="Your own short summary; it becomes the page's abstract (level 2)."),
     AfterValidator(lambda s: s if s is None else _storable(s)),
 ]
-SystemPrompt = Annotated[str | None, Field(max_length=200_000), AfterValidator(lambda s: s if s is None else _storable(s))]
-SpeakerName = Annotated[str | None, Field(max_length=64), AfterValidator(lambda s: s if s is None else _storable(s))]
+SystemPrompt = Annotated[
+    str | None, Field(max_length=200_000), AfterValidator(lambda s: s if s is None else _storable(s))
+]
+SpeakerName = Annotated[
+    str | None, Field(max_length=64), AfterValidator(lambda s: s if s is None else _storable(s))
+]

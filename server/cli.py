@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
-
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.config import Synchronous
 from memvm.engine.errors import DatabaseRefused
@@ -15,25 +14,46 @@ from memvm.server.settings import ServerSettings, ToolProfile, default_db_path
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memvm", description="Paged memory for AI agents, as an MCP server.")
+    parser = argparse.ArgumentParser(
+        prog="memvm", description="Paged memory for AI agents, as an MCP server."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the MCP server (stdio)")
     serve.add_argument("--transport", choices=["stdio"], default="stdio", help="how clients connect")
-    serve.add_argument("--db", help="SQLite file (default: $MEMVM_DB, else the per-user data directory); "
-                       "':memory:' for a throwaway run")
+    serve.add_argument(
+        "--db",
+        help="SQLite file (default: $MEMVM_DB, else the per-user data directory); "
+        "':memory:' for a throwaway run",
+    )
     serve.add_argument("--namespace", default="default", help="whose memory this process serves")
     serve.add_argument("--session", default="default", help="the session used when a tool names none")
-    serve.add_argument("--tools", choices=[p.value for p in ToolProfile], default=ToolProfile.MODEL.value,
-                       help="model: paging, search, remember; all: plus host tools (ingest, turns, pins, context)")
-    serve.add_argument("--budget-tokens", type=int, default=EngineConfig().budget_tokens,
-                       help="tokens the rules, manifest and packed context may take together")
+    serve.add_argument(
+        "--tools",
+        choices=[p.value for p in ToolProfile],
+        default=ToolProfile.MODEL.value,
+        help="model: paging, search, remember; all: plus host tools (ingest, turns, pins, context)",
+    )
+    serve.add_argument(
+        "--budget-tokens",
+        type=int,
+        default=EngineConfig().budget_tokens,
+        help="tokens the rules, manifest and packed context may take together",
+    )
     serve.add_argument("--max-faults-per-turn", type=int, default=EngineConfig().max_faults_per_turn)
-    serve.add_argument("--turn-idle-seconds", type=float, default=EngineConfig().turn_idle_seconds,
-                       help="a call after this long without one starts a new turn")
+    serve.add_argument(
+        "--turn-idle-seconds",
+        type=float,
+        default=EngineConfig().turn_idle_seconds,
+        help="a call after this long without one starts a new turn",
+    )
     serve.add_argument("--encoding", choices=SUPPORTED_ENCODINGS, default=EngineConfig().encoding)
-    serve.add_argument("--synchronous", choices=[s.value for s in Synchronous], default=Synchronous.FULL.value,
-                       help="FULL survives power loss; NORMAL is faster and may lose the last writes on power loss")
+    serve.add_argument(
+        "--synchronous",
+        choices=[s.value for s in Synchronous],
+        default=Synchronous.FULL.value,
+        help="FULL survives power loss; NORMAL is faster and may lose the last writes on power loss",
+    )
     serve.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
     demo = commands.add_parser("demo", help="start the server and drive it through a real MCP client")
@@ -67,9 +87,8 @@ async def _check_database(settings: ServerSettings) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from memvm.server.app import build_server
+    from pydantic import ValidationError
 
     try:
         settings = _settings(args)

@@ -25,11 +25,26 @@ ITINERARY = (
 )
 
 CONVERSATION = [
-    {"role": "user", "content": "I'm planning a trip to Lisbon in May with my sister Ana. She is vegetarian."},
-    {"role": "assistant", "content": "Lovely! In May Lisbon is warm, around 22°C. Alfama and Belém are worth a day each."},
-    {"role": "user", "content": "We land on May 14 at 9:40 and fly back on May 21. Budget is about 1,800 euros for the two of us."},
-    {"role": "assistant", "content": "Then a guesthouse in Graça keeps you near the trams; I'd reserve the Sintra day trip early."},
-    {"role": "user", "content": "Also remind me that Ana's birthday is on May 18, I want a dinner somewhere special."},
+    {
+        "role": "user",
+        "content": "I'm planning a trip to Lisbon in May with my sister Ana. She is vegetarian.",
+    },
+    {
+        "role": "assistant",
+        "content": "Lovely! In May Lisbon is warm, around 22°C. Alfama and Belém are worth a day each.",
+    },
+    {
+        "role": "user",
+        "content": "We land on May 14 at 9:40 and fly back on May 21. Budget is about 1,800 euros for the two of us.",
+    },
+    {
+        "role": "assistant",
+        "content": "Then a guesthouse in Graça keeps you near the trams; I'd reserve the Sintra day trip early.",
+    },
+    {
+        "role": "user",
+        "content": "Also remind me that Ana's birthday is on May 18, I want a dinner somewhere special.",
+    },
 ]
 
 
@@ -76,8 +91,13 @@ async def _first_run(db: str) -> str:
         kept = await _call(
             client,
             "remember",
-            {"content": ITINERARY, "type": "note", "key": "itinerary", "importance": 0.8,
-             "summary": "Seven-day Lisbon plan, May 14-21: Alfama, Belém, Sintra, Ana's birthday dinner on May 18."},
+            {
+                "content": ITINERARY,
+                "type": "note",
+                "key": "itinerary",
+                "importance": 0.8,
+                "summary": "Seven-day Lisbon plan, May 14-21: Alfama, Belém, Sintra, Ana's birthday dinner on May 18.",
+            },
         )
         _show(f"{kept['page_id']} created={kept['created']} tokens per level {kept['tokens']}")
 
@@ -97,13 +117,19 @@ async def _first_run(db: str) -> str:
         for level in (2, 0):
             _step(f"page_fault {top} at target_level {level}")
             fault = await _call(client, "page_fault", {"page_id": top, "target_level": level})
-            _show(f"level {fault['level']}, {fault['tokens']} tokens, mapped={fault['mapped']}, "
-                  f"already_mapped={fault['already_mapped']}, faults_left={fault['faults_left']}")
+            _show(
+                f"level {fault['level']}, {fault['tokens']} tokens, mapped={fault['mapped']}, "
+                f"already_mapped={fault['already_mapped']}, faults_left={fault['faults_left']}"
+            )
             _show(fault["content"])
 
         _step("memvm://current/manifest (the map the model reads)")
         manifest = json.loads(await _read(client, "memvm://current/manifest"))
-        _show(json.dumps({k: manifest[k] for k in ("session", "turn", "policies", "counts")}, ensure_ascii=False))
+        _show(
+            json.dumps(
+                {k: manifest[k] for k in ("session", "turn", "policies", "counts")}, ensure_ascii=False
+            )
+        )
         _step("memvm://current/working-set (what sits in the context)")
         _show(await _read(client, "memvm://current/working-set"))
         return query
@@ -116,7 +142,9 @@ async def _second_run(db: str, query: str) -> None:
         hit = found["results"][0]
         _show(f"search still finds {hit['page_id']}: {hit['snippet']}  ({found['total_pages']} pages stored)")
         fault = await _call(client, "page_fault", {"page_id": "itinerary", "target_level": 0})
-        _show(f"page_fault itinerary: still mapped at level {fault['level']} (already_mapped={fault['already_mapped']})")
+        _show(
+            f"page_fault itinerary: still mapped at level {fault['level']} (already_mapped={fault['already_mapped']})"
+        )
         _show((await _read(client, "memvm://current/working-set")).replace("\n", " | "))
 
 

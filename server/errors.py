@@ -4,11 +4,9 @@ The model reads one plain sentence that says what to do next. Argument errors na
 and the rule they broke, never the rejected values (they may be huge, or private).
 """
 
-from pydantic import ValidationError
-
-from memvm.engine.errors import MemvmError
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from memvm.engine.errors import PageNotFound
+from memvm.engine.errors import MemvmError, PageNotFound
+from pydantic import ValidationError
 
 _MAX_FIELDS = 5
 
@@ -17,8 +15,11 @@ def describe_validation(tool: str, error: ValidationError) -> str:
     problems = []
     for item in error.errors()[:_MAX_FIELDS]:
         field = ".".join(str(part) for part in item["loc"]) or "arguments"
-        message = "is not an accepted argument" if item["type"] == "extra_forbidden" else item["msg"].lower()
-        problems.append(f"{field} {message}" if item["type"] == "extra_forbidden" else f"{field}: {message}")
+        if item["type"] == "extra_forbidden":
+            problems.append(f"{field} is not an accepted argument")
+            continue
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(f"{field}: {message[:1].lower()}{message[1:]}")
     more = error.error_count() - len(problems)
     if more > 0:
         problems.append(f"and {more} more")

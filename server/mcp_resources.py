@@ -7,7 +7,6 @@ from typing import Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
-
 from memvm.engine.errors import MemvmError
 from memvm.resources.context import render_context, render_developer_message
 from memvm.resources.manifest import render_manifest
@@ -67,15 +66,25 @@ async def _guarded(read: Callable[[], Awaitable[str]]) -> str:
 
 def _checked_session(session: str) -> str:
     if not re.fullmatch(NAME_PATTERN, session):
-        raise ResourceNotFoundError(f"No session '{session[:64]}'; session names use letters, digits and _ . : -.")
+        raise ResourceNotFoundError(
+            f"No session '{session[:64]}'; session names use letters, digits and _ . : -."
+        )
     return session
 
 
 def register(server: MCPServer, holder: RuntimeHolder) -> None:
     views: dict[str, tuple[str, Callable[[Runtime, str], Awaitable[str]], str]] = {
-        "manifest": (JSON, _manifest, "Map of this session's memory: what is loaded, what can be faulted, policies."),
+        "manifest": (
+            JSON,
+            _manifest,
+            "Map of this session's memory: what is loaded, what can be faulted, policies.",
+        ),
         "working-set": (TEXT, _working_set, "The pages loaded into context now, packed as <VM:CONTEXT>."),
-        "context": (TEXT, _context, "The developer message: rules, manifest and packed context (strict mode)."),
+        "context": (
+            TEXT,
+            _context,
+            "The developer message: rules, manifest and packed context (strict mode).",
+        ),
     }
     for name, (mime, render, description) in views.items():
         _register_current(server, holder, name, mime, render, description)
@@ -90,9 +99,14 @@ def register(server: MCPServer, holder: RuntimeHolder) -> None:
     async def page_resource(page_id: str, ctx: Context) -> str:
         return await _guarded(lambda: _page(ctx.request_context.lifespan_context, page_id))
 
-    @server.prompt(name="vm_rules", description="Rules for using memvm's paged memory, in strict, relaxed or passive mode.")
+    @server.prompt(
+        name="vm_rules",
+        description="Rules for using memvm's paged memory, in strict, relaxed or passive mode.",
+    )
     async def vm_rules(mode: Literal["strict", "relaxed", "passive"] = "strict") -> str:
-        return rules_text(RuleMode(mode), max_faults_per_turn=holder.runtime.engine.config.max_faults_per_turn)
+        return rules_text(
+            RuleMode(mode), max_faults_per_turn=holder.runtime.engine.config.max_faults_per_turn
+        )
 
 
 def _register_current(
@@ -107,7 +121,9 @@ def _register_current(
         runtime = holder.runtime
         return await _guarded(lambda: render(runtime, runtime.default_session))
 
-    server.resource(f"memvm://current/{name}", name=f"current-{name}", mime_type=mime, description=description)(read)
+    server.resource(
+        f"memvm://current/{name}", name=f"current-{name}", mime_type=mime, description=description
+    )(read)
 
 
 def _register_session_template(
@@ -122,5 +138,8 @@ def _register_session_template(
         return await _guarded(lambda: render(runtime, _checked_session(session)))
 
     server.resource(
-        f"memvm://sessions/{{session}}/{name}", name=f"session-{name}", mime_type=mime, description=description
+        f"memvm://sessions/{{session}}/{name}",
+        name=f"session-{name}",
+        mime_type=mime,
+        description=description,
     )(read)

@@ -5,9 +5,8 @@ import sys
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from memvm.engine.config import EngineConfig
+from pydantic import BaseModel, ConfigDict, Field
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
 

@@ -4,13 +4,12 @@ from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
-
 from memvm.engine.models import ForgetResult, IngestMessage, IngestResult, PageState, Role, TurnResult
 from memvm.resources.context import DeveloperMessage, render_developer_message
 from memvm.resources.rules import RuleMode
 from memvm.server.arguments import Content, PageId, SessionName, SpeakerName, SystemPrompt
 from memvm.server.notify import working_set_changed
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Message(BaseModel):
@@ -88,7 +87,9 @@ async def build_context(
 
 
 def register(server: MCPServer) -> None:
-    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+    writes = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
     server.add_tool(ingest, annotations=writes)
     server.add_tool(begin_turn, annotations=writes)
     server.add_tool(

@@ -4,8 +4,6 @@ from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
-from pydantic import Field
-
 from memvm.engine.models import (
     FaultResult,
     Level,
@@ -18,6 +16,7 @@ from memvm.engine.models import (
 )
 from memvm.server.arguments import Content, Key, PageId, Query, SessionName, Summary
 from memvm.server.notify import working_set_changed
+from pydantic import Field
 
 RememberType = Literal["note", "claim", "preference", "summary", "procedure"]
 
@@ -26,7 +25,8 @@ async def page_fault(
     page_id: PageId,
     ctx: Context,
     target_level: Annotated[
-        int, Field(ge=0, le=3, strict=True, description="0 full, 1 reduced, 2 abstract (default), 3 reference.")
+        int,
+        Field(ge=0, le=3, strict=True, description="0 full, 1 reduced, 2 abstract (default), 3 reference."),
     ] = 2,
     session: SessionName = None,
 ) -> FaultResult:
@@ -84,7 +84,9 @@ async def remember(
     type: RememberType = "note",
     key: Key | None = None,
     summary: Summary = None,
-    importance: Annotated[float, Field(ge=0.0, le=1.0, description="0 to 1; higher stays in context longer.")] = 0.5,
+    importance: Annotated[
+        float, Field(ge=0.0, le=1.0, description="0 to 1; higher stays in context longer.")
+    ] = 0.5,
     pin: Annotated[bool, Field(description="Keep it in your context at all times.")] = False,
     session: SessionName = None,
 ) -> RememberResult:

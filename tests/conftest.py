@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.clock import ManualClock
 from memvm.engine.models import IngestMessage, NewPage, PageType, Role

@@ -1,7 +1,6 @@
 import sqlite3
 
 import pytest
-
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.db import APPLICATION_ID
 from memvm.engine.errors import DatabaseRefused
@@ -50,7 +49,11 @@ async def test_a_foreign_sqlite_file_is_refused_and_left_untouched(db_path):
 
 @pytest.mark.parametrize(
     "garbage",
-    [b"this is a text file, not a database\n" * 40, bytes(range(256)) * 64, b"SQLite format 3\x00" + b"\xff" * 3000],
+    [
+        b"this is a text file, not a database\n" * 40,
+        bytes(range(256)) * 64,
+        b"SQLite format 3\x00" + b"\xff" * 3000,
+    ],
 )
 async def test_a_file_that_is_not_a_database_is_refused(db_path, garbage):
     db_path.write_bytes(garbage)

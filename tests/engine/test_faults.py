@@ -1,7 +1,7 @@
 import pytest
-
 from memvm.engine.errors import FaultLimitReached, PageNotFound
 from memvm.engine.models import Level
+
 from tests.conftest import NS, long_text, note, user
 
 pytestmark = pytest.mark.anyio
@@ -52,7 +52,9 @@ async def test_unknown_page_error_names_search_pages(engine):
 
 
 async def test_fault_limit_is_enforced_and_says_when_it_resets(engine):
-    ids = [(await engine.remember(namespace=NS, session="s", page=note(f"fact {i}"))).page_id for i in range(4)]
+    ids = [
+        (await engine.remember(namespace=NS, session="s", page=note(f"fact {i}"))).page_id for i in range(4)
+    ]
     for page_id in ids[:3]:
         await fault(engine, page_id)
     with pytest.raises(FaultLimitReached, match="next user message") as refused:
@@ -72,7 +74,9 @@ async def test_an_ingested_user_message_starts_a_new_turn(engine):
 
 
 async def test_an_idle_gap_starts_a_new_turn_for_hosts_that_never_mark_turns(engine, clock):
-    ids = [(await engine.remember(namespace=NS, session="s", page=note(f"fact {i}"))).page_id for i in range(5)]
+    ids = [
+        (await engine.remember(namespace=NS, session="s", page=note(f"fact {i}"))).page_id for i in range(5)
+    ]
     for page_id in ids[:3]:
         await fault(engine, page_id)
     with pytest.raises(FaultLimitReached):

@@ -1,9 +1,9 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from memvm.engine.levels import compute_levels
 from memvm.engine.models import PageType, Role
 from memvm.engine.tokens import TokenCounter
+
 from tests.conftest import long_text
 
 COUNTER = TokenCounter()
@@ -33,7 +33,10 @@ def test_a_long_page_has_four_distinct_levels_within_their_sizes():
     assert len({full, reduced, abstract, reference}) == 4
     # Token counts are the exact counts of the stored texts.
     assert [COUNTER.count(t) for t in levels.texts] == [
-        tokens.full, tokens.reduced, tokens.abstract, tokens.reference
+        tokens.full,
+        tokens.reduced,
+        tokens.abstract,
+        tokens.reference,
     ]
 
 

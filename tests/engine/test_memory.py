@@ -1,7 +1,7 @@
 import pytest
-
 from memvm.engine.errors import KeyConflict, PageNotFound
 from memvm.engine.models import Level, PageType
+
 from tests.conftest import NS, note, user
 
 pytestmark = pytest.mark.anyio
@@ -10,7 +10,10 @@ pytestmark = pytest.mark.anyio
 async def test_remember_upserts_by_key(engine):
     first = await engine.remember(namespace=NS, session="s", page=note("Prefers tea"), key="drink")
     second = await engine.remember(
-        namespace=NS, session="s", page=note("Prefers green tea, no sugar", type=PageType.PREFERENCE), key="drink"
+        namespace=NS,
+        session="s",
+        page=note("Prefers green tea, no sugar", type=PageType.PREFERENCE),
+        key="drink",
     )
     assert first.created and not second.created
     assert first.page_id == second.page_id == "drink"

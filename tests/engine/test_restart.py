@@ -1,7 +1,7 @@
 import pytest
-
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.models import Level
+
 from tests.conftest import NS, long_text, note, user
 
 pytestmark = pytest.mark.anyio
@@ -22,7 +22,11 @@ async def test_pages_working_set_turn_and_levels_survive_a_restart(db_path, cloc
     try:
         assert await reopened.working_set(namespace=NS, session="s") == before_view
         state = await reopened.session_state(namespace=NS, session="s")
-        assert (state.turn, state.faults_this_turn) == (before_state.turn, before_state.faults_this_turn) == (2, 1)
+        assert (
+            (state.turn, state.faults_this_turn)
+            == (before_state.turn, before_state.faults_this_turn)
+            == (2, 1)
+        )
         page = await reopened.get_page(namespace=NS, page_id="lh")
         assert page.levels == before_page.levels and page.tokens == before_page.tokens
         assert kept.tokens == page.tokens.as_dict()

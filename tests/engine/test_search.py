@@ -1,9 +1,9 @@
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from memvm.engine.models import PageType, SearchScope
 from memvm.engine.search import EXACT_ID_SCORE, match_expression, query_terms
+
 from tests.conftest import NS, note
 
 pytestmark = pytest.mark.anyio
@@ -56,9 +56,13 @@ async def test_stopwords_are_dropped_and_stemming_matches_word_forms(engine):
 async def test_ranking_is_global_not_the_first_matches_found(engine):
     # Fifty weak matches stored first, then the one page that is about the query.
     for i in range(50):
-        await engine.remember(namespace=NS, session="s", page=note(f"Meeting {i} mentioned the garden briefly."))
+        await engine.remember(
+            namespace=NS, session="s", page=note(f"Meeting {i} mentioned the garden briefly.")
+        )
     best = await engine.remember(
-        namespace=NS, session="s", page=note("Garden plan: tomatoes in the garden beds, garden hose, garden shed.")
+        namespace=NS,
+        session="s",
+        page=note("Garden plan: tomatoes in the garden beds, garden hose, garden shed."),
     )
     result = await engine.search(namespace=NS, session="s", query="garden tomatoes", limit=5)
     assert result.results[0].page_id == best.page_id
@@ -67,7 +71,9 @@ async def test_ranking_is_global_not_the_first_matches_found(engine):
 
 async def test_an_exact_page_id_ranks_first(engine):
     target = await engine.remember(namespace=NS, session="s", page=note("unrelated words only"))
-    await engine.remember(namespace=NS, session="s", page=note(f"this page talks about {target.page_id} a lot"))
+    await engine.remember(
+        namespace=NS, session="s", page=note(f"this page talks about {target.page_id} a lot")
+    )
     result = await engine.search(namespace=NS, session="s", query=target.page_id)
     assert result.results[0].page_id == target.page_id
     assert result.results[0].score == EXACT_ID_SCORE

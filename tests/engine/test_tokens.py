@@ -3,7 +3,6 @@ import sys
 import textwrap
 
 import pytest
-
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.tokens import TokenCounter
 
@@ -36,7 +35,9 @@ def test_known_string_counts_are_exact_with_downloads_impossible(tmp_path):
         "HTTP_PROXY": "http://127.0.0.1:9",
         "PATH": "/usr/bin:/bin",
     }
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["2", "10"]
 

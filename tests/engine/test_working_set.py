@@ -1,8 +1,8 @@
 import sqlite3
 
 import pytest
-
 from memvm.engine.models import Level, PageType
+
 from tests.conftest import NS, assistant, long_text, note, user
 
 pytestmark = pytest.mark.anyio
@@ -22,7 +22,7 @@ async def test_mapping_demotes_others_before_unmapping_them(open_engine):
     await engine.begin_turn(namespace=NS, session="s")
     result = await fault(engine, b.page_id, Level.FULL)
     assert result.mapped
-    assert [(e.page_id, e.level_before, e.level_after) for e in result.evicted][0][:2] == (a.page_id, 0)
+    assert (result.evicted[0].page_id, result.evicted[0].level_before) == (a.page_id, 0)
     assert result.evicted[0].level_after is not None  # demoted, still mapped
     view = await engine.working_set(namespace=NS, session="s")
     assert {e.page_id for e in view.entries} == {a.page_id, b.page_id}
@@ -51,8 +51,10 @@ async def test_pinned_pages_are_never_demoted_or_unmapped(open_engine):
 
 async def test_a_page_faulted_this_turn_is_not_evicted_in_the_same_turn(open_engine):
     engine = await open_engine(**SMALL)
-    ids = [(await engine.remember(namespace=NS, session="s", page=note(long_text(f"t{i}", 4)))).page_id
-           for i in range(3)]
+    ids = [
+        (await engine.remember(namespace=NS, session="s", page=note(long_text(f"t{i}", 4)))).page_id
+        for i in range(3)
+    ]
     first = await fault(engine, ids[0], Level.FULL)
     assert first.mapped
     for page_id in ids[1:]:
@@ -84,8 +86,12 @@ async def test_every_change_is_in_an_append_only_mutation_log(open_engine, db_pa
     await engine.pin_page(namespace=NS, session="s", page_id=a.page_id, pinned=True)
     await engine.forget(namespace=NS, session="s", page_id=a.page_id)
     with sqlite3.connect(db_path) as conn:
-        kinds = [row for row in conn.execute(
-            "SELECT kind, level_before, level_after, actor FROM mutation_log ORDER BY seq")]
+        kinds = [
+            row
+            for row in conn.execute(
+                "SELECT kind, level_before, level_after, actor FROM mutation_log ORDER BY seq"
+            )
+        ]
         assert kinds == [
             ("map", None, 2, "model"),
             ("promote", 2, 0, "model"),

@@ -1,0 +1,142 @@
+import json
+
+import pytest
+from memvm.server.settings import ToolProfile
+
+from tests.server.conftest import call, call_error
+
+pytestmark = pytest.mark.anyio
+
+MODEL_TOOLS = {"page_fault", "search_pages", "remember"}
+HOST_TOOLS = {"ingest", "begin_turn", "pin_page", "forget", "build_context"}
+
+
+async def test_the_model_profile_offers_only_model_tools(connect):
+    async with connect(tools=ToolProfile.MODEL) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+    assert names == MODEL_TOOLS
+
+
+async def test_the_all_profile_adds_the_host_tools_with_annotations_and_schemas(connect):
+    async with connect() as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == MODEL_TOOLS | HOST_TOOLS
+    assert tools["search_pages"].annotations.read_only_hint is True
+    assert tools["forget"].annotations.destructive_hint is True
+    assert tools["remember"].annotations.read_only_hint is False
+    for tool in tools.values():
+        assert tool.output_schema is not None
+        assert tool.input_schema.get("additionalProperties") is False
+        assert tool.description
+    fault_schema = tools["page_fault"].input_schema["properties"]["target_level"]
+    assert (fault_schema["minimum"], fault_schema["maximum"], fault_schema["default"]) == (0, 3, 2)
+    assert tools["search_pages"].input_schema["properties"]["limit"]["maximum"] == 50
+
+
+async def test_remember_search_and_fault_through_the_client(connect):
+    async with connect() as client:
+        stored = await call(
+            client, "remember", content="The spare key is under the blue flowerpot.", key="spare_key"
+        )
+        found = await call(client, "search_pages", query="where is the spare key?")
+        fault = await call(client, "page_fault", page_id="spare_key", target_level=0)
+        again = await call(client, "page_fault", page_id="spare_key", target_level=0)
+    assert stored == {"page_id": "spare_key", "created": True, "tokens": stored["tokens"]}
+    assert found["results"][0]["page_id"] == "spare_key"
+    assert found["results"][0]["tokens"] == stored["tokens"]
+    assert fault["content"] == "The spare key is under the blue flowerpot." and fault["mapped"] is True
+    assert again["already_mapped"] is True and again["faults_left"] == fault["faults_left"]
+
+
+async def test_an_unknown_page_is_a_tool_error_that_names_search_pages(connect):
+    async with connect() as client:
+        text = await call_error(client, "page_fault", page_id="msg_424242")
+    assert "search_pages" in text
+    assert "Traceback" not in text and "SELECT" not in text
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"page_id": "x", "target_level": 9}, "target_level"),
+        ({"page_id": "x", "target_level": True}, "target_level"),
+        ({"page_id": "x", "surprise": 1}, "surprise"),
+        ({"page_id": "../../etc/passwd"}, "page_id"),
+        ({"page_id": "x", "session": "no spaces allowed"}, "session"),
+    ],
+)
+async def test_bad_arguments_get_one_sentence_naming_the_field(connect, arguments, field):
+    async with connect() as client:
+        text = await call_error(client, "page_fault", **arguments)
+    assert text.startswith("Invalid arguments for page_fault (")
+    assert field in text and text.endswith("fix them and call page_fault again.")
+    assert "pydantic" not in text and "\n" not in text
+
+
+async def test_text_that_cannot_be_stored_is_refused_cleanly(connect):
+    async with connect() as client:
+        nul = await call_error(client, "remember", content="a\x00b")
+        probe = await call(client, "search_pages", query='alpha OR NEAR( "*" -x content:')
+    assert "NUL" in nul
+    assert probe["results"] == []
+
+
+async def test_host_tools_drive_turns_pins_context_and_forgetting(connect):
+    async with connect() as client:
+        ingested = await call(
+            client,
+            "ingest",
+            messages=[
+                {"role": "user", "content": "My cat is called Miso."},
+                {"role": "assistant", "content": "Miso is a lovely name."},
+            ],
+        )
+        turn = await call(client, "begin_turn")
+        pinned = await call(client, "pin_page", page_id=ingested["page_ids"][0])
+        context = await call(client, "build_context", mode="strict", system_prompt="Be brief.")
+        passive = await call(client, "build_context", mode="passive")
+        forgotten = await call(client, "forget", page_id=ingested["page_ids"][1])
+        after = await call(client, "build_context", mode="passive")
+    assert turn["turn"] == ingested["turn"] + 1 and turn["faults_left"] == 3
+    assert pinned["pinned"] is True and pinned["mapped"] is True
+    assert context["text"].startswith("Be brief.") and context["tokens"] <= context["budget_tokens"]
+    assert "U msg_000001: My cat is called Miso." in passive["text"]
+    assert "A msg_000002" in passive["text"]
+    assert forgotten == {"page_id": "msg_000002", "deleted": True}
+    assert "msg_000002" not in after["text"]
+
+
+async def test_resources_show_manifest_working_set_context_and_pages(connect):
+    from tests.server.conftest import read
+
+    async with connect(session="desk") as client:
+        await call(client, "remember", content="Standing desk height is 112 cm.", key="desk_height")
+        await call(client, "page_fault", page_id="desk_height", target_level=0)
+        listed = {str(r.uri) for r in (await client.list_resources()).resources}
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        manifest = json.loads(await read(client, "memvm://current/manifest"))
+        working_set = await read(client, "memvm://current/working-set")
+        same = await read(client, "memvm://sessions/desk/working-set")
+        other = await read(client, "memvm://sessions/elsewhere/working-set")
+        context = await read(client, "memvm://current/context")
+        page = json.loads(await read(client, "memvm://pages/desk_height"))
+        prompt = await client.get_prompt("vm_rules", {"mode": "relaxed"})
+    assert {"memvm://current/manifest", "memvm://current/working-set", "memvm://current/context"} <= listed
+    assert {"memvm://sessions/{session}/manifest", "memvm://pages/{page_id}"} <= templates
+    assert manifest["session"] == "desk" and manifest["working_set"][0]["page_id"] == "desk_height"
+    assert (
+        working_set == same == "<VM:CONTEXT>\nN desk_height: Standing desk height is 112 cm.\n</VM:CONTEXT>"
+    )
+    assert other == "<VM:CONTEXT>\n\n</VM:CONTEXT>"
+    assert "<VM:RULES" in context and "<VM:MANIFEST_JSON>" in context
+    assert page["levels"]["0"] == "Standing desk height is 112 cm." and page["tokens"]["0"] > 0
+    assert 'mode="relaxed"' in prompt.messages[0].content.text
+
+
+async def test_reading_a_missing_page_resource_is_an_error_without_internals(connect):
+    from mcp.shared.exceptions import MCPError
+
+    async with connect() as client:
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("memvm://pages/nope_1")
+    assert "search_pages" in str(raised.value) and "SELECT" not in str(raised.value)

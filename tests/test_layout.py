@@ -1,0 +1,66 @@
+"""The architecture, checked: dependencies point server -> resources -> engine, and only server/
+imports mcp."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ALLOWED = {
+    "engine": {"engine"},
+    "resources": {"resources", "engine"},
+    "server": {"server", "resources", "engine"},
+}
+
+
+def imported_modules(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_imports_only_point_down_the_layers(package):
+    offences = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for name in imported_modules(path):
+            parts = name.split(".")
+            if parts[0] == "memvm" and len(parts) > 1 and parts[1] not in ALLOWED[package]:
+                offences.append(f"{path.relative_to(ROOT)} imports {name}")
+            if parts[0] in ("mcp", "mcp_types") and package != "server":
+                offences.append(f"{path.relative_to(ROOT)} imports {name}")
+            if parts[0] in ALLOWED:
+                offences.append(f"{path.relative_to(ROOT)} imports {name} outside the memvm namespace")
+    assert offences == []
+
+
+def test_the_top_level_holds_only_the_product_layout():
+    visible = {p.name for p in ROOT.iterdir() if not p.name.startswith(".")}
+    visible -= {"memvm.egg-info", "build", "dist"}
+    assert visible == {
+        "pyproject.toml",
+        "engine",
+        "resources",
+        "server",
+        "tests",
+        "claude_desktop_config.example.json",
+        "README.md",
+    }
+
+
+def test_the_three_folders_install_under_the_memvm_namespace():
+    import memvm.engine
+    import memvm.resources
+    import memvm.server
+
+    for module, folder in (
+        (memvm.engine, "engine"),
+        (memvm.resources, "resources"),
+        (memvm.server, "server"),
+    ):
+        assert Path(module.__file__).resolve().parent == ROOT / folder
