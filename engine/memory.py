@@ -96,7 +96,7 @@ async def remember(
         if existing is not None and existing.type not in REMEMBERED_TYPES:
             raise KeyConflict(existing.page_id, existing.type.value)
         if existing is not None:
-            await update_remembered(
+            stored = await update_remembered(
                 conn,
                 namespace=namespace,
                 rowid=existing.rowid,
@@ -107,10 +107,9 @@ async def remember(
             )
             # Its old lines are stale in every working set that held it: take it out everywhere.
             await _unmap_everywhere(writer, conn, namespace, existing, cause="rewritten by remember")
-            page_id = existing.page_id
         else:
             page_id = key or await _fresh_id(conn, namespace, page.type)
-            await insert_page(
+            stored = await insert_page(
                 conn,
                 namespace=namespace,
                 session=session,
@@ -121,12 +120,10 @@ async def remember(
                 now=now,
             )
         if page.pinned:
-            stored = await get_page(conn, namespace, page_id)
-            assert stored is not None
             await working_set.place(
                 stored, Level.ABSTRACT, actor=Actor.MODEL, cause="pinned by remember", faulted=False
             )
-    return RememberResult(page_id=page_id, created=existing is None, tokens=levels.tokens.as_dict())
+    return RememberResult(page_id=stored.page_id, created=existing is None, tokens=levels.tokens.as_dict())
 
 
 async def ingest(
@@ -154,7 +151,7 @@ async def ingest(
             if page.role is Role.USER:
                 state = await begin_turn(conn, namespace, session, now)
             page_id = await _fresh_id(conn, namespace, PageType.TRANSCRIPT)
-            await insert_page(
+            stored = await insert_page(
                 conn,
                 namespace=namespace,
                 session=session,
@@ -164,8 +161,6 @@ async def ingest(
                 turn=state.turn,
                 now=now,
             )
-            stored = await get_page(conn, namespace, page_id)
-            assert stored is not None
             # The conversation so far belongs in context; older pages make room as usual.
             await writer.working_set(conn, namespace, session, state.turn).place(
                 stored, Level.FULL, actor=Actor.HOST, cause="ingest", faulted=False

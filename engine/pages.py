@@ -51,6 +51,8 @@ WHERE namespace = ? AND rowid = ?
 
 _GET = f"SELECT {PAGE_COLUMNS} FROM pages p WHERE p.namespace = ? AND p.page_id = ?"
 
+_GET_BY_ROWID = f"SELECT {PAGE_COLUMNS} FROM pages p WHERE p.namespace = ? AND p.rowid = ?"
+
 _TOUCH = """
 UPDATE pages SET last_access = ?, access_count = access_count + 1 WHERE namespace = ? AND rowid = ?
 """
@@ -105,9 +107,9 @@ async def insert_page(
     levels: Levels,
     turn: int,
     now: float,
-) -> int:
-    """Insert one page and return its rowid."""
-    row = await fetchone(
+) -> Page:
+    """Insert one page and return it as stored."""
+    await fetchone(
         conn,
         _INSERT,
         (
@@ -128,8 +130,9 @@ async def insert_page(
             *_token_tuple(levels.tokens),
         ),
     )
-    assert row is not None
-    return int(row[0])
+    stored = await get_page(conn, namespace, page_id)
+    assert stored is not None  # just inserted, in this transaction
+    return stored
 
 
 async def update_remembered(
@@ -141,7 +144,8 @@ async def update_remembered(
     levels: Levels,
     turn: int,
     now: float,
-) -> None:
+) -> Page:
+    """Rewrite a remembered page in place and return it as now stored."""
     await conn.execute(
         _UPDATE_REMEMBERED,
         (
@@ -158,6 +162,9 @@ async def update_remembered(
             rowid,
         ),
     )
+    row = await fetchone(conn, _GET_BY_ROWID, (namespace, rowid))
+    assert row is not None  # the caller just found it, in this transaction
+    return page_from_row(row)
 
 
 async def get_page(conn: aiosqlite.Connection | Database, namespace: str, page_id: str) -> Page | None:
