@@ -6,6 +6,7 @@ recently used pages, those that weigh most by importance, access and pinning.
 
 from memvm.engine.db import Database
 from memvm.engine.models import ManifestPage, PageType, Role
+from memvm.engine.pages import level_tokens
 
 # How many recent pages are weighed at most: bounds the query at any database size.
 _RECENT_WINDOW = 500
@@ -42,12 +43,7 @@ async def available_pages(db: Database, namespace: str, session: str, limit: int
             session=row["session"],
             hint=row["reference"],
             importance=row["importance"],
-            tokens={
-                "0": row["tokens_full"],
-                "1": row["tokens_reduced"],
-                "2": row["tokens_abstract"],
-                "3": row["tokens_reference"],
-            },
+            tokens=level_tokens(row).as_dict(),
         )
         for row in rows
     ]

@@ -64,6 +64,21 @@ _DELETE = "DELETE FROM pages WHERE namespace = ? AND rowid = ?"
 _COUNT = "SELECT count(*) FROM pages WHERE namespace = ?"
 
 
+def level_texts(row: Row) -> tuple[str, str, str, str]:
+    """A row's text at levels 0..3, from the pages columns of the same names."""
+    return (row["content"], row["reduced"], row["abstract"], row["reference"])
+
+
+def level_tokens(row: Row) -> LevelTokens:
+    """A row's exact token counts at levels 0..3, from the pages `tokens_*` columns."""
+    return LevelTokens(
+        full=row["tokens_full"],
+        reduced=row["tokens_reduced"],
+        abstract=row["tokens_abstract"],
+        reference=row["tokens_reference"],
+    )
+
+
 def page_from_row(row: Row) -> Page:
     return Page(
         rowid=row["rowid"],
@@ -80,13 +95,8 @@ def page_from_row(row: Row) -> Page:
         access_count=row["access_count"],
         turn=row["turn"],
         metadata=json.loads(row["metadata"]),
-        levels=(row["content"], row["reduced"], row["abstract"], row["reference"]),
-        tokens=LevelTokens(
-            full=row["tokens_full"],
-            reduced=row["tokens_reduced"],
-            abstract=row["tokens_abstract"],
-            reference=row["tokens_reference"],
-        ),
+        levels=level_texts(row),
+        tokens=level_tokens(row),
     )
 
 

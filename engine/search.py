@@ -11,6 +11,7 @@ import re
 from memvm.engine.db import Database, Row
 from memvm.engine.levels import collapse
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
+from memvm.engine.pages import level_tokens
 from memvm.engine.stopwords import STOPWORDS
 
 # Words as unicode61 sees them: letters, digits and marks; everything else separates terms.
@@ -101,12 +102,7 @@ def _hit(row: Row, *, score: float) -> SearchHit:
         created_at=row["created_at"],
         snippet=collapse(row["snippet"] or ""),
         score=score,
-        tokens={
-            "0": row["tokens_full"],
-            "1": row["tokens_reduced"],
-            "2": row["tokens_abstract"],
-            "3": row["tokens_reference"],
-        },
+        tokens=level_tokens(row).as_dict(),
         mapped=mapped_level is not None,
         level=None if mapped_level is None else int(Level(mapped_level)),
     )

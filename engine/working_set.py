@@ -23,6 +23,7 @@ from memvm.engine.models import (
     Role,
     WorkingSetEntry,
 )
+from memvm.engine.pages import level_texts
 from memvm.engine.tokens import TokenCounter
 
 ROLE_PREFIX = {Role.USER: "U", Role.ASSISTANT: "A", Role.SYSTEM: "S", Role.TOOL: "T"}
@@ -278,7 +279,7 @@ class WorkingSet:
     async def _line(self, rowid: int, level: Level) -> str:
         row = await fetchone(self._conn, _LEVEL_TEXT, (self._namespace, rowid))
         assert row is not None  # a mapped page always exists (ON DELETE CASCADE)
-        texts = (row["content"], row["reduced"], row["abstract"], row["reference"])
+        texts = level_texts(row)
         role = Role(row["role"]) if row["role"] else None
         return context_line(row["page_id"], PageType(row["type"]), role, texts[level])
 
@@ -345,7 +346,7 @@ async def view_entries(db: Database, namespace: str, session: str) -> list[Worki
     entries = []
     for row in await db.fetchall(_VIEW, (namespace, session)):
         level = Level(row["level"])
-        texts = (row["content"], row["reduced"], row["abstract"], row["reference"])
+        texts = level_texts(row)
         role = Role(row["role"]) if row["role"] else None
         entries.append(
             WorkingSetEntry(
