@@ -2,6 +2,7 @@
 
 from enum import StrEnum
 
+from memvm.engine.guard_config import GuardConfig
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -29,3 +30,4 @@ class EngineConfig(BaseModel):
     max_page_tokens: int = Field(200_000, ge=1_000)
     busy_timeout_ms: int = Field(10_000, ge=0)
     synchronous: Synchronous = Synchronous.FULL
+    guards: GuardConfig = Field(default_factory=GuardConfig)

@@ -6,7 +6,7 @@ way). Opening a connection per call costs far more than the query, so neither is
 """
 
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -136,6 +136,35 @@ async def fetchall(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] =
 async def fetchone(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> Row | None:
     rows = await fetchall(conn, sql, params)
     return rows[0] if rows else None
+
+
+# Where a read can run: the read connection, or inside a write transaction (seeing its writes).
+Source = aiosqlite.Connection | Database
+
+
+async def query(source: Source, sql: str, params: Iterable[Any] = ()) -> list[Row]:
+    if isinstance(source, Database):
+        return await source.fetchall(sql, params)
+    return await fetchall(source, sql, params)
+
+
+async def query_one(source: Source, sql: str, params: Iterable[Any] = ()) -> Row | None:
+    rows = await query(source, sql, params)
+    return rows[0] if rows else None
+
+
+# Values per IN list: far below SQLite's variable limit. The SQL gets a count of placeholders,
+# never a value from input.
+_IN_CHUNK = 400
+
+
+async def query_in(source: Source, sql: str, params: Sequence[Any], values: Sequence[Any]) -> list[Row]:
+    """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks; `params` come first."""
+    rows: list[Row] = []
+    for start in range(0, len(values), _IN_CHUNK):
+        chunk = values[start : start + _IN_CHUNK]
+        rows.extend(await query(source, sql.format(marks=", ".join("?" * len(chunk))), (*params, *chunk)))
+    return rows
 
 
 def _raise_translated(exc: BaseException) -> None:

@@ -6,17 +6,23 @@ Each method is one operation of the contract; the work is done by the module nam
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from memvm.engine import faults, memory
+from memvm.engine import faults, guards, memory
+from memvm.engine.bindings import bind
+from memvm.engine.call_log import CallLog
 from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.config import EngineConfig
 from memvm.engine.db import Database
 from memvm.engine.errors import PageNotFound
+from memvm.engine.grounding import check_ungrounded
 from memvm.engine.manifest_pages import available_pages, namespace_counts
 from memvm.engine.migrations import migrate
 from memvm.engine.models import (
+    BindResult,
     FaultResult,
     ForgetResult,
+    GroundingResult,
     IngestMessage,
     IngestResult,
     Level,
@@ -30,12 +36,13 @@ from memvm.engine.models import (
     SearchResult,
     SearchScope,
     SessionState,
+    ToolCallCheck,
     TurnResult,
     WorkingSetView,
 )
 from memvm.engine.pages import get_page
 from memvm.engine.search import search_pages
-from memvm.engine.sessions import begin_turn, read_session
+from memvm.engine.sessions import begin_turn, read_session, touch_session
 from memvm.engine.tokens import TokenCounter
 from memvm.engine.working_set import line_cost, view_entries
 
@@ -129,6 +136,40 @@ class Engine:
         async with self.db.write() as conn:
             state = await begin_turn(conn, namespace, session, self.clock.now())
         return TurnResult(turn=state.turn, faults_left=self.config.max_faults_per_turn)
+
+    async def bind_value(
+        self, *, namespace: str, session: str, tool: str, args: Any, value: Any, name: str | None = None
+    ) -> BindResult:
+        now = self.clock.now()
+        async with self.db.write() as conn:
+            state = await touch_session(conn, namespace, session, now, self.config.turn_idle_seconds)
+            return await bind(
+                conn,
+                namespace=namespace,
+                session=session,
+                turn=state.turn,
+                now=now,
+                tool=tool,
+                args=args,
+                value=value,
+                name=name,
+            )
+
+    async def check_ungrounded(self, *, namespace: str, session: str, args: Any) -> GroundingResult:
+        return await check_ungrounded(
+            self.db,
+            namespace=namespace,
+            session=session,
+            args=args,
+            structural_constants=self.config.guards.structural_constants,
+        )
+
+    async def check_tool_call(self, *, namespace: str, session: str, tool: str, args: Any) -> ToolCallCheck:
+        now = self.clock.now()
+        async with self.db.write() as conn:
+            state = await touch_session(conn, namespace, session, now, self.config.turn_idle_seconds)
+            log = CallLog(conn=conn, namespace=namespace, session=session, turn=state.turn)
+            return await guards.check_tool_call(log, tool=tool, args=args, config=self.config.guards, now=now)
 
     async def get_page(self, *, namespace: str, page_id: str) -> Page:
         page = await get_page(self.db, namespace, page_id)

@@ -13,6 +13,7 @@ from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.db import Database
 from memvm.engine.errors import InvalidArgument, KeyConflict, PageNotFound
+from memvm.engine.grounding import register_user_numbers
 from memvm.engine.levels import Levels, compute_levels
 from memvm.engine.models import (
     REMEMBERED_TYPES,
@@ -150,6 +151,7 @@ async def ingest(
         for page, levels in zip(pages, all_levels, strict=True):
             if page.role is Role.USER:
                 state = await begin_turn(conn, namespace, session, now)
+                await register_user_numbers(conn, namespace, session, page.content)
             page_id = await _fresh_id(conn, namespace, PageType.TRANSCRIPT)
             stored = await insert_page(
                 conn,

@@ -143,7 +143,97 @@ _INITIAL = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_INITIAL,)
+_GUARDS = Migration(
+    version=2,
+    name="bindings, user numbers, guard call log and strikes",
+    statements=(
+        # Bound tool results. `number` is set when the value is one number (or numeric string),
+        # so a literal equal to it finds its $vN through an index, not a scan.
+        """
+        CREATE TABLE bindings (
+            rowid INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            seq INTEGER NOT NULL CHECK (seq > 0),
+            tool TEXT NOT NULL,
+            args TEXT NOT NULL,
+            call_hash TEXT NOT NULL,
+            value TEXT NOT NULL,
+            value_type TEXT NOT NULL,
+            number REAL,
+            turn INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE (namespace, session, seq),
+            FOREIGN KEY (namespace, session) REFERENCES sessions (namespace, session)
+        )
+        """,
+        "CREATE INDEX bindings_by_call ON bindings (namespace, session, call_hash, seq)",
+        "CREATE INDEX bindings_by_tool ON bindings (namespace, session, tool, seq)",
+        """
+        CREATE INDEX bindings_by_number ON bindings (namespace, session, number)
+        WHERE number IS NOT NULL
+        """,
+        """
+        CREATE TABLE binding_aliases (
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            alias TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (namespace, session, alias),
+            FOREIGN KEY (namespace, session, seq) REFERENCES bindings (namespace, session, seq)
+        ) WITHOUT ROWID
+        """,
+        # Numbers inside structured results (a list of prices, an object with a total). They
+        # ground a literal but cannot be referenced on their own.
+        """
+        CREATE TABLE result_numbers (
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            number REAL NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (namespace, session, number, seq),
+            FOREIGN KEY (namespace, session, seq) REFERENCES bindings (namespace, session, seq)
+        ) WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE user_numbers (
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            number REAL NOT NULL,
+            PRIMARY KEY (namespace, session, number),
+            FOREIGN KEY (namespace, session) REFERENCES sessions (namespace, session)
+        ) WITHOUT ROWID
+        """,
+        # Calls the guards let through, kept for the current and previous turn only.
+        """
+        CREATE TABLE guard_calls (
+            rowid INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            tool TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            call_hash TEXT NOT NULL,
+            at REAL NOT NULL,
+            FOREIGN KEY (namespace, session) REFERENCES sessions (namespace, session)
+        )
+        """,
+        "CREATE INDEX guard_calls_by_turn ON guard_calls (namespace, session, turn, rowid)",
+        """
+        CREATE TABLE guard_strikes (
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            rule TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            PRIMARY KEY (namespace, session, turn, rule),
+            FOREIGN KEY (namespace, session) REFERENCES sessions (namespace, session)
+        ) WITHOUT ROWID
+        """,
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _GUARDS)
 
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

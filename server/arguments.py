@@ -1,12 +1,17 @@
 """Argument types shared by the tools: bounds live in the schema, so clients see them."""
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
+from memvm.engine.references import ALIAS_PATTERN
 from memvm.server.settings import NAME_PATTERN
 from pydantic import AfterValidator, Field
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 MAX_CONTENT_CHARS = 1_000_000
+MAX_JSON_CHARS = 1_000_000
+# MCP tool names, plus the separators hosts use to prefix a server's name ("github/create_issue").
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:/\-]{0,127}$"
 
 
 def _storable(text: str) -> str:
@@ -55,4 +60,38 @@ SystemPrompt = Annotated[
 ]
 SpeakerName = Annotated[
     str | None, Field(max_length=64), AfterValidator(lambda s: s if s is None else _storable(s))
+]
+
+
+def _storable_json(value: Any) -> Any:
+    # Every string and key must be storable text, and the whole value must fit in a page.
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise ValueError("must be JSON: NaN and infinity are not JSON numbers") from None
+    if len(text) > MAX_JSON_CHARS:
+        raise ValueError(f"must be at most {MAX_JSON_CHARS} characters as JSON")
+    _storable(text)
+    return value
+
+
+ToolName = Annotated[
+    str, Field(pattern=TOOL_NAME_PATTERN, description="The name of the tool that is called (or was).")
+]
+ToolArguments = Annotated[
+    dict[str, Any],
+    Field(description="The tool call's arguments, as the JSON object you would send the tool."),
+    AfterValidator(_storable_json),
+]
+ToolValue = Annotated[
+    Any,
+    Field(description="The tool's result: a number, string, boolean, list or object."),
+    AfterValidator(_storable_json),
+]
+AliasName = Annotated[
+    str | None,
+    Field(
+        pattern=ALIAS_PATTERN,
+        description="A name for the value (like 'total'), usable as $total; it moves to the latest value bound under it.",
+    ),
 ]

@@ -1,6 +1,7 @@
 """The `memvm` command: serve over stdio, run the demo."""
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -9,6 +10,7 @@ import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.config import Synchronous
 from memvm.engine.errors import DatabaseRefused
+from memvm.engine.guard_config import GuardConfig, GuardPreset
 from memvm.engine.tokens import SUPPORTED_ENCODINGS
 from memvm.server.settings import ServerSettings, ToolProfile, default_db_path
 
@@ -54,11 +56,45 @@ def _parser() -> argparse.ArgumentParser:
         default=Synchronous.FULL.value,
         help="FULL survives power loss; NORMAL is faster and may lose the last writes on power loss",
     )
+    serve.add_argument(
+        "--guards",
+        choices=[p.value for p in GuardPreset],
+        default=GuardPreset.DEFAULT.value,
+        help="how hard the tool-call guards are: budgets, caps, loop windows, warnings before a block",
+    )
+    serve.add_argument(
+        "--guard-config",
+        metavar="FILE",
+        help="JSON object of guard settings that override the preset (e.g. polling_tools, tool_caps)",
+    )
     serve.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
     demo = commands.add_parser("demo", help="start the server and drive it through a real MCP client")
     demo.add_argument("--db", help="SQLite file to use (default: a new temporary one)")
     return parser
+
+
+class SettingsError(Exception):
+    """A setting from the command line or a settings file that cannot be used."""
+
+
+def _guards(args: argparse.Namespace) -> GuardConfig:
+    from pydantic import ValidationError
+
+    preset = GuardConfig.preset(GuardPreset(args.guards))
+    if not args.guard_config:
+        return preset
+    try:
+        overrides = json.loads(Path(args.guard_config).expanduser().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SettingsError(f"cannot read the guard config {args.guard_config}: {exc}") from exc
+    if not isinstance(overrides, dict):
+        raise SettingsError(f"the guard config {args.guard_config} must hold a JSON object")
+    try:
+        return GuardConfig.model_validate({**preset.model_dump(), **overrides})
+    except ValidationError as exc:
+        fields = ", ".join(".".join(str(part) for part in e["loc"]) for e in exc.errors())
+        raise SettingsError(f"invalid guard settings in {args.guard_config} ({fields})") from exc
 
 
 def _settings(args: argparse.Namespace) -> ServerSettings:
@@ -76,6 +112,7 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
             max_faults_per_turn=args.max_faults_per_turn,
             turn_idle_seconds=args.turn_idle_seconds,
             synchronous=Synchronous(args.synchronous),
+            guards=_guards(args),
         ),
     )
 
@@ -95,6 +132,9 @@ def serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         fields = ", ".join(str(e["loc"][-1]) for e in exc.errors())
         print(f"memvm: invalid setting ({fields}); see memvm serve --help", file=sys.stderr)
+        return 2
+    except SettingsError as exc:
+        print(f"memvm: {exc}", file=sys.stderr)
         return 2
     try:
         anyio.run(_check_database, settings)

@@ -7,7 +7,7 @@ from tests.server.conftest import call, call_error
 
 pytestmark = pytest.mark.anyio
 
-MODEL_TOOLS = {"page_fault", "search_pages", "remember"}
+MODEL_TOOLS = {"page_fault", "search_pages", "remember", "bind_value", "check_ungrounded", "check_tool_call"}
 HOST_TOOLS = {"ingest", "begin_turn", "pin_page", "forget", "build_context"}
 
 

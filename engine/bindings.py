@@ -1,0 +1,213 @@
+"""Bound tool results: `$v1`, `$v2`… per session, with optional aliases, stored in SQLite.
+
+Binding the same call with the same value again returns the reference it already has, so a
+retried bind never burns a new number. An alias names the latest value bound under it, the way a
+variable does. Every lookup goes through an index: ten thousand bindings cost what ten do.
+"""
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+from memvm.engine.db import Source, query, query_in, query_one
+from memvm.engine.errors import InvalidArgument
+from memvm.engine.literals import as_number, call_hash, canonical_json, walk
+from memvm.engine.models import BindResult, ValueType
+from memvm.engine.references import sequence_of, sequential_name
+
+# Numbers inside one structured result that are kept for grounding; past this, a result is data
+# to read, not a source of numbers to copy.
+MAX_RESULT_NUMBERS = 500
+MAX_VALUE_CHARS = 1_000_000
+
+_NEXT_SEQ = "SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM bindings WHERE namespace = ? AND session = ?"
+
+_SAME_CALL_AND_VALUE = """
+SELECT seq, value_type FROM bindings
+WHERE namespace = ? AND session = ? AND call_hash = ? AND value = ?
+ORDER BY seq DESC LIMIT 1
+"""
+
+# Bound again: the value is this turn's result of the call now.
+_RENEW = "UPDATE bindings SET turn = ? WHERE namespace = ? AND session = ? AND seq = ?"
+
+_INSERT = """
+INSERT INTO bindings (
+    namespace, session, seq, tool, args, call_hash, value, value_type, number, turn, created_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+_INSERT_RESULT_NUMBER = """
+INSERT OR IGNORE INTO result_numbers (namespace, session, number, seq) VALUES (?, ?, ?, ?)
+"""
+
+_SET_ALIAS = """
+INSERT INTO binding_aliases (namespace, session, alias, seq) VALUES (?, ?, ?, ?)
+ON CONFLICT (namespace, session, alias) DO UPDATE SET seq = excluded.seq
+"""
+
+_ALIASES_OF = """
+SELECT alias FROM binding_aliases WHERE namespace = ? AND session = ? AND seq = ? ORDER BY alias
+"""
+
+_VALUES_BY_SEQ = """
+SELECT seq, value FROM bindings WHERE namespace = ? AND session = ? AND seq IN ({marks})
+"""
+
+_VALUES_BY_ALIAS = """
+SELECT a.alias, b.value FROM binding_aliases AS a
+JOIN bindings AS b ON b.namespace = a.namespace AND b.session = a.session AND b.seq = a.seq
+WHERE a.namespace = ? AND a.session = ? AND a.alias IN ({marks})
+"""
+
+_LATEST_FOR_CALL = """
+SELECT seq, value FROM bindings
+WHERE namespace = ? AND session = ? AND call_hash = ? AND turn = ?
+ORDER BY seq DESC LIMIT 1
+"""
+
+_RECENT_VALUES = """
+SELECT value FROM bindings
+WHERE namespace = ? AND session = ? AND tool = ?
+ORDER BY seq DESC LIMIT ?
+"""
+
+
+@dataclass(frozen=True)
+class BoundValue:
+    ref: str
+    value: Any
+
+
+def value_type(value: Any) -> ValueType:
+    if isinstance(value, bool):
+        return ValueType.BOOLEAN
+    if isinstance(value, int | float):
+        return ValueType.NUMBER
+    if isinstance(value, str):
+        return ValueType.STRING
+    if isinstance(value, list | tuple):
+        return ValueType.LIST
+    if isinstance(value, dict):
+        return ValueType.OBJECT
+    raise InvalidArgument("There is no value to bind (it is null); bind only results that hold a value.")
+
+
+def alias_name(name: str) -> str:
+    """The alias as stored, without its dollar sign; vN names are the engine's own."""
+    bare = name.removeprefix("$")
+    if sequence_of(bare) is not None:
+        raise InvalidArgument(
+            f"The name '{name}' looks like a sequential reference; choose a name such as 'total'."
+        )
+    return bare
+
+
+async def bind(
+    conn: aiosqlite.Connection,
+    *,
+    namespace: str,
+    session: str,
+    turn: int,
+    now: float,
+    tool: str,
+    args: Any,
+    value: Any,
+    name: str | None,
+) -> BindResult:
+    """Bind `value` (the result of `tool` called with `args`) as the session's next $vN."""
+    kind = value_type(value)
+    stored_value = canonical_json(value)
+    if len(stored_value) > MAX_VALUE_CHARS:
+        raise InvalidArgument(
+            f"The value is over {MAX_VALUE_CHARS} characters as JSON; bind the part you will pass on."
+        )
+    alias = alias_name(name) if name else None
+    digest = call_hash(tool, args)
+    existing = await query_one(conn, _SAME_CALL_AND_VALUE, (namespace, session, digest, stored_value))
+    if existing is not None:
+        seq, created = existing["seq"], False
+        await conn.execute(_RENEW, (turn, namespace, session, seq))
+    else:
+        next_seq = await query_one(conn, _NEXT_SEQ, (namespace, session))
+        assert next_seq is not None  # an aggregate always returns a row
+        seq, created = next_seq["seq"], True
+        number = as_number(value) if kind in (ValueType.NUMBER, ValueType.STRING) else None
+        await conn.execute(
+            _INSERT,
+            (
+                namespace,
+                session,
+                seq,
+                tool,
+                canonical_json(args),
+                digest,
+                stored_value,
+                kind.value,
+                number,
+                turn,
+                now,
+            ),
+        )
+        if kind in (ValueType.LIST, ValueType.OBJECT):
+            await conn.executemany(
+                _INSERT_RESULT_NUMBER,
+                [(namespace, session, found, seq) for found in _numbers_inside(value)],
+            )
+    if alias is not None:
+        await conn.execute(_SET_ALIAS, (namespace, session, alias, seq))
+    aliases = await query(conn, _ALIASES_OF, (namespace, session, seq))
+    return BindResult(
+        ref=f"${sequential_name(seq)}",
+        aliases=[f"${row['alias']}" for row in aliases],
+        value_type=kind,
+        created=created,
+    )
+
+
+async def bound_values(source: Source, namespace: str, session: str, names: Iterable[str]) -> dict[str, Any]:
+    """name -> bound value for each of `names` (bare: 'v3', 'total') that is bound."""
+    sequences: dict[int, str] = {}
+    aliases: list[str] = []
+    for name in names:
+        seq = sequence_of(name)
+        if seq is not None:
+            sequences[seq] = name
+        else:
+            aliases.append(name)
+    known: dict[str, Any] = {}
+    for row in await query_in(source, _VALUES_BY_SEQ, (namespace, session), list(sequences)):
+        known[sequences[row["seq"]]] = json.loads(row["value"])
+    for row in await query_in(source, _VALUES_BY_ALIAS, (namespace, session), aliases):
+        known[row["alias"]] = json.loads(row["value"])
+    return known
+
+
+async def cached_result(
+    source: Source, namespace: str, session: str, tool: str, args: Any, turn: int
+) -> BoundValue | None:
+    """The result bound for this exact call earlier in `turn`, if any."""
+    row = await query_one(source, _LATEST_FOR_CALL, (namespace, session, call_hash(tool, args), turn))
+    if row is None:
+        return None
+    return BoundValue(ref=f"${sequential_name(row['seq'])}", value=json.loads(row["value"]))
+
+
+async def recent_results(source: Source, namespace: str, session: str, tool: str, limit: int) -> list[Any]:
+    """The last `limit` values bound for `tool`, newest first."""
+    rows = await query(source, _RECENT_VALUES, (namespace, session, tool, limit))
+    return [json.loads(row["value"]) for row in rows]
+
+
+def _numbers_inside(value: Any) -> set[float]:
+    numbers: set[float] = set()
+    for _, scalar in walk(value):
+        number = as_number(scalar)
+        if number is not None and math.isfinite(number):
+            numbers.add(number)
+            if len(numbers) >= MAX_RESULT_NUMBERS:
+                break
+    return numbers

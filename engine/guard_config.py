@@ -1,0 +1,108 @@
+"""Guard settings, and the three presets `memvm serve --guards` offers.
+
+Every limit counts per session and per turn, so a new user message gives the agent a fresh
+allowance. A limit of 0 means the rule is off (never "nothing is allowed").
+"""
+
+from enum import StrEnum
+from fnmatch import fnmatchcase
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class GuardPreset(StrEnum):
+    DEFAULT = "default"
+    STRICT = "strict"
+    RELAXED = "relaxed"
+
+
+class ToolKind(StrEnum):
+    """Discovery calls look things up; execution calls do the work. Budgets count them apart."""
+
+    DISCOVERY = "discovery"
+    EXECUTION = "execution"
+
+
+# Names that usually mean "look something up". Only a fallback: the explicit lists win.
+DISCOVERY_NAME_PATTERNS = (
+    "search*",
+    "*_search",
+    "list*",
+    "find*",
+    "lookup*",
+    "describe*",
+    "get_*schema*",
+    "*_schema",
+)
+
+
+class GuardConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # Per turn: how many discovery and execution calls may run. 0 = no limit.
+    discovery_budget: int = Field(8, ge=0, le=10_000)
+    execution_budget: int = Field(15, ge=0, le=10_000)
+    # Which tools are which. Explicit names win over the name patterns.
+    discovery_tools: frozenset[str] = frozenset()
+    execution_tools: frozenset[str] = frozenset()
+    discovery_patterns: tuple[str, ...] = DISCOVERY_NAME_PATTERNS
+    # Calls per turn of one tool. 0 = no cap, for the default and for a named tool alike.
+    default_tool_cap: int = Field(0, ge=0, le=10_000)
+    tool_caps: dict[str, int] = Field(default_factory=dict)
+    # A loop with varying arguments: more than `loop_max_calls` calls of one tool among the
+    # last `loop_window` calls of the turn. 0 = off.
+    loop_window: int = Field(8, ge=0, le=1_000)
+    loop_max_calls: int = Field(5, ge=1, le=1_000)
+    # Runaway results: the last `runaway_repeats` numeric results of a tool all equal. 0 = off.
+    runaway_repeats: int = Field(3, ge=0, le=100)
+    # Tools that are meant to be called again and again (job status, queues): no repeat, loop or
+    # runaway check, and no cached answer. They still count against budgets and caps.
+    polling_tools: frozenset[str] = frozenset()
+    # Numbers that are structure, not data (an index, a page size): never called ungrounded.
+    structural_constants: frozenset[float] = frozenset({-1, 0, 1, 2, 3, 4, 5, 10, 100})
+    # How many warnings a rule gives per turn before it blocks. 0 = block at once.
+    grace: int = Field(1, ge=0, le=1_000)
+
+    @classmethod
+    def preset(cls, preset: GuardPreset) -> "GuardConfig":
+        return cls(**_PRESETS[preset])
+
+    def kind_of(self, tool: str) -> ToolKind:
+        if tool in self.discovery_tools:
+            return ToolKind.DISCOVERY
+        if tool in self.execution_tools:
+            return ToolKind.EXECUTION
+        lowered = tool.lower()
+        if any(fnmatchcase(lowered, pattern) for pattern in self.discovery_patterns):
+            return ToolKind.DISCOVERY
+        return ToolKind.EXECUTION
+
+    def budget_for(self, kind: ToolKind) -> int:
+        return self.discovery_budget if kind is ToolKind.DISCOVERY else self.execution_budget
+
+    def cap_for(self, tool: str) -> int:
+        return self.tool_caps.get(tool, self.default_tool_cap)
+
+
+_PRESETS: dict[GuardPreset, dict[str, object]] = {
+    GuardPreset.DEFAULT: {},
+    GuardPreset.STRICT: {
+        "discovery_budget": 5,
+        "execution_budget": 10,
+        "default_tool_cap": 5,
+        "loop_window": 6,
+        "loop_max_calls": 3,
+        "runaway_repeats": 2,
+        "structural_constants": frozenset({0, 1}),
+        "grace": 0,
+    },
+    GuardPreset.RELAXED: {
+        "discovery_budget": 25,
+        "execution_budget": 50,
+        "loop_window": 12,
+        "loop_max_calls": 8,
+        "runaway_repeats": 5,
+        "structural_constants": frozenset({-1, 0, 1, 2, 3, 4, 5, 10, 20, 50, 100, 1000}),
+        "grace": 3,
+    },
+}
