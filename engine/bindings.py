@@ -23,8 +23,6 @@ from memvm.engine.references import sequence_of, sequential_name
 MAX_RESULT_NUMBERS = 500
 MAX_VALUE_CHARS = 1_000_000
 
-_NEXT_SEQ = "SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM bindings WHERE namespace = ? AND session = ?"
-
 _SAME_CALL_AND_VALUE = """
 SELECT seq, value_type FROM bindings
 WHERE namespace = ? AND session = ? AND call_hash = ? AND value = ?
@@ -34,10 +32,15 @@ ORDER BY seq DESC LIMIT 1
 # Bound again: the value is this turn's result of the call now.
 _RENEW = "UPDATE bindings SET turn = ? WHERE namespace = ? AND session = ? AND seq = ?"
 
+# The next number is taken inside the insert: the write lock makes it the session's next.
 _INSERT = """
 INSERT INTO bindings (
     namespace, session, seq, tool, args, call_hash, value, value_type, number, turn, created_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+) VALUES (
+    ?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM bindings WHERE namespace = ?1 AND session = ?2),
+    ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+)
+RETURNING seq
 """
 
 _INSERT_RESULT_NUMBER = """
@@ -132,16 +135,13 @@ async def bind(
         seq, created = existing["seq"], False
         await conn.execute(_RENEW, (turn, namespace, session, seq))
     else:
-        next_seq = await query_one(conn, _NEXT_SEQ, (namespace, session))
-        assert next_seq is not None  # an aggregate always returns a row
-        seq, created = next_seq["seq"], True
         number = as_number(value) if kind in (ValueType.NUMBER, ValueType.STRING) else None
-        await conn.execute(
+        inserted = await query_one(
+            conn,
             _INSERT,
             (
                 namespace,
                 session,
-                seq,
                 tool,
                 canonical_json(args),
                 digest,
@@ -152,6 +152,8 @@ async def bind(
                 now,
             ),
         )
+        assert inserted is not None  # RETURNING yields the row it wrote
+        seq, created = inserted["seq"], True
         if kind in (ValueType.LIST, ValueType.OBJECT):
             await conn.executemany(
                 _INSERT_RESULT_NUMBER,
@@ -159,10 +161,13 @@ async def bind(
             )
     if alias is not None:
         await conn.execute(_SET_ALIAS, (namespace, session, alias, seq))
-    aliases = await query(conn, _ALIASES_OF, (namespace, session, seq))
+    if created:
+        aliases = [alias] if alias else []  # a new binding has no other name yet
+    else:
+        aliases = await _aliases_of(conn, namespace, session, seq)
     return BindResult(
         ref=f"${sequential_name(seq)}",
-        aliases=[f"${row['alias']}" for row in aliases],
+        aliases=[f"${name}" for name in aliases],
         value_type=kind,
         created=created,
     )
@@ -200,6 +205,10 @@ async def recent_results(source: Source, namespace: str, session: str, tool: str
     """The last `limit` values bound for `tool`, newest first."""
     rows = await query(source, _RECENT_VALUES, (namespace, session, tool, limit))
     return [json.loads(row["value"]) for row in rows]
+
+
+async def _aliases_of(conn: aiosqlite.Connection, namespace: str, session: str, seq: int) -> list[str]:
+    return [row["alias"] for row in await query(conn, _ALIASES_OF, (namespace, session, seq))]
 
 
 def _numbers_inside(value: Any) -> set[float]:

@@ -52,6 +52,7 @@ class Database:
         self._reader = reader
         self._shared = reader is writer
         self._lock = anyio.Lock()
+        self._closed = False
         self.path = path
 
     @classmethod
@@ -72,6 +73,10 @@ class Database:
         return cls(writer, reader, target)
 
     async def close(self) -> None:
+        """Close both connections; closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         if not self._shared:
             await self._reader.close()
         await self._writer.close()

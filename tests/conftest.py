@@ -31,11 +31,15 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def open_engine(db_path: Path, clock: ManualClock) -> AsyncIterator[EngineFactory]:
-    """Open engines on the test's database file; all are closed at the end of the test."""
+    """Open engines on the test's database file; all are closed at the end of the test.
+
+    Always open through here: an engine left open keeps its connection threads alive, and a test
+    that fails before closing one would leave the whole run hanging at exit.
+    """
     opened: list[Engine] = []
 
-    async def factory(**config: Any) -> Engine:
-        engine = await Engine.open(db_path, EngineConfig(**config), clock=clock)
+    async def factory(config: EngineConfig | None = None, **fields: Any) -> Engine:
+        engine = await Engine.open(db_path, config or EngineConfig(**fields), clock=clock)
         opened.append(engine)
         return engine
 

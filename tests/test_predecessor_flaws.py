@@ -1,8 +1,7 @@
 """One test per flaw measured in chuk-ai-session-manager 0.11.2, showing memvm does not have it.
 
-The flaws of its guards and procedural memory (ungrounded warnings that list every binding, a
-per-tool cap of 0 that blocks everything, literals checked only at the top level, success hints
-never filled) belong to those capabilities and are tested with them.
+The flaw of its procedural memory (success hints never filled) belongs to that capability and is
+tested with it.
 """
 
 import gc
@@ -10,6 +9,8 @@ import tracemalloc
 
 import pytest
 from memvm.engine import Engine, EngineConfig
+from memvm.engine.bindings import bind
+from memvm.engine.guard_config import GuardConfig
 from memvm.engine.models import IngestMessage, Level, Role
 from memvm.resources.budget import with_reserve
 from memvm.resources.context import render_developer_message
@@ -20,16 +21,13 @@ from tests.conftest import NS, assistant, long_text, note, user
 pytestmark = pytest.mark.anyio
 
 
-async def test_flaw_everything_lost_on_restart(db_path, clock):
-    engine = await Engine.open(db_path, clock=clock)
+async def test_flaw_everything_lost_on_restart(open_engine):
+    engine = await open_engine()
     stored = await engine.remember(namespace=NS, session="s", page=note("durable fact about otters"))
     await engine.close()
-    reopened = await Engine.open(db_path, clock=clock)
-    try:
-        found = await reopened.search(namespace=NS, session="s", query="otters")
-        assert [hit.page_id for hit in found.results] == [stored.page_id]
-    finally:
-        await reopened.close()
+    reopened = await open_engine()
+    found = await reopened.search(namespace=NS, session="s", query="otters")
+    assert [hit.page_id for hit in found.results] == [stored.page_id]
 
 
 async def test_flaw_target_level_has_no_effect(engine):
@@ -123,3 +121,46 @@ async def test_flaw_memory_grows_with_pages_and_eviction_frees_none(open_engine)
     assert (await engine.counts(namespace=NS, session="s"))["pages"] == 1_200
     # The predecessor held ~5 KB per page in RAM (5 MB here); memvm's pages live on disk.
     assert grown < 512 * 1024
+
+
+async def test_flaw_the_ungrounded_warning_lists_every_binding(engine):
+    # Ten thousand bindings, written in one transaction by the same code bind_value uses.
+    await engine.ingest(namespace=NS, session="s", messages=[user("Reconcile the ledger.")])
+    async with engine.db.write() as conn:
+        for index in range(10_000):
+            await bind(
+                conn,
+                namespace=NS,
+                session="s",
+                turn=1,
+                now=0.0,
+                tool="ledger",
+                args={"row": index},
+                value=10_000 + index,
+                name=None,
+            )
+    args = {"rows": [{"amount": 10_000 + index} for index in range(0, 10_000, 50)], "stray": 123_456}
+    result = await engine.check_ungrounded(namespace=NS, session="s", args=args)
+    assert len(result.ungrounded) == 201
+    assert result.ungrounded[0].suggestion == "$v1"
+    assert len(result.message.encode()) < 1_000  # the predecessor's was 79 KB at 10k bindings
+    call = await engine.check_tool_call(namespace=NS, session="s", tool="post", args=args)
+    assert sum(len(reason.message) for reason in call.reasons) < 2_000
+
+
+async def test_flaw_a_per_tool_cap_of_zero_blocks_every_tool(open_engine):
+    engine = await open_engine(guards=GuardConfig(default_tool_cap=0, tool_caps={"send": 0}))
+    await engine.ingest(namespace=NS, session="s", messages=[user("Send the notes.")])
+    results = [
+        await engine.check_tool_call(namespace=NS, session="s", tool=tool, args={"part": f"p{i}"})
+        for tool in ("send", "archive")
+        for i in range(3)
+    ]
+    assert {result.verdict.value for result in results} == {"allow"}
+
+
+async def test_flaw_literals_checked_only_at_the_top_level(engine):
+    await engine.ingest(namespace=NS, session="s", messages=[user("Order the usual.")])
+    args = {"order": {"lines": [{"sku": "tea", "qty": 12}, {"sku": "mugs", "price": "8.50"}]}}
+    result = await engine.check_ungrounded(namespace=NS, session="s", args=args)
+    assert [item.path for item in result.ungrounded] == ["order.lines[0].qty", "order.lines[1].price"]

@@ -57,3 +57,50 @@ def test_a_corrupt_file_is_refused_at_start_with_one_line(db_path, content):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("memvm: refusing to open")
     assert db_path.read_bytes() == content
+
+
+async def test_guard_settings_from_the_command_line_and_their_state_survive_a_restart(db_path, tmp_path):
+    overrides = tmp_path / "guards.json"
+    overrides.write_text('{"tool_caps": {"send_email": 1}, "polling_tools": ["job_status"]}')
+    flags = ("--guards", "strict", "--guard-config", str(overrides))
+    with anyio.fail_after(START_LIMIT * 2):
+        async with Client(server(db_path, *flags)) as client:
+            bound = await client.call_tool("bind_value", {"tool": "fx", "args": {"eur": 9}, "value": 9.73})
+            sent = await client.call_tool("check_tool_call", {"tool": "send_email", "args": {"to": "a"}})
+        async with Client(server(db_path, *flags), mode="legacy") as client:
+            capped = await client.call_tool("check_tool_call", {"tool": "send_email", "args": {"to": "b"}})
+            polls = [
+                await client.call_tool("check_tool_call", {"tool": "job_status", "args": {"id": "j"}})
+                for _ in range(3)
+            ]
+            resolved = await client.call_tool("check_ungrounded", {"tool": "pay", "args": {"usd": "$v1"}})
+    assert bound.structured_content["ref"] == "$v1"
+    assert sent.structured_content["verdict"] == "allow"
+    # Strict blocks at the first violation; the cap of 1 was used before the restart.
+    assert capped.structured_content["verdict"] == "block"
+    assert capped.structured_content["reasons"][0]["rule"] == "tool_cap"
+    assert [poll.structured_content["verdict"] for poll in polls] == ["allow"] * 3
+    assert resolved.structured_content["resolved_args"] == {"usd": 9.73}
+
+
+def test_an_unusable_guard_config_is_refused_with_one_line(db_path, tmp_path):
+    overrides = tmp_path / "guards.json"
+    overrides.write_text('{"grace": -1}')
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memvm.server",
+            "serve",
+            "--db",
+            str(db_path),
+            "--guard-config",
+            str(overrides),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=START_LIMIT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [f"memvm: invalid guard settings in {overrides} (grace)"]

@@ -25,13 +25,13 @@ def connect(db_path, mode) -> Callable[..., Any]:
     return open_client
 
 
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+async def call(client: Client, tool: str, /, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content[0].text
     return dict(result.structured_content or {})
 
 
-async def call_error(client: Client, tool: str, **arguments: Any) -> str:
+async def call_error(client: Client, tool: str, /, **arguments: Any) -> str:
     result = await client.call_tool(tool, arguments)
     assert result.is_error
     return result.content[0].text
