@@ -1,7 +1,8 @@
 """`memvm demo`: the real server in a subprocess, driven through the official MCP client.
 
 It stores a short conversation, searches it, faults a page at two levels, reads the manifest and
-the working set, restarts the server on the same file and shows that the memory is still there.
+the working set, guards a few tool calls (a bound result, a number from nowhere, a repeated call),
+restarts the server on the same file and shows that the memory and the bindings are still there.
 """
 
 import json
@@ -65,6 +66,11 @@ def _show(text: str, width: int = 100) -> None:
         print(textwrap.indent(textwrap.shorten(line, width=width, placeholder=" …") if line else "", "    "))
 
 
+def _say(text: str, width: int = 100) -> None:
+    """Show a message the model would read, whole."""
+    print(textwrap.fill(text, width=width, initial_indent="    ", subsequent_indent="    "))
+
+
 async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
     if result.is_error:
@@ -123,6 +129,8 @@ async def _first_run(db: str) -> str:
             )
             _show(fault["content"])
 
+        await _guard_calls(client)
+
         _step("memvm://current/manifest (the map the model reads)")
         manifest = json.loads(await _read(client, "memvm://current/manifest"))
         _show(
@@ -133,6 +141,36 @@ async def _first_run(db: str) -> str:
         _step("memvm://current/working-set (what sits in the context)")
         _show(await _read(client, "memvm://current/working-set"))
         return query
+
+
+async def _guard_calls(client: Client) -> None:
+    _step("bind_value: a currency tool answered 1 EUR = 1.0862 USD; keep it as a reference")
+    rate = await _call(
+        client,
+        "bind_value",
+        {"tool": "fx_rate", "args": {"from": "EUR", "to": "USD"}, "value": 1.0862, "name": "eur_usd"},
+    )
+    _show(f"{rate['ref']} aliases={rate['aliases']} type={rate['value_type']}")
+
+    proposed = {"amount": 1800, "rate": 1.0862, "fee": 35}
+    _step(f"check_ungrounded: convert{json.dumps(proposed)}")
+    grounding = await _call(client, "check_ungrounded", {"tool": "convert", "args": proposed})
+    _show(f"verdict={grounding['verdict']} (1,800 is the user's own budget, so it needs no source)")
+    _say(grounding["message"])
+
+    fixed = {"amount": 1800, "rate": "$eur_usd"}
+    _step(f"check_tool_call: convert{json.dumps(fixed)}")
+    check = await _call(client, "check_tool_call", {"tool": "convert", "args": fixed})
+    _say(f"verdict={check['verdict']} resolved_args={check['resolved_args']} budget={check['budget']}")
+    converted = await _call(
+        client, "bind_value", {"tool": "convert", "args": check["resolved_args"], "value": 1955.16}
+    )
+    _show(f"the host ran convert and bound its result as {converted['ref']}")
+
+    _step("check_tool_call: the same convert call again")
+    again = await _call(client, "check_tool_call", {"tool": "convert", "args": fixed})
+    _show(f"verdict={again['verdict']} cached_result={again['cached_result']} ({again['cached_ref']})")
+    _say(again["reasons"][0]["message"])
 
 
 async def _second_run(db: str, query: str) -> None:
@@ -146,13 +184,17 @@ async def _second_run(db: str, query: str) -> None:
             f"page_fault itinerary: still mapped at level {fault['level']} (already_mapped={fault['already_mapped']})"
         )
         _show((await _read(client, "memvm://current/working-set")).replace("\n", " | "))
+        bound = await _call(
+            client, "check_ungrounded", {"tool": "pay", "args": {"usd": "$v2", "rate": "$eur_usd"}}
+        )
+        _show(f"bindings survived too: {{usd: $v2, rate: $eur_usd}} resolves to {bound['resolved_args']}")
 
 
 async def _demo(db: str) -> None:
     print(f"memvm demo — database: {db}")
     query = await _first_run(db)
     await _second_run(db, query)
-    print("\nDone: the same memory survived a restart.")
+    print("\nDone: the same memory and bindings survived a restart.")
 
 
 def run_demo(db: str | None) -> int:
