@@ -30,10 +30,9 @@ class MemvmServer(MCPServer[Runtime]):
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
-            translated = tool_error(name, exc.__cause__) if exc.__cause__ is not None else None
-            if translated is None:
+            if exc.__cause__ is None:  # raised as a ToolError on purpose: already a sentence
                 raise
-            raise translated from exc.__cause__
+            raise tool_error(name, exc.__cause__) from exc.__cause__
 
 
 def _forbid_extra_arguments(server: MCPServer[Runtime]) -> None:

@@ -4,11 +4,15 @@ The model reads one plain sentence that says what to do next. Argument errors na
 and the rule they broke, never the rejected values (they may be huge, or private).
 """
 
+import logging
+
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from memvm.engine.errors import MemvmError, PageNotFound
 from pydantic import ValidationError
 
 _MAX_FIELDS = 5
+
+logger = logging.getLogger("memvm")
 
 
 def describe_validation(tool: str, error: ValidationError) -> str:
@@ -26,13 +30,21 @@ def describe_validation(tool: str, error: ValidationError) -> str:
     return f"Invalid arguments for {tool} ({'; '.join(problems)}); fix them and call {tool} again."
 
 
-def tool_error(tool: str, exc: BaseException) -> ToolError | None:
-    """The tool error the model should read for `exc`, or None when it is a bug to keep generic."""
+def tool_error(tool: str, exc: BaseException) -> ToolError:
+    """The tool error the model should read for `exc`.
+
+    Anything unforeseen is a bug: its text (which may hold SQL or a path) goes to the log, and the
+    model reads one fixed sentence. Writes run in transactions, so nothing was half-done.
+    """
     if isinstance(exc, ValidationError):
         return ToolError(describe_validation(tool, exc))
     if isinstance(exc, MemvmError):
         return ToolError(str(exc))
-    return None
+    logger.error("internal error in %s", tool, exc_info=exc)
+    return ToolError(
+        f"memvm could not complete {tool} because of an internal error, and nothing was changed; "
+        "retry once, then carry on without it."
+    )
 
 
 def resource_error(exc: MemvmError) -> ResourceError:

@@ -103,3 +103,36 @@ async def test_arguments_nested_too_deep_are_refused_with_advice(connect):
     async with connect(tools=ToolProfile.MODEL) as client:
         message = await call_error(client, "check_ungrounded", tool="t", args={"x": deep})
     assert "flatten" in message or "nest" in message
+
+
+async def test_a_cap_of_zero_lets_every_call_through(connect):
+    config = EngineConfig(guards=GuardConfig(default_tool_cap=0, tool_caps={"send": 0}, loop_window=0))
+    async with connect(tools=ToolProfile.MODEL, engine=config) as client:
+        verdicts = [
+            (await call(client, "check_tool_call", tool=tool, args={"part": f"p{i}"}))["verdict"]
+            for i in range(4)
+            for tool in ("send", "archive")
+        ]
+    assert verdicts == ["allow"] * 8
+
+
+async def test_a_loop_with_varying_arguments_is_caught(connect):
+    config = EngineConfig(guards=GuardConfig(loop_window=5, loop_max_calls=3, grace=0))
+    async with connect(tools=ToolProfile.MODEL, engine=config) as client:
+        results = [
+            await call(client, "check_tool_call", tool="solve", args={"guess": f"x{i}"}) for i in range(4)
+        ]
+    assert [result["verdict"] for result in results] == ["allow", "allow", "allow", "block"]
+    assert results[-1]["reasons"][0]["rule"] == "loop"
+
+
+async def test_a_thousand_bindings_still_give_a_short_message(connect):
+    async with connect() as client:
+        await call(client, "ingest", messages=[{"role": "user", "content": "Reconcile March."}])
+        for index in range(1000):
+            await call(client, "bind_value", tool="ledger", args={"row": index}, value=5000 + index)
+        args = {"rows": [5000 + index for index in range(0, 1000, 10)], "stray": 777_777}
+        result = await call(client, "check_ungrounded", tool="post", args=args)
+    assert len(result["ungrounded"]) == 101
+    assert result["ungrounded"][-1] == {"path": "stray", "value": 777_777, "suggestion": None}
+    assert len(result["message"]) < 600 and "and 95 more" in result["message"]
