@@ -5,12 +5,14 @@ and the rule they broke, never the rejected values (they may be huge, or private
 """
 
 import logging
+import re
 
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from memvm.engine.errors import MemvmError, PageNotFound
 from pydantic import ValidationError
 
 _MAX_FIELDS = 5
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,40}$")
 
 logger = logging.getLogger("memvm")
 
@@ -18,7 +20,7 @@ logger = logging.getLogger("memvm")
 def describe_validation(tool: str, error: ValidationError) -> str:
     problems = []
     for item in error.errors()[:_MAX_FIELDS]:
-        field = ".".join(str(part) for part in item["loc"]) or "arguments"
+        field = ".".join(_field_part(part) for part in item["loc"]) or "arguments"
         if item["type"] == "extra_forbidden":
             problems.append(f"{field} is not an accepted argument")
             continue
@@ -28,6 +30,12 @@ def describe_validation(tool: str, error: ValidationError) -> str:
     if more > 0:
         problems.append(f"and {more} more")
     return f"Invalid arguments for {tool} ({'; '.join(problems)}); fix them and call {tool} again."
+
+
+def _field_part(part: str | int) -> str:
+    # A key the caller made up is input too: name it only when it is a short, plain name.
+    text = str(part)
+    return text if _PLAIN_NAME.match(text) else "<key>"
 
 
 def tool_error(tool: str, exc: BaseException) -> ToolError:

@@ -140,3 +140,13 @@ async def test_reading_a_missing_page_resource_is_an_error_without_internals(con
         with pytest.raises(MCPError) as raised:
             await client.read_resource("memvm://pages/nope_1")
     assert "search_pages" in str(raised.value) and "SELECT" not in str(raised.value)
+
+
+async def test_a_made_up_argument_name_is_not_echoed_back(connect):
+    strange = "line\nbreak" * 300
+    async with connect() as client:
+        nested = await call_error(client, "ingest", messages=[{"role": "user", "content": "x", strange: 1}])
+        top = await call_error(client, "ingest", messages=[{"role": "user", "content": "x"}], **{strange: 1})
+    for message in (nested, top):
+        assert "\n" not in message and len(message) < 200
+        assert "<key> is not an accepted argument" in message
