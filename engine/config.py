@@ -28,6 +28,8 @@ class EngineConfig(BaseModel):
     abstract_max_tokens: int = Field(48, ge=8, le=512)
     reference_max_tokens: int = Field(16, ge=4, le=64)
     max_page_tokens: int = Field(200_000, ge=1_000)
+    # A recorded tool result this long (or longer) is kept as a tool_result page.
+    result_page_tokens: int = Field(200, ge=1, le=100_000)
     busy_timeout_ms: int = Field(10_000, ge=0)
     synchronous: Synchronous = Synchronous.FULL
     guards: GuardConfig = Field(default_factory=GuardConfig)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memvm.engine import faults, guards, memory
+from memvm.engine import faults, guards, memory, outcomes
 from memvm.engine.bindings import bind
 from memvm.engine.call_log import CallLog
 from memvm.engine.clock import Clock, SystemClock
@@ -29,18 +29,22 @@ from memvm.engine.models import (
     ManifestPage,
     Modality,
     NewPage,
+    OutcomeResult,
     Page,
     PageState,
     PageType,
+    ProceduralKnowledge,
     RememberResult,
     SearchResult,
     SearchScope,
     SessionState,
     ToolCallCheck,
+    ToolOutcome,
     TurnResult,
     WorkingSetView,
 )
 from memvm.engine.pages import get_page
+from memvm.engine.procedures import procedural_knowledge
 from memvm.engine.search import search_pages
 from memvm.engine.sessions import begin_turn, read_session, touch_session
 from memvm.engine.tokens import TokenCounter
@@ -170,6 +174,23 @@ class Engine:
             state = await touch_session(conn, namespace, session, now, self.config.turn_idle_seconds)
             log = CallLog(conn=conn, namespace=namespace, session=session, turn=state.turn)
             return await guards.check_tool_call(log, tool=tool, args=args, config=self.config.guards, now=now)
+
+    async def record_tool_outcome(self, *, namespace: str, session: str, call: ToolOutcome) -> OutcomeResult:
+        return await outcomes.record_tool_outcome(
+            self._writer, namespace=namespace, session=session, call=call
+        )
+
+    async def procedural_knowledge(
+        self,
+        *,
+        namespace: str,
+        tools: Sequence[str] | None = None,
+        goal: str | None = None,
+        error_type: str | None = None,
+    ) -> ProceduralKnowledge:
+        return await procedural_knowledge(
+            self.db, namespace=namespace, tools=tools, goal=goal, error_type=error_type
+        )
 
     async def get_page(self, *, namespace: str, page_id: str) -> Page:
         page = await get_page(self.db, namespace, page_id)

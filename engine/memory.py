@@ -109,7 +109,7 @@ async def remember(
             # Its old lines are stale in every working set that held it: take it out everywhere.
             await _unmap_everywhere(writer, conn, namespace, existing, cause="rewritten by remember")
         else:
-            page_id = key or await _fresh_id(conn, namespace, page.type)
+            page_id = key or await fresh_page_id(conn, namespace, page.type)
             stored = await insert_page(
                 conn,
                 namespace=namespace,
@@ -152,7 +152,7 @@ async def ingest(
             if page.role is Role.USER:
                 state = await begin_turn(conn, namespace, session, now)
                 await register_user_numbers(conn, namespace, session, page.content)
-            page_id = await _fresh_id(conn, namespace, PageType.TRANSCRIPT)
+            page_id = await fresh_page_id(conn, namespace, PageType.TRANSCRIPT)
             stored = await insert_page(
                 conn,
                 namespace=namespace,
@@ -229,8 +229,8 @@ async def _unmap_everywhere(
         await working_set.log(page.page_id, kind, before=level, after=None, actor=Actor.ENGINE, cause=cause)
 
 
-async def _fresh_id(conn: aiosqlite.Connection, namespace: str, page_type: PageType) -> str:
-    # A caller's key may already hold the next generated id: skip past it.
+async def fresh_page_id(conn: aiosqlite.Connection, namespace: str, page_type: PageType) -> str:
+    """The next generated id for `page_type`, skipping any that a caller's key has taken."""
     while True:
         page_id = await next_page_id(conn, namespace, page_type)
         if await get_page(conn, namespace, page_id) is None:

@@ -233,7 +233,93 @@ _GUARDS = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _GUARDS)
+_PROCEDURES = Migration(
+    version=3,
+    name="tool call log, per-tool statistics, error patterns and success values",
+    statements=(
+        # Every recorded call. Read by index only: a session's last calls (fix detection), a
+        # tool's last calls (recent), and fixed failures by signature (guidance).
+        """
+        CREATE TABLE tool_calls (
+            call_id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            tool TEXT NOT NULL,
+            args TEXT NOT NULL,
+            call_hash TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            error_signature TEXT,
+            error_message TEXT,
+            duration_ms REAL,
+            goal TEXT,
+            result_page_id TEXT,
+            ref TEXT,
+            fixed_by INTEGER REFERENCES tool_calls (call_id),
+            fixes INTEGER REFERENCES tool_calls (call_id),
+            delta TEXT,
+            at REAL NOT NULL,
+            FOREIGN KEY (namespace, session) REFERENCES sessions (namespace, session)
+        )
+        """,
+        "CREATE INDEX tool_calls_by_session ON tool_calls (namespace, session, call_id)",
+        "CREATE INDEX tool_calls_by_tool ON tool_calls (namespace, tool, call_id)",
+        """
+        CREATE INDEX tool_calls_fixed ON tool_calls (namespace, error_signature, call_id)
+        WHERE fixed_by IS NOT NULL
+        """,
+        # The aggregates hints read, kept current by each record: reading them never scans the log.
+        """
+        CREATE TABLE tool_stats (
+            namespace TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            calls INTEGER NOT NULL,
+            successes INTEGER NOT NULL,
+            duration_total REAL NOT NULL,
+            duration_count INTEGER NOT NULL,
+            last_at REAL NOT NULL,
+            last_call_id INTEGER NOT NULL,
+            PRIMARY KEY (namespace, tool)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX tool_stats_by_recency ON tool_stats (namespace, last_at)",
+        """
+        CREATE TABLE error_patterns (
+            namespace TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            signature TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            example TEXT,
+            last_at REAL NOT NULL,
+            last_call_id INTEGER NOT NULL,
+            typical_fix TEXT,
+            fix_call_id INTEGER,
+            fix_count INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (namespace, tool, signature)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX error_patterns_by_count ON error_patterns (namespace, tool, count)",
+        "CREATE INDEX error_patterns_by_signature ON error_patterns (namespace, signature)",
+        # Argument values that worked, per tool and goal ('' = any goal); a few kept per argument.
+        """
+        CREATE TABLE success_values (
+            namespace TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            goal TEXT NOT NULL,
+            arg TEXT NOT NULL,
+            value TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            last_at REAL NOT NULL,
+            last_call_id INTEGER NOT NULL,
+            PRIMARY KEY (namespace, tool, goal, arg, value)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX success_values_by_count ON success_values (namespace, tool, goal, count)",
+        "CREATE INDEX success_values_by_goal ON success_values (namespace, goal, tool)",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _GUARDS, _PROCEDURES)
 
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

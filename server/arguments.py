@@ -58,6 +58,21 @@ Summary = Annotated[
 SystemPrompt = Annotated[
     str | None, Field(max_length=200_000), AfterValidator(lambda s: s if s is None else _storable(s))
 ]
+ErrorType = Annotated[
+    str | None,
+    Field(max_length=200, description="The error's name, if it has one (an exception class, an error code)."),
+    AfterValidator(lambda s: s if s is None else _storable(s)),
+]
+ErrorMessage = Annotated[
+    str | None,
+    Field(max_length=4_000, description="The error text the tool returned."),
+    AfterValidator(lambda s: s if s is None else _storable(s)),
+]
+Goal = Annotated[
+    str | None,
+    Field(max_length=500, description="What the call was for, in a few words."),
+    AfterValidator(lambda s: s if s is None else _storable(s)),
+]
 SpeakerName = Annotated[
     str | None, Field(max_length=64), AfterValidator(lambda s: s if s is None else _storable(s))
 ]

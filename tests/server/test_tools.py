@@ -7,7 +7,16 @@ from tests.server.conftest import call, call_error
 
 pytestmark = pytest.mark.anyio
 
-MODEL_TOOLS = {"page_fault", "search_pages", "remember", "bind_value", "check_ungrounded", "check_tool_call"}
+MODEL_TOOLS = {
+    "page_fault",
+    "search_pages",
+    "remember",
+    "bind_value",
+    "check_ungrounded",
+    "check_tool_call",
+    "record_tool_outcome",
+    "get_procedural_hints",
+}
 HOST_TOOLS = {"ingest", "begin_turn", "pin_page", "forget", "build_context"}
 
 

@@ -1,0 +1,87 @@
+"""The model-facing procedural memory tools: record_tool_outcome, get_procedural_hints."""
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+from memvm.engine.models import Outcome, OutcomeResult, ToolOutcome
+from memvm.resources.procedural import ProceduralHints, render_hints
+from memvm.server.arguments import (
+    ErrorMessage,
+    ErrorType,
+    Goal,
+    SessionName,
+    ToolArguments,
+    ToolName,
+    ToolValue,
+)
+from pydantic import Field
+
+
+async def record_tool_outcome(
+    tool: ToolName,
+    args: ToolArguments,
+    outcome: Outcome,
+    ctx: Context,
+    result: ToolValue = None,
+    error_type: ErrorType = None,
+    error_message: ErrorMessage = None,
+    duration_ms: Annotated[float | None, Field(ge=0, le=86_400_000)] = None,
+    goal: Goal = None,
+    session: SessionName = None,
+) -> OutcomeResult:
+    """Record how a tool call went, so later calls (in any conversation) can learn from it.
+
+    Call it after each tool call: outcome success, failure, partial, timeout or cancelled, with the
+    result or the error. A success right after a failure of the same tool is linked to it as the
+    fix (`fix` shows what changed). A small result is bound as `ref` ($vN); a large one is stored as
+    a page (`page_id`) you can page_fault later. `runaway` says if the tool's results look stuck.
+    """
+    runtime = ctx.request_context.lifespan_context
+    return await runtime.engine.record_tool_outcome(
+        namespace=runtime.namespace,
+        session=runtime.session(session),
+        call=ToolOutcome(
+            tool=tool,
+            args=args,
+            outcome=outcome,
+            result=result,
+            error_type=error_type,
+            error_message=error_message,
+            duration_ms=duration_ms,
+            goal=goal,
+        ),
+    )
+
+
+async def get_procedural_hints(
+    ctx: Context,
+    tools: Annotated[list[ToolName] | None, Field(max_length=20, description="Tools to ask about.")] = None,
+    goal: Goal = None,
+    error_type: ErrorMessage = None,
+    max_tokens: Annotated[int, Field(ge=30, le=8_000, strict=True)] = 600,
+) -> ProceduralHints:
+    """What earlier calls taught about tools: success rates, common errors and their fixes, values that worked.
+
+    Call it before using a tool that failed before, or right after an error (pass it as
+    `error_type`) to see what fixed it last time. `text` is a <procedural_memory> block of facts
+    with the calls they come from, within `max_tokens`; `tools` holds the same, structured.
+    """
+    runtime = ctx.request_context.lifespan_context
+    knowledge = await runtime.engine.procedural_knowledge(
+        namespace=runtime.namespace, tools=tools, goal=goal, error_type=error_type
+    )
+    return render_hints(knowledge, runtime.engine.counter, max_tokens)
+
+
+def register(server: MCPServer) -> None:
+    server.add_tool(
+        record_tool_outcome,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+        ),
+    )
+    server.add_tool(
+        get_procedural_hints,
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    )
