@@ -2,7 +2,8 @@
 
 It stores a short conversation, searches it, faults a page at two levels, reads the manifest and
 the working set, guards a few tool calls (a bound result, a number from nowhere, a repeated call),
-restarts the server on the same file and shows that the memory and the bindings are still there.
+records a failed call and its fix, restarts the server on the same file and shows that the memory,
+the bindings and the learned fix are all still there.
 """
 
 import json
@@ -49,6 +50,24 @@ CONVERSATION = [
 ]
 
 
+# The same booking twice: first with a date the tool rejects, then with the one it wants.
+BOOKING_ATTEMPTS = [
+    {
+        "tool": "book_table",
+        "args": {"restaurant": "Arkhe", "date": "18/05/2026", "people": 2},
+        "outcome": "failure",
+        "error_message": "invalid date '18/05/2026': expected YYYY-MM-DD",
+    },
+    {
+        "tool": "book_table",
+        "args": {"restaurant": "Arkhe", "date": "2026-05-18", "people": 2},
+        "outcome": "success",
+        "result": {"confirmation": "ARK-5521", "time": "20:00"},
+        "goal": "Ana's birthday dinner",
+    },
+]
+
+
 def _server(db: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
@@ -68,7 +87,16 @@ def _show(text: str, width: int = 100) -> None:
 
 def _say(text: str, width: int = 100) -> None:
     """Show a message the model would read, whole."""
-    print(textwrap.fill(text, width=width, initial_indent="    ", subsequent_indent="    "))
+    print(
+        textwrap.fill(
+            text,
+            width=width,
+            initial_indent="    ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
+    )
 
 
 async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +158,7 @@ async def _first_run(db: str) -> str:
             _show(fault["content"])
 
         await _guard_calls(client)
+        await _outcomes(client)
 
         _step("memvm://current/manifest (the map the model reads)")
         manifest = json.loads(await _read(client, "memvm://current/manifest"))
@@ -173,6 +202,15 @@ async def _guard_calls(client: Client) -> None:
     _say(again["reasons"][0]["message"])
 
 
+async def _outcomes(client: Client) -> None:
+    _step("record_tool_outcome: book_table failed on the date format, then worked")
+    failed, fixed = [await _call(client, "record_tool_outcome", call) for call in BOOKING_ATTEMPTS]
+    _say(
+        f"call {failed['call_id']} failed; call {fixed['call_id']} fixed it with {json.dumps(fixed['fix']['delta'])}"
+    )
+    _show(f"the result is bound as {fixed['ref']}")
+
+
 async def _second_run(db: str, query: str) -> None:
     async with Client(_server(db)) as client:
         _step("Restarted the server on the same file")
@@ -188,13 +226,22 @@ async def _second_run(db: str, query: str) -> None:
             client, "check_ungrounded", {"tool": "pay", "args": {"usd": "$v2", "rate": "$eur_usd"}}
         )
         _show(f"bindings survived too: {{usd: $v2, rate: $eur_usd}} resolves to {bound['resolved_args']}")
+        _step("get_procedural_hints after the restart, for the same error in a new booking")
+        hints = await _call(
+            client,
+            "get_procedural_hints",
+            {"error_type": "invalid date '21/05/2026': expected YYYY-MM-DD", "max_tokens": 200},
+        )
+        for line in hints["text"].splitlines():
+            _say(line)
+        _show(f"({hints['tokens']} tokens, capped at 200)")
 
 
 async def _demo(db: str) -> None:
     print(f"memvm demo — database: {db}")
     query = await _first_run(db)
     await _second_run(db, query)
-    print("\nDone: the same memory and bindings survived a restart.")
+    print("\nDone: the memory, the bindings and the learned fix survived a restart.")
 
 
 def run_demo(db: str | None) -> int:

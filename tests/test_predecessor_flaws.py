@@ -1,8 +1,4 @@
-"""One test per flaw measured in chuk-ai-session-manager 0.11.2, showing memvm does not have it.
-
-The flaw of its procedural memory (success hints never filled) belongs to that capability and is
-tested with it.
-"""
+"""One test per flaw measured in chuk-ai-session-manager 0.11.2, showing memvm does not have it."""
 
 import gc
 import tracemalloc
@@ -11,7 +7,7 @@ import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.bindings import bind
 from memvm.engine.guard_config import GuardConfig
-from memvm.engine.models import IngestMessage, Level, Role
+from memvm.engine.models import IngestMessage, Level, Outcome, Role, ToolOutcome
 from memvm.resources.budget import with_reserve
 from memvm.resources.context import render_developer_message
 from memvm.resources.rules import RuleMode
@@ -164,3 +160,14 @@ async def test_flaw_literals_checked_only_at_the_top_level(engine):
     args = {"order": {"lines": [{"sku": "tea", "qty": 12}, {"sku": "mugs", "price": "8.50"}]}}
     result = await engine.check_ungrounded(namespace=NS, session="s", args=args)
     assert [item.path for item in result.ungrounded] == ["order.lines[0].qty", "order.lines[1].price"]
+
+
+async def test_flaw_success_argument_hints_are_never_filled(engine):
+    for city in ("Oslo", "Oslo", "Bergen"):
+        call = ToolOutcome(
+            tool="weather", args={"city": city, "units": "metric"}, outcome=Outcome.SUCCESS, goal="pack"
+        )
+        await engine.record_tool_outcome(namespace=NS, session="s", call=call)
+    (weather,) = (await engine.procedural_knowledge(namespace=NS, tools=["weather"], goal="pack")).tools
+    hints = {(hint.arg, hint.value): hint.count for hint in weather.success_hints}
+    assert hints == {("units", "metric"): 3, ("city", "Oslo"): 2, ("city", "Bergen"): 1}

@@ -8,7 +8,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_the_demo_runs_end_to_end_and_shows_memory_and_bindings_surviving_a_restart(tmp_path):
+def test_the_demo_runs_end_to_end_and_shows_memory_bindings_and_fixes_surviving_a_restart(tmp_path):
     db = tmp_path / "demo.db"
     done = subprocess.run(
         [sys.executable, "-m", "memvm.server", "demo", "--db", str(db)],
@@ -19,10 +19,16 @@ def test_the_demo_runs_end_to_end_and_shows_memory_and_bindings_surviving_a_rest
     )
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
+    flat = " ".join(out.split())  # long messages are wrapped for the terminal
     assert "level 2, " in out and "level 0, " in out
     assert "Pass references instead of copied values: rate=1.0862 -> $v1" in out
     assert "No source for fee=35" in out
     assert "verdict=block cached_result=1955.16 ($v2)" in out
     assert "resolves to {'usd': 1955.16, 'rate': 1.0862}" in out
-    assert out.rstrip().endswith("Done: the same memory and bindings survived a restart.")
+    assert (
+        'fixed it with {"added": {}, "removed": {}, "changed": {"date": {"from": "18/05/2026", "to": "2026-05-18"}}}'
+        in flat
+    )
+    assert 'Earlier fix for "invalid date <q>: expected yyyy-mm-dd": book_table call 1 failed' in flat
+    assert out.rstrip().endswith("Done: the memory, the bindings and the learned fix survived a restart.")
     assert db.exists()

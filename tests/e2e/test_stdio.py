@@ -104,3 +104,19 @@ def test_an_unusable_guard_config_is_refused_with_one_line(db_path, tmp_path):
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [f"memvm: invalid guard settings in {overrides} (grace)"]
+
+
+async def test_procedural_memory_survives_a_restart_over_stdio(db_path):
+    failed = {"tool": "pay", "args": {"iban": "DE00 1"}, "outcome": "failure", "error_type": "BadIban"}
+    fixed = {"tool": "pay", "args": {"iban": "DE001"}, "outcome": "success", "result": {"ok": True}}
+    with anyio.fail_after(START_LIMIT * 2):
+        async with Client(server(db_path)) as client:
+            await client.call_tool("record_tool_outcome", failed)
+            linked = await client.call_tool("record_tool_outcome", fixed)
+        async with Client(server(db_path, "--session", "next-day"), mode="legacy") as client:
+            hints = await client.call_tool("get_procedural_hints", {"error_type": "BadIban"})
+    assert linked.structured_content["fix"]["fixed_call_id"] == 1
+    assert hints.structured_content["guidance"][0]["delta"]["changed"] == {
+        "iban": {"from": "DE00 1", "to": "DE001"}
+    }
+    assert 'Earlier fix for "BadIban": pay call 1 failed' in hints.structured_content["text"]
