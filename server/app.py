@@ -4,6 +4,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from memvm.engine import Engine
@@ -12,6 +13,7 @@ from memvm.server import mcp_resources, tools_guards, tools_host, tools_memory, 
 from memvm.server.app_state import Runtime, RuntimeHolder
 from memvm.server.errors import tool_error
 from memvm.server.settings import ServerSettings, ToolProfile
+from memvm.server.tokens import NamespaceTokens
 from pydantic import ConfigDict
 
 INSTRUCTIONS = (
@@ -50,7 +52,12 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
     @asynccontextmanager
     async def lifespan(_: MCPServer[Runtime]) -> AsyncIterator[Runtime]:
         engine = await Engine.open(settings.db, with_reserve(settings.engine))
-        runtime = Runtime(engine=engine, namespace=settings.namespace, default_session=settings.session)
+        runtime = Runtime(
+            engine=engine,
+            process_namespace=settings.namespace,
+            default_session=settings.session,
+            tokens_required=settings.tokens is not None,
+        )
         holder.set(runtime)
         try:
             yield runtime
@@ -64,6 +71,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
         version=_version(),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
+        **_bearer_auth(settings),
     )
     tools_memory.register(server)
     tools_guards.register(server)
@@ -73,6 +81,18 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
     _forbid_extra_arguments(server)
     mcp_resources.register(server, holder)
     return server
+
+
+def _bearer_auth(settings: ServerSettings) -> dict[str, Any]:
+    """The SDK's bearer-token middleware, checking tokens against the tokens file (HTTP only)."""
+    if settings.tokens is None:
+        return {}
+    # No OAuth server is involved: the issuer URL is required by the settings type but unused,
+    # and with no resource URL no authorization routes or resource metadata are served.
+    return {
+        "auth": AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None, required_scopes=[]),
+        "token_verifier": NamespaceTokens(settings.tokens),
+    }
 
 
 def _version() -> str:

@@ -3,6 +3,11 @@
 from dataclasses import dataclass
 
 from memvm.engine import Engine
+from memvm.server.tokens import token_namespace
+
+
+class NoVerifiedToken(Exception):
+    """A request reached a tool without a verified token although tokens are required."""
 
 
 @dataclass
@@ -10,8 +15,19 @@ class Runtime:
     """What a request needs: the open engine and whose memory it is."""
 
     engine: Engine
-    namespace: str
+    process_namespace: str
     default_session: str
+    # With bearer tokens, each request's namespace is its token's; otherwise the process's.
+    tokens_required: bool = False
+
+    @property
+    def namespace(self) -> str:
+        if not self.tokens_required:
+            return self.process_namespace
+        namespace = token_namespace()
+        if namespace is None:
+            raise NoVerifiedToken("no verified bearer token on this request")
+        return namespace
 
     def session(self, requested: str | None) -> str:
         return requested or self.default_session

@@ -12,7 +12,9 @@ from memvm.engine.config import Synchronous
 from memvm.engine.errors import DatabaseRefused
 from memvm.engine.guard_config import GuardConfig, GuardPreset
 from memvm.engine.tokens import SUPPORTED_ENCODINGS
+from memvm.server.http import Transport, http_options, is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile, default_db_path
+from memvm.server.tokens import TokenFileError, load_tokens
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,8 +23,29 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the MCP server (stdio)")
-    serve.add_argument("--transport", choices=["stdio"], default="stdio", help="how clients connect")
+    serve = commands.add_parser("serve", help="run the MCP server (stdio, or HTTP for several agents)")
+    serve.add_argument(
+        "--transport",
+        choices=[t.value for t in Transport],
+        default=Transport.STDIO.value,
+        help="how clients connect",
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="HTTP only: address to listen on (loopback by default)"
+    )
+    serve.add_argument("--port", type=int, default=8000, help="HTTP only: port to listen on")
+    serve.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="HTTP only: JSON object of bearer token -> namespace; required to listen beyond loopback",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="HTTP only: another Host header to accept (the name clients use); DNS-rebinding protection stays on",
+    )
     serve.add_argument(
         "--db",
         help="SQLite file (default: $MEMVM_DB, else the per-user data directory); "
@@ -114,6 +137,7 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
             synchronous=Synchronous(args.synchronous),
             guards=_guards(args),
         ),
+        tokens=load_tokens(args.tokens) if args.tokens else None,
     )
 
 
@@ -123,17 +147,32 @@ async def _check_database(settings: ServerSettings) -> None:
     await engine.close()
 
 
+def _check_listening(args: argparse.Namespace) -> None:
+    """Refuse what would expose the memory: tokens over stdio mean nothing, open binds need them."""
+    if Transport(args.transport) is Transport.STDIO:
+        if args.tokens:
+            raise SettingsError(
+                "--tokens applies to the HTTP transports; over stdio the namespace is --namespace"
+            )
+        return
+    if not args.tokens and not is_loopback(args.host):
+        raise SettingsError(
+            f"refusing to listen on {args.host} without --tokens: anyone who can reach it could read this memory"
+        )
+
+
 def serve(args: argparse.Namespace) -> int:
     from memvm.server.app import build_server
     from pydantic import ValidationError
 
     try:
+        _check_listening(args)
         settings = _settings(args)
     except ValidationError as exc:
         fields = ", ".join(str(e["loc"][-1]) for e in exc.errors())
         print(f"memvm: invalid setting ({fields}); see memvm serve --help", file=sys.stderr)
         return 2
-    except SettingsError as exc:
+    except (SettingsError, TokenFileError) as exc:
         print(f"memvm: {exc}", file=sys.stderr)
         return 2
     try:
@@ -142,7 +181,15 @@ def serve(args: argparse.Namespace) -> int:
         print(f"memvm: refusing to open {settings.db}: {exc}", file=sys.stderr)
         return 2
     server = build_server(settings, log_level=args.log_level)
-    server.run(transport="stdio")
+    transport = Transport(args.transport)
+    if transport is Transport.STDIO:
+        server.run(transport="stdio")
+        return 0
+    options = http_options(args.host, args.port, args.allowed_host)
+    if transport is Transport.SSE:
+        server.run(transport="sse", **options)
+    else:
+        server.run(transport="streamable-http", **options)
     return 0
 
 

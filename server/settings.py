@@ -24,6 +24,8 @@ class ServerSettings(BaseModel):
     session: str = Field("default", pattern=NAME_PATTERN)
     tools: ToolProfile = ToolProfile.MODEL
     engine: EngineConfig = Field(default_factory=EngineConfig)
+    # token -> namespace, for the HTTP transports; None serves the process's namespace to all.
+    tokens: dict[str, str] | None = Field(None, repr=False)
 
 
 def default_db_path() -> Path:

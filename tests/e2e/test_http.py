@@ -1,0 +1,200 @@
+"""The real server over streamable HTTP, with bearer tokens: two tenants, one process or two."""
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+START_LIMIT = 60
+ALICE = "alice-token-0123456789abcdef"
+BOB = "bob-token-0123456789abcdef0000"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def http_server(db: Path, tokens: Path, *extra: str) -> Iterator[str]:
+    """`memvm serve --transport streamable-http` on a free loopback port; yields its URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "memvm.server", "serve", "--transport", "streamable-http"]
+    process = subprocess.Popen(
+        [*command, "--port", str(port), "--tokens", str(tokens), "--db", str(db), *extra],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + START_LIMIT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                assert process.poll() is None, process.stderr.read().decode()[-2000:]
+                assert time.monotonic() < deadline, "the server did not start listening"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@asynccontextmanager
+async def client(url: str, token: str, mode: str = "auto") -> AsyncIterator[Client]:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as connected,
+    ):
+        yield connected
+
+
+@pytest.fixture
+def tokens(tmp_path: Path) -> Path:
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps({ALICE: "alice", BOB: "bob"}))
+    return path
+
+
+async def call(connected: Client, tool: str, **arguments):
+    result = await connected.call_tool(tool, arguments)
+    return (
+        result.is_error,
+        (result.structured_content or {}),
+        result.content[0].text if result.content else "",
+    )
+
+
+async def remember_many(url: str, token: str, topic: str, count: int) -> None:
+    """One client writing `count` notes about `topic`, each acknowledged before the next."""
+    async with client(url, token) as connected:
+        for item in range(count):
+            error, _, text = await call(connected, "remember", content=f"note {item} about {topic}")
+            assert not error, text
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_second_token_never_sees_the_first_tokens_memory(db_path, tokens, mode):
+    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 2):
+        async with client(url, ALICE, mode) as alice:
+            await call(alice, "remember", content="The vault code is 4417, kept by otters.", key="vault")
+            _, mine, _ = await call(alice, "search_pages", query="vault otters")
+        async with client(url, BOB, mode) as bob:
+            probes = [
+                await call(bob, "search_pages", query=query)
+                for query in ("vault otters", "content: otters", "pages_fts: vault", "* OR vault", "vault")
+            ]
+            foreign = await call(bob, "page_fault", page_id="vault")
+            missing = await call(bob, "page_fault", page_id="vaulx")
+            other_session = await call(bob, "search_pages", query="vault", scope="session", session="default")
+            manifest = await bob.read_resource("memvm://current/manifest")
+    assert [hit["page_id"] for hit in mine["results"]] == ["vault"]
+    assert all(not error and found["results"] == [] for error, found, _ in probes)
+    assert other_session[1]["results"] == []
+    assert foreign[0] and missing[0]
+    assert foreign[2].replace("vault", "ID") == missing[2].replace("vaulx", "ID")
+    assert "vault" not in manifest.contents[0].text
+
+
+async def test_reading_a_foreign_page_resource_answers_like_a_missing_page(db_path, tokens):
+    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 2):
+        async with client(url, ALICE) as alice:
+            await call(alice, "remember", content="Alice's private note.", key="private")
+        async with client(url, BOB) as bob:
+            errors = []
+            for uri in ("memvm://pages/private", "memvm://pages/absent"):
+                try:
+                    await bob.read_resource(uri)
+                    errors.append(None)
+                except Exception as exc:  # the client raises the server's error for a failed read
+                    errors.append(str(exc))
+    assert errors[0] is not None and errors[1] is not None
+    assert errors[0].replace("private", "ID") == errors[1].replace("absent", "ID")
+
+
+async def test_requests_without_a_valid_token_or_from_a_foreign_host_are_refused(db_path, tokens):
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    with http_server(db_path, tokens) as url:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            missing = await http.post(url, json=listing)
+            wrong = await http.post(
+                url, json=listing, headers={"Authorization": "Bearer wrong-token-000000000000"}
+            )
+            foreign_host = await http.post(
+                url, json=listing, headers={"Authorization": f"Bearer {ALICE}", "Host": "attacker.example:80"}
+            )
+    assert (missing.status_code, wrong.status_code) == (401, 401)
+    assert foreign_host.status_code == 421
+
+
+async def test_reusing_another_tokens_mcp_session_id_gives_no_access_to_its_memory(db_path, tokens):
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    search = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "search_pages", "arguments": {"query": "otters"}},
+    }
+    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 2):
+        async with client(url, ALICE) as alice:
+            await call(alice, "remember", content="Otters guard the second vault.", key="otters")
+        async with httpx2.AsyncClient(timeout=30) as http:
+            opened = await http.post(
+                url, json=initialize, headers={**headers, "Authorization": f"Bearer {ALICE}"}
+            )
+            session_id = opened.headers.get("mcp-session-id")
+            hijack = await http.post(
+                url,
+                json=search,
+                headers={**headers, "Authorization": f"Bearer {BOB}", "Mcp-Session-Id": session_id or ""},
+            )
+    print("HIJACK", hijack.status_code, hijack.text[:300])
+    assert session_id
+    assert "Otters guard" not in hijack.text
+
+
+async def test_several_clients_at_once_lose_nothing(db_path, tokens):
+    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 3):
+        async with anyio.create_task_group() as group:
+            for index in range(6):
+                group.start_soon(remember_many, url, ALICE if index % 2 else BOB, f"kestrels {index}", 10)
+        async with client(url, ALICE) as alice, client(url, BOB) as bob:
+            _, alice_found, _ = await call(alice, "search_pages", query="kestrels", limit=50)
+            _, bob_found, _ = await call(bob, "search_pages", query="kestrels", limit=50)
+    assert len(alice_found["results"]) == 30 and len(bob_found["results"]) == 30
+
+
+async def test_two_server_processes_on_one_file_lose_nothing(db_path, tokens):
+    with http_server(db_path, tokens) as first, http_server(db_path, tokens) as second:
+        with anyio.fail_after(START_LIMIT * 3):
+            async with anyio.create_task_group() as group:
+                group.start_soon(remember_many, first, ALICE, "herons first", 15)
+                group.start_soon(remember_many, second, ALICE, "herons second", 15)
+            async with client(second, ALICE) as alice:
+                _, found, _ = await call(alice, "search_pages", query="herons", limit=50)
+    assert len(found["results"]) == 30

@@ -1,0 +1,97 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from memvm.server.http import is_loopback, transport_security
+from memvm.server.tokens import NamespaceTokens, TokenFileError, load_tokens
+
+pytestmark = pytest.mark.anyio
+
+GOOD = "a-long-enough-token-1234"
+
+
+def write(tmp_path, content):
+    path = tmp_path / "tokens.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+def test_a_tokens_file_maps_each_token_to_its_namespace(tmp_path):
+    assert load_tokens(write(tmp_path, {GOOD: "alice"})) == {GOOD: "alice"}
+
+
+@pytest.mark.parametrize(
+    ("content", "complaint"),
+    [
+        ("not json", "cannot read"),
+        ([GOOD], "JSON object"),
+        ({}, "JSON object"),
+        ({"short": "alice"}, "shorter than 16"),
+        ({f" {GOOD}": "alice"}, "padded"),
+        ({GOOD: "no spaces allowed"}, "namespace"),
+        ({GOOD: 7}, "namespace"),
+    ],
+)
+def test_an_unusable_tokens_file_is_refused_with_the_reason(tmp_path, content, complaint):
+    with pytest.raises(TokenFileError, match=complaint):
+        load_tokens(write(tmp_path, content))
+
+
+async def test_only_an_exact_token_is_accepted_and_it_carries_its_namespace():
+    verifier = NamespaceTokens({GOOD: "alice", "another-token-56789012": "bob"})
+    assert (await verifier.verify_token(GOOD)).client_id == "alice"
+    assert (await verifier.verify_token("another-token-56789012")).client_id == "bob"
+    for guess in (GOOD[:-1], GOOD + "x", GOOD.upper(), "", "alice"):
+        assert await verifier.verify_token(guess) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("0.0.0.0", False),
+        ("10.0.0.5", False),
+        ("example.com", False),
+    ],
+)
+def test_loopback_addresses_are_recognised(host, loopback):
+    assert is_loopback(host) is loopback
+
+
+def test_a_wide_bind_keeps_dns_rebinding_protection_with_explicit_hosts():
+    settings = transport_security("0.0.0.0", 9000, ["memvm.lan"])
+    assert settings.enable_dns_rebinding_protection is True
+    assert settings.allowed_hosts == ["0.0.0.0:9000", "memvm.lan:9000"]
+    assert "http://memvm.lan:9000" in settings.allowed_origins
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--transport", "streamable-http", "--host", "0.0.0.0"],
+            "refusing to listen on 0.0.0.0 without --tokens",
+        ),
+        (
+            ["--transport", "sse", "--host", "192.168.1.20"],
+            "refusing to listen on 192.168.1.20 without --tokens",
+        ),
+        (["--tokens", "whatever.json"], "--tokens applies to the HTTP transports"),
+    ],
+)
+def test_serving_that_would_expose_the_memory_is_refused_with_one_line(tmp_path, flags, message):
+    done = subprocess.run(
+        [sys.executable, "-m", "memvm.server", "serve", "--db", str(tmp_path / "m.db"), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"memvm: {message}")
+    assert not (tmp_path / "m.db").exists()
