@@ -9,7 +9,14 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from memvm.engine import Engine
 from memvm.resources.budget import with_reserve
-from memvm.server import mcp_resources, tools_guards, tools_host, tools_memory, tools_procedures
+from memvm.server import (
+    mcp_resources,
+    protocol_handlers,
+    tools_guards,
+    tools_host,
+    tools_memory,
+    tools_procedures,
+)
 from memvm.server.app_state import Runtime, RuntimeHolder
 from memvm.server.errors import tool_error
 from memvm.server.settings import ServerSettings, ToolProfile
@@ -80,6 +87,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
         tools_host.register(server)
     _forbid_extra_arguments(server)
     mcp_resources.register(server, holder)
+    protocol_handlers.register(server)
     return server
 
 

@@ -1,8 +1,9 @@
 """What the server holds while it runs: the engine and whose memory it serves."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memvm.engine import Engine
+from memvm.server.subscriptions import Subscriptions
 from memvm.server.tokens import token_namespace
 
 
@@ -19,6 +20,7 @@ class Runtime:
     default_session: str
     # With bearer tokens, each request's namespace is its token's; otherwise the process's.
     tokens_required: bool = False
+    subscriptions: Subscriptions = field(default_factory=Subscriptions)
 
     @property
     def namespace(self) -> str:

@@ -1,4 +1,4 @@
-"""Tell subscribers of a working-set resource that it changed."""
+"""Tell subscribers of a working-set resource that it changed, in either protocol era."""
 
 from mcp.server.mcpserver import Context
 
@@ -9,4 +9,5 @@ async def working_set_changed(ctx: Context, session: str) -> None:
     if session == runtime.default_session:
         uris.append("memvm://current/working-set")
     for uri in uris:
-        await ctx.notify_resource_updated(uri)
+        await ctx.notify_resource_updated(uri)  # subscriptions/listen streams
+        await runtime.subscriptions.notify(runtime.namespace, uri)  # resources/subscribe

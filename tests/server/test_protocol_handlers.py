@@ -1,0 +1,87 @@
+"""Subscriptions, completion and logging level through the official client (handshake era)."""
+
+import warnings
+
+import pytest
+from mcp import Client
+from mcp_types import PromptReference, ResourceTemplateReference, ResourceUpdatedNotification
+from memvm.server.app import build_server
+from memvm.server.settings import ServerSettings, ToolProfile
+
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+
+@pytest.fixture
+def server(db_path):
+    return build_server(ServerSettings(db=str(db_path), tools=ToolProfile.ALL))
+
+
+async def updates_after(client: Client, received: list, action) -> list[str]:
+    received.clear()
+    await action()
+    # A notification is sent before the tool's reply; one more round trip flushes any stragglers.
+    await client.call_tool("search_pages", {"query": "flush"})
+    return [message.params.uri for message in received if isinstance(message, ResourceUpdatedNotification)]
+
+
+async def test_a_subscriber_hears_when_the_working_set_changes_and_not_after_unsubscribing(server):
+    received: list = []
+
+    async def collect(message) -> None:
+        received.append(message)
+
+    async with Client(server, mode="legacy", message_handler=collect) as client:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await client.subscribe_resource("memvm://current/working-set")
+            pinned = await updates_after(
+                client, received, lambda: client.call_tool("remember", {"content": "Keep this.", "pin": True})
+            )
+            searched = await updates_after(
+                client, received, lambda: client.call_tool("search_pages", {"query": "keep"})
+            )
+            await client.unsubscribe_resource("memvm://current/working-set")
+            after = await updates_after(
+                client, received, lambda: client.call_tool("remember", {"content": "And this.", "pin": True})
+            )
+    assert pinned == ["memvm://current/working-set"]
+    assert searched == [] and after == []
+
+
+async def test_session_page_id_and_mode_arguments_complete_from_what_exists(server):
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("remember", {"content": "a", "key": "plan-a"})
+        await client.call_tool("remember", {"content": "b", "key": "plan-b"})
+        await client.call_tool("remember", {"content": "c", "key": "other", "session": "planning"})
+        pages = await client.complete(
+            ResourceTemplateReference(uri="memvm://pages/{page_id}"), {"name": "page_id", "value": "plan"}
+        )
+        sessions = await client.complete(
+            ResourceTemplateReference(uri="memvm://sessions/{session}/manifest"),
+            {"name": "session", "value": "pl"},
+        )
+        modes = await client.complete(PromptReference(name="vm_rules"), {"name": "mode", "value": "p"})
+        percent = await client.complete(
+            ResourceTemplateReference(uri="memvm://pages/{page_id}"), {"name": "page_id", "value": "%"}
+        )
+    assert pages.completion.values == ["plan-a", "plan-b"]
+    assert sessions.completion.values == ["planning"]
+    assert modes.completion.values == ["passive"]
+    assert percent.completion.values == []
+
+
+async def test_the_server_advertises_subscribe_completion_and_logging(server):
+    async with Client(server, mode="legacy") as client:
+        capabilities = (
+            client.session.get_server_capabilities()
+            if hasattr(client.session, "get_server_capabilities")
+            else None
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await client.set_logging_level("info")
+    assert capabilities is None or (
+        capabilities.resources.subscribe
+        and capabilities.completions is not None
+        and capabilities.logging is not None
+    )
