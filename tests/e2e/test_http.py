@@ -28,6 +28,19 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def wait_listening(process: subprocess.Popen, port: int) -> None:
+    """Until the server accepts connections; fails with its stderr if it exits first."""
+    deadline = time.monotonic() + START_LIMIT
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            assert process.poll() is None, process.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the server did not start listening"
+            time.sleep(0.1)
+
+
 @contextmanager
 def http_server(db: Path, tokens: Path, *extra: str) -> Iterator[str]:
     """`memvm serve --transport streamable-http` on a free loopback port; yields its URL."""
@@ -40,15 +53,7 @@ def http_server(db: Path, tokens: Path, *extra: str) -> Iterator[str]:
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + START_LIMIT
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert process.poll() is None, process.stderr.read().decode()[-2000:]
-                assert time.monotonic() < deadline, "the server did not start listening"
-                time.sleep(0.1)
+        wait_listening(process, port)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
