@@ -2,11 +2,15 @@
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from memvm.engine.guard_config import GuardConfig, GuardPreset
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+README_PATH = Path(__file__).parent.parent / "README.md"
+README = README_PATH.read_text(encoding="utf-8")
 
 
 def test_the_guard_config_example_is_a_valid_override():
@@ -30,3 +34,33 @@ def test_the_preset_table_matches_the_presets():
     assert budgets == [f"{p.discovery_budget} / {p.execution_budget}" for p in presets]
     loops = rows["`loop_window` / `loop_max_calls`"]
     assert loops == [f"{p.loop_window} / {p.loop_max_calls}" for p in presets]
+
+
+@pytest.mark.slow
+def test_the_agent_loop_example_runs_as_written(tmp_path):
+    (example,) = [
+        block for block in re.findall(r"```python\n(.*?)```", README, re.S) if "anyio.run(main)" in block
+    ]
+    script = tmp_path / "agent_loop.py"
+    script.write_text(example, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.fullmatch(r"verdict allow; developer message of \d+ tokens\n", done.stdout)
+    assert (tmp_path / "agent.db").exists()
+
+
+def test_the_vscode_example_names_the_same_command_as_the_desktop_example():
+    (vscode,) = [block for block in re.findall(r"```json\n(.*?)```", README, re.S) if '"servers"' in block]
+    desktop = json.loads(
+        (README_PATH.parent / "claude_desktop_config.example.json").read_text(encoding="utf-8")
+    )
+    server = json.loads(vscode)["servers"]["memvm"]
+    assert server["type"] == "stdio"
+    assert server["command"] == desktop["mcpServers"]["memvm"]["command"]

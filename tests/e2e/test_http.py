@@ -13,6 +13,7 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -42,10 +43,10 @@ def wait_listening(process: subprocess.Popen, port: int) -> None:
 
 
 @contextmanager
-def http_server(db: Path, tokens: Path, *extra: str) -> Iterator[str]:
-    """`memvm serve --transport streamable-http` on a free loopback port; yields its URL."""
+def http_server(db: Path, tokens: Path, *extra: str, transport: str = "streamable-http") -> Iterator[str]:
+    """`memvm serve` over an HTTP transport on a free loopback port; yields its URL."""
     port = free_port()
-    command = [sys.executable, "-m", "memvm.server", "serve", "--transport", "streamable-http"]
+    command = [sys.executable, "-m", "memvm.server", "serve", "--transport", transport]
     process = subprocess.Popen(
         [*command, "--port", str(port), "--tokens", str(tokens), "--db", str(db), *extra],
         stdin=subprocess.DEVNULL,
@@ -54,7 +55,7 @@ def http_server(db: Path, tokens: Path, *extra: str) -> Iterator[str]:
     )
     try:
         wait_listening(process, port)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -203,3 +204,32 @@ async def test_two_server_processes_on_one_file_lose_nothing(db_path, tokens):
             async with client(second, ALICE) as alice:
                 _, found, _ = await call(alice, "search_pages", query="herons", limit=50)
     assert len(found["results"]) == 30
+
+
+async def test_the_sse_transport_serves_each_token_its_own_namespace(db_path, tokens):
+    with http_server(db_path, tokens, transport="sse") as url, anyio.fail_after(START_LIMIT * 2):
+        async with Client(
+            sse_client(url, headers={"Authorization": f"Bearer {ALICE}"}), mode="legacy"
+        ) as alice:
+            await call(alice, "remember", content="Alice keeps the ferry timetable.", key="ferry")
+            _, mine, _ = await call(alice, "search_pages", query="ferry timetable")
+        async with Client(sse_client(url, headers={"Authorization": f"Bearer {BOB}"}), mode="legacy") as bob:
+            _, theirs, _ = await call(bob, "search_pages", query="ferry timetable")
+    assert [hit["page_id"] for hit in mine["results"]] == ["ferry"]
+    assert theirs["results"] == []
+
+
+async def test_a_request_body_over_the_limit_is_refused_before_it_is_read(db_path, tokens):
+    huge = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"padding": "x" * (9 * 1024 * 1024)}}
+    with http_server(db_path, tokens) as url:
+        async with httpx2.AsyncClient(timeout=60) as http:
+            response = await http.post(
+                url,
+                content=json.dumps(huge),
+                headers={
+                    "Authorization": f"Bearer {ALICE}",
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                },
+            )
+    assert response.status_code == 413
