@@ -1,0 +1,257 @@
+"""Retrieval benchmark: are a question's evidence turns among the top k pages search_pages returns?
+
+    python tests/bench/retrieval.py --dataset locomo --data PATH/locomo_dev.json [--out FILE] [--limit N]
+    python tests/bench/retrieval.py --dataset longmemeval --data PATH/longmemeval_s_dev.json.gz
+
+Every turn is one page, written through memvm's own ingest path (speaker as the message name),
+one fresh namespace per conversation (LoCoMo) or per question haystack (LongMemEval), in one
+temporary database. Each question is one search; R@k is the share of its evidence turns in the
+top k, MRR uses the first evidence turn in the top 100. LoCoMo category 5 and LongMemEval `_abs`
+questions are reported apart, not in "overall". The data is read from where it lives; it is never
+copied into the project.
+"""
+
+import argparse
+import gzip
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from memvm.engine import Engine
+from memvm.engine.models import IngestMessage, Role
+
+KS = (1, 5, 10)
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+DEPTH = 100
+_EVIDENCE_ID = re.compile(r"D\d+:\d+")
+
+
+@dataclass
+class Haystack:
+    """One namespace's worth of turns, and the questions asked of it."""
+
+    name: str
+    sessions: list[
+        tuple[str, list[tuple[str, Role, str, str]]]
+    ]  # (session, [(turn id, role, speaker, text)])
+    questions: list["Question"] = field(default_factory=list)
+
+
+@dataclass
+class Question:
+    text: str
+    evidence: set[str]
+    category: str
+    reported_apart: bool
+
+
+def locomo(path: Path) -> Iterator[Haystack]:
+    for sample in json.loads(path.read_text(encoding="utf-8")):
+        conversation = sample["conversation"]
+        first = conversation["speaker_a"]
+        sessions = []
+        known: set[str] = set()
+        numbers = sorted(int(key.split("_")[1]) for key in conversation if re.fullmatch(r"session_\d+", key))
+        for number in numbers:
+            turns = []
+            for turn in conversation[f"session_{number}"]:
+                text = turn["text"] + (
+                    f" [shares {turn['blip_caption']}]" if turn.get("blip_caption") else ""
+                )
+                role = Role.USER if turn["speaker"] == first else Role.ASSISTANT
+                turns.append((turn["dia_id"], role, turn["speaker"], text))
+                known.add(turn["dia_id"])
+            sessions.append((f"session_{number}", turns))
+        haystack = Haystack(name=sample["sample_id"], sessions=sessions)
+        for qa in sample["qa"]:
+            evidence = {
+                found for item in qa.get("evidence", []) for found in _EVIDENCE_ID.findall(item)
+            } & known
+            if evidence:
+                number = int(qa["category"])
+                category = f"{number} {LOCOMO_CATEGORIES.get(number, 'other')}"
+                haystack.questions.append(Question(qa["question"], evidence, category, number == 5))
+        yield haystack
+
+
+def longmemeval(path: Path) -> Iterator[Haystack]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        items = json.load(handle)
+    for item in items:
+        sessions = []
+        evidence = set()
+        for session_id, turns in zip(item["haystack_session_ids"], item["haystack_sessions"], strict=True):
+            rows = []
+            for index, turn in enumerate(turns):
+                turn_id = f"{session_id}:{index}"
+                role = Role.USER if turn["role"] == "user" else Role.ASSISTANT
+                rows.append((turn_id, role, turn["role"], turn["content"]))
+                if turn.get("has_answer"):
+                    evidence.add(turn_id)
+            sessions.append((session_id, rows))
+        haystack = Haystack(name=item["question_id"], sessions=sessions)
+        if evidence:
+            abstention = item["question_id"].endswith("_abs")
+            haystack.questions.append(Question(item["question"], evidence, item["question_type"], abstention))
+        yield haystack
+
+
+@dataclass
+class Score:
+    category: str
+    reported_apart: bool
+    recall: dict[int, float]
+    reciprocal_rank: float
+    millis: float
+
+
+async def run_haystack(engine: Engine, haystack: Haystack, search) -> list[Score]:
+    page_of: dict[str, str] = {}
+    for session, turns in haystack.sessions:
+        if not turns:
+            continue
+        messages = [
+            IngestMessage(role=role, content=text or " ", name=speaker[:64])
+            for _, role, speaker, text in turns
+        ]
+        result = await engine.ingest(
+            namespace=haystack.name, session=_session_name(session), messages=messages
+        )
+        page_of.update(
+            {page_id: turn_id for (turn_id, *_), page_id in zip(turns, result.page_ids, strict=True)}
+        )
+    scores = []
+    for question in haystack.questions:
+        started = time.perf_counter()
+        page_ids = await search(haystack.name, question.text)
+        millis = (time.perf_counter() - started) * 1000
+        ranked = [page_of.get(page_id) for page_id in page_ids]
+        recall = {k: len(question.evidence & set(ranked[:k])) / len(question.evidence) for k in KS}
+        first = next((rank for rank, turn in enumerate(ranked, 1) if turn in question.evidence), None)
+        scores.append(
+            Score(question.category, question.reported_apart, recall, 1 / first if first else 0.0, millis)
+        )
+    return scores
+
+
+def _session_name(session: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.:-]", "_", session)[:64] or "s"
+
+
+def summarise(scores: list[Score]) -> dict[str, Any]:
+    times = sorted(score.millis for score in scores)
+    return {
+        "n": len(scores),
+        **{f"R@{k}": round(statistics.fmean(s.recall[k] for s in scores), 3) for k in KS},
+        "MRR": round(statistics.fmean(s.reciprocal_rank for s in scores), 3),
+        "p50_ms": round(times[len(times) // 2], 2),
+        "p95_ms": round(times[max(0, int(len(times) * 0.95) - 1)], 2),
+    }
+
+
+def report(dataset: str, scores: list[Score], elapsed: float) -> dict[str, Any]:
+    counted = [s for s in scores if not s.reported_apart]
+    by_category: defaultdict[str, list[Score]] = defaultdict(list)
+    for score in scores:
+        by_category[score.category + (" (apart)" if score.reported_apart else "")].append(score)
+    result = {
+        "dataset": dataset,
+        "overall": summarise(counted),
+        "categories": {name: summarise(group) for name, group in sorted(by_category.items())},
+        "seconds": round(elapsed, 1),
+    }
+    print(f"{'set':<34} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'p50 ms':>8} {'p95 ms':>8}")
+    for name, row in [("overall", result["overall"]), *result["categories"].items()]:
+        print(
+            f"{name:<34} {row['n']:>5} {row['R@1']:>6.3f} {row['R@5']:>6.3f} {row['R@10']:>6.3f} "
+            f"{row['MRR']:>6.3f} {row['p50_ms']:>8.2f} {row['p95_ms']:>8.2f}"
+        )
+    return result
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no plot: install the bench extra, pip install -e '.[bench]')")
+        return
+    names = ["overall", *result["categories"]]
+    rows = [result["overall"], *result["categories"].values()]
+    figure, axes = plt.subplots(figsize=(max(6, len(names) * 1.1), 4))
+    width = 0.25
+    for offset, k in enumerate(KS):
+        axes.bar(
+            [i + (offset - 1) * width for i in range(len(names))],
+            [row[f"R@{k}"] for row in rows],
+            width,
+            label=f"R@{k}",
+        )
+    axes.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    axes.set_ylim(0, 1)
+    axes.set_title(f"memvm search_pages recall, {result['dataset']}")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    print(f"plot: {path}")
+
+
+async def measure(arguments: argparse.Namespace) -> tuple[list[Score], float]:
+    loader = locomo if arguments.dataset == "locomo" else longmemeval
+    haystacks = list(loader(Path(arguments.data)))[: arguments.limit or None]
+    started = time.perf_counter()
+    scores: list[Score] = []
+    with tempfile.TemporaryDirectory(prefix="memvm-retrieval-") as scratch:
+        engine = await Engine.open(Path(scratch) / "retrieval.db")
+        try:
+
+            async def search(namespace: str, text: str) -> list[str]:
+                found = await engine.search(namespace=namespace, session="bench", query=text, limit=DEPTH)
+                return [hit.page_id for hit in found.results]
+
+            for haystack in haystacks:
+                scores.extend(await run_haystack(engine, haystack, search))
+        finally:
+            await engine.close()
+    return scores, time.perf_counter() - started
+
+
+def main(argv: list[str]) -> None:
+    arguments = parse(argv)
+    scores, elapsed = anyio.run(measure, arguments)
+    result = report(arguments.dataset, scores, elapsed)
+    out = Path(arguments.out or f"retrieval-{arguments.dataset}.json")
+    out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    plot(result, out.with_suffix(".png"))
+    overall = result["overall"]
+    print(
+        f"overall R@5={overall['R@5']:.3f} R@10={overall['R@10']:.3f} MRR={overall['MRR']:.3f} "
+        f"p95_ms={overall['p95_ms']:.2f} n={overall['n']}"
+    )
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", choices=["locomo", "longmemeval"], required=True)
+    parser.add_argument("--data", required=True, help="path to the dataset file (read in place)")
+    parser.add_argument(
+        "--out", help="JSON result file (default retrieval-<dataset>.json); the plot goes beside it"
+    )
+    parser.add_argument("--limit", type=int, default=0, help="only the first N conversations or haystacks")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
