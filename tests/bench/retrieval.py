@@ -4,9 +4,11 @@
     python tests/bench/retrieval.py --dataset longmemeval --data PATH/longmemeval_s_dev.json.gz
 
 Every turn is one page, written through memvm's own ingest path (speaker as the message name),
-one fresh namespace per conversation (LoCoMo) or per question haystack (LongMemEval), in one
-temporary database. Each question is one search; R@k is the share of its evidence turns in the
-top k, MRR uses the first evidence turn in the top 100. LoCoMo category 5 and LongMemEval `_abs`
+into a fresh database per conversation (LoCoMo) or per question haystack (LongMemEval). Each
+question is one search; R@k is the share of its evidence turns in the top k, MRR uses the first
+evidence turn in the top 100. `--via engine` (the default) calls the engine in process; `--via mcp`
+does the same through the official MCP client and the ingest and search_pages tools, whose limit
+of 50 results bounds MRR at rank 50 there (R@k is unaffected). LoCoMo category 5 and LongMemEval `_abs`
 questions are reported apart, not in "overall". The data is read from where it lives; it is never
 copied into the project.
 """
@@ -20,16 +22,22 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
+from mcp import Client
 from memvm.engine import Engine
 from memvm.engine.models import IngestMessage, Role
+from memvm.server.app import build_server
+from memvm.server.settings import ServerSettings, ToolProfile
 
+NS = "bench"
 KS = (1, 5, 10)
+MCP_DEPTH = 50  # search_pages returns at most 50 results
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 DEPTH = 100
 _EVIDENCE_ID = re.compile(r"D\d+:\d+")
@@ -115,25 +123,78 @@ class Score:
     millis: float
 
 
-async def run_haystack(engine: Engine, haystack: Haystack, search) -> list[Score]:
-    page_of: dict[str, str] = {}
-    for session, turns in haystack.sessions:
-        if not turns:
-            continue
+class Memory(Protocol):
+    """The two operations the benchmark needs, in process or through MCP."""
+
+    async def ingest(self, session: str, turns: list[tuple[str, Role, str, str]]) -> list[str]: ...
+
+    async def search(self, text: str) -> list[str]: ...
+
+
+class EngineMemory:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def ingest(self, session: str, turns: list[tuple[str, Role, str, str]]) -> list[str]:
         messages = [
             IngestMessage(role=role, content=text or " ", name=speaker[:64])
             for _, role, speaker, text in turns
         ]
-        result = await engine.ingest(
-            namespace=haystack.name, session=_session_name(session), messages=messages
-        )
-        page_of.update(
-            {page_id: turn_id for (turn_id, *_), page_id in zip(turns, result.page_ids, strict=True)}
-        )
+        return (await self.engine.ingest(namespace=NS, session=session, messages=messages)).page_ids
+
+    async def search(self, text: str) -> list[str]:
+        found = await self.engine.search(namespace=NS, session="bench", query=text, limit=DEPTH)
+        return [hit.page_id for hit in found.results]
+
+
+class ClientMemory:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def ingest(self, session: str, turns: list[tuple[str, Role, str, str]]) -> list[str]:
+        messages = [
+            {"role": role.value, "content": text or " ", "name": speaker[:64]}
+            for _, role, speaker, text in turns
+        ]
+        return list((await self._call("ingest", messages=messages, session=session))["page_ids"])
+
+    async def search(self, text: str) -> list[str]:
+        found = await self._call("search_pages", query=text, limit=MCP_DEPTH, session="bench")
+        return [hit["page_id"] for hit in found["results"]]
+
+    async def _call(self, name: str, /, **arguments: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(name, arguments)
+        if result.is_error:
+            raise RuntimeError(f"{name} failed: {result.content[0].text}")
+        return dict(result.structured_content or {})
+
+
+@asynccontextmanager
+async def open_memory(via: str, db: Path) -> AsyncIterator[Memory]:
+    """A fresh memory on `db`: the engine itself, or a server reached through the MCP client."""
+    if via == "engine":
+        engine = await Engine.open(db)
+        try:
+            yield EngineMemory(engine)
+        finally:
+            await engine.close()
+        return
+    server = build_server(ServerSettings(db=str(db), tools=ToolProfile.ALL, namespace=NS))
+    async with Client(server) as client:
+        yield ClientMemory(client)
+
+
+async def run_haystack(memory: Memory, haystack: Haystack) -> list[Score]:
+    page_of: dict[str, str] = {}
+    for session, turns in haystack.sessions:
+        if not turns:
+            continue
+        page_ids = await memory.ingest(_session_name(session), turns)
+        page_of.update({page_id: turn_id for (turn_id, *_), page_id in zip(turns, page_ids, strict=True)})
     scores = []
     for question in haystack.questions:
         started = time.perf_counter()
-        page_ids = await search(haystack.name, question.text)
+        page_ids = await memory.search(question.text)
         millis = (time.perf_counter() - started) * 1000
         ranked = [page_of.get(page_id) for page_id in page_ids]
         recall = {k: len(question.evidence & set(ranked[:k])) / len(question.evidence) for k in KS}
@@ -214,24 +275,16 @@ async def measure(arguments: argparse.Namespace) -> tuple[list[Score], float]:
     started = time.perf_counter()
     scores: list[Score] = []
     with tempfile.TemporaryDirectory(prefix="memvm-retrieval-") as scratch:
-        engine = await Engine.open(Path(scratch) / "retrieval.db")
-        try:
-
-            async def search(namespace: str, text: str) -> list[str]:
-                found = await engine.search(namespace=namespace, session="bench", query=text, limit=DEPTH)
-                return [hit.page_id for hit in found.results]
-
-            for haystack in haystacks:
-                scores.extend(await run_haystack(engine, haystack, search))
-        finally:
-            await engine.close()
+        for index, haystack in enumerate(haystacks):
+            async with open_memory(arguments.via, Path(scratch) / f"haystack-{index}.db") as memory:
+                scores.extend(await run_haystack(memory, haystack))
     return scores, time.perf_counter() - started
 
 
 def main(argv: list[str]) -> None:
     arguments = parse(argv)
     scores, elapsed = anyio.run(measure, arguments)
-    result = report(arguments.dataset, scores, elapsed)
+    result = report(f"{arguments.dataset} via {arguments.via}", scores, elapsed)
     out = Path(arguments.out or f"retrieval-{arguments.dataset}.json")
     out.write_text(json.dumps(result, indent=1), encoding="utf-8")
     plot(result, out.with_suffix(".png"))
@@ -250,6 +303,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--out", help="JSON result file (default retrieval-<dataset>.json); the plot goes beside it"
     )
     parser.add_argument("--limit", type=int, default=0, help="only the first N conversations or haystacks")
+    parser.add_argument(
+        "--via", choices=["engine", "mcp"], default="engine", help="in process, or through the MCP client"
+    )
     return parser.parse_args(argv)
 
 
