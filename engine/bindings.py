@@ -192,10 +192,10 @@ async def bound_values(source: Source, namespace: str, session: str, names: Iter
 
 
 async def cached_result(
-    source: Source, namespace: str, session: str, tool: str, args: Any, turn: int
+    source: Source, namespace: str, session: str, digest: str, turn: int
 ) -> BoundValue | None:
-    """The result bound for this exact call earlier in `turn`, if any."""
-    row = await query_one(source, _LATEST_FOR_CALL, (namespace, session, call_hash(tool, args), turn))
+    """The result bound earlier in `turn` for the call whose `call_hash` is `digest`, if any."""
+    row = await query_one(source, _LATEST_FOR_CALL, (namespace, session, digest, turn))
     if row is None:
         return None
     return BoundValue(ref=f"${sequential_name(row['seq'])}", value=json.loads(row["value"]))

@@ -87,7 +87,7 @@ async def check_tool_call(
 
     cached = None
     if tool not in config.polling_tools:
-        cached = await cached_result(log.conn, log.namespace, log.session, tool, actual_args, log.turn)
+        cached = await cached_result(log.conn, log.namespace, log.session, digest, log.turn)
         if cached is not None:
             reasons.append(
                 GuardReason(

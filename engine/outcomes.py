@@ -10,7 +10,6 @@ import json
 from typing import Any
 
 import aiosqlite
-import anyio
 from memvm.engine.bindings import bind, recent_results
 from memvm.engine.db import fetchall, fetchone
 from memvm.engine.guards import runaway_reason
@@ -108,9 +107,10 @@ def goal_key(goal: str | None) -> str:
 async def record_tool_outcome(
     writer: Writer, *, namespace: str, session: str, call: ToolOutcome
 ) -> OutcomeResult:
-    # Counting a long result's tokens takes milliseconds: keep it off the event loop.
-    page = await anyio.to_thread.run_sync(_result_page, writer, call)
+    page = _result_page(call)
     levels = (await writer.levels_off_loop([page]))[0] if page else None
+    if levels is not None and levels.tokens.full < writer.config.result_page_tokens:
+        page = levels = None  # short enough to read in the reply: no page
     signature = (
         error_signature(call.error_type, call.error_message, call.outcome.value)
         if call.outcome in ERROR_OUTCOMES
@@ -245,15 +245,13 @@ def _bindable(call: ToolOutcome) -> bool:
     return len(canonical_json(call.result)) <= MAX_BOUND_CHARS
 
 
-def _result_page(writer: Writer, call: ToolOutcome) -> NewPage | None:
-    """A page for a result long enough to be worth reading later, else None."""
+def _result_page(call: ToolOutcome) -> NewPage | None:
+    """The page a result would become; whether it is long enough to keep is decided by its levels."""
     if call.result is None:
         return None
     text = (
         call.result if isinstance(call.result, str) else json.dumps(call.result, ensure_ascii=False, indent=1)
     )
-    if writer.counter.count(text) < writer.config.result_page_tokens:
-        return None
     return NewPage(
         content=text,
         type=PageType.TOOL_RESULT,

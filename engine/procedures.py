@@ -73,12 +73,13 @@ async def procedural_knowledge(
 ) -> ProceduralKnowledge:
     """Patterns for the named tools (else those tied to the goal or error, else the latest used)."""
     signatures = _signatures(error_type) if error_type else None
+    goal_words = goal_key(goal)
     chosen = list(dict.fromkeys(tools or []))[:MAX_TOOLS] or await _pick_tools(
-        source, namespace, goal_key(goal), signatures
+        source, namespace, goal_words, signatures
     )
     stats = {row["tool"]: row for row in await query_in(source, _STATS_FOR, (namespace,), chosen)}
     hints = [
-        await _tool_hints(source, namespace, stats[tool], goal_key(goal)) for tool in chosen if tool in stats
+        await _tool_hints(source, namespace, stats[tool], goal_words) for tool in chosen if tool in stats
     ]
     guidance = await _guidance(source, namespace, signatures, chosen if tools else None) if signatures else []
     return ProceduralKnowledge(tools=hints, guidance=guidance)

@@ -25,6 +25,10 @@ def _storable(text: str) -> str:
     return text
 
 
+def _optional_storable(text: str | None) -> str | None:
+    return None if text is None else _storable(text)
+
+
 PageId = Annotated[
     str,
     Field(pattern=ID_PATTERN, description="A page id from search_pages, the manifest or the context."),
@@ -53,29 +57,25 @@ Query = Annotated[
 Summary = Annotated[
     str | None,
     Field(max_length=4_000, description="Your own short summary; it becomes the page's abstract (level 2)."),
-    AfterValidator(lambda s: s if s is None else _storable(s)),
+    AfterValidator(_optional_storable),
 ]
-SystemPrompt = Annotated[
-    str | None, Field(max_length=200_000), AfterValidator(lambda s: s if s is None else _storable(s))
-]
+SystemPrompt = Annotated[str | None, Field(max_length=200_000), AfterValidator(_optional_storable)]
 ErrorType = Annotated[
     str | None,
     Field(max_length=200, description="The error's name, if it has one (an exception class, an error code)."),
-    AfterValidator(lambda s: s if s is None else _storable(s)),
+    AfterValidator(_optional_storable),
 ]
 ErrorMessage = Annotated[
     str | None,
     Field(max_length=4_000, description="The error text the tool returned."),
-    AfterValidator(lambda s: s if s is None else _storable(s)),
+    AfterValidator(_optional_storable),
 ]
 Goal = Annotated[
     str | None,
     Field(max_length=500, description="What the call was for, in a few words."),
-    AfterValidator(lambda s: s if s is None else _storable(s)),
+    AfterValidator(_optional_storable),
 ]
-SpeakerName = Annotated[
-    str | None, Field(max_length=64), AfterValidator(lambda s: s if s is None else _storable(s))
-]
+SpeakerName = Annotated[str | None, Field(max_length=64), AfterValidator(_optional_storable)]
 
 
 def _storable_json(value: Any) -> Any:

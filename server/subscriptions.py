@@ -27,9 +27,6 @@ class Subscriptions:
     def remove(self, namespace: str, uri: str, session: ServerSession) -> None:
         self._listeners[(namespace, uri)].pop(_connection(session), None)
 
-    def count(self, namespace: str, uri: str) -> int:
-        return len(self._listeners.get((namespace, uri), ()))
-
     async def notify(self, namespace: str, uri: str) -> None:
         listeners = self._listeners.get((namespace, uri))
         if not listeners:
