@@ -134,8 +134,9 @@ class Database:
 
 async def fetchall(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> list[Row]:
     """A read inside a write transaction (sees the transaction's own writes)."""
-    async with conn.execute(sql, tuple(params)) as cursor:
-        return list(await cursor.fetchall())
+    # One trip to the connection's thread: execute, fetch and close there together. Each await
+    # on an aiosqlite connection is a thread hop, and hops, not SQL, dominate a tool call.
+    return list(await conn.execute_fetchall(sql, tuple(params)))
 
 
 async def fetchone(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> Row | None:

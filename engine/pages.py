@@ -25,20 +25,23 @@ PAGE_COLUMNS = """
     p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
 """
 
+# The same columns where no alias applies (RETURNING): an insert hands back the stored page at once.
+_RETURNED_COLUMNS = PAGE_COLUMNS.replace("p.", "")
+
 _NEXT_ID = """
 INSERT INTO id_counters (namespace, prefix, last) VALUES (?, ?, 1)
 ON CONFLICT (namespace, prefix) DO UPDATE SET last = last + 1
 RETURNING last
 """
 
-_INSERT = """
+_INSERT = f"""
 INSERT INTO pages (
     namespace, page_id, session, type, role, modality, importance, pinned, provenance,
     created_at, last_access, access_count, turn, metadata,
     content, reduced, abstract, reference,
     tokens_full, tokens_reduced, tokens_abstract, tokens_reference
 ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-RETURNING rowid
+RETURNING {_RETURNED_COLUMNS}
 """
 
 _UPDATE_REMEMBERED = """
@@ -119,7 +122,7 @@ async def insert_page(
     now: float,
 ) -> Page:
     """Insert one page and return it as stored."""
-    await fetchone(
+    row = await fetchone(
         conn,
         _INSERT,
         (
@@ -140,9 +143,8 @@ async def insert_page(
             *_token_tuple(levels.tokens),
         ),
     )
-    stored = await get_page(conn, namespace, page_id)
-    assert stored is not None  # just inserted, in this transaction
-    return stored
+    assert row is not None  # RETURNING always yields the inserted row
+    return page_from_row(row)
 
 
 async def update_remembered(

@@ -9,23 +9,31 @@ import aiosqlite
 from memvm.engine.db import Database, Row, fetchone
 from memvm.engine.models import SessionState
 
-_ENSURE = """
+_STATE_COLUMNS = "namespace, session, turn, faults_this_turn, turn_started_at, last_call_at"
+
+# One statement each (a round trip to the database thread costs more than the SQL): create the
+# session on first use, else record the call, starting a new turn after an idle gap. SET
+# expressions all read the row as it was, so the gap is measured from the previous call.
+_TOUCH = f"""
 INSERT INTO sessions (namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, created_at)
-VALUES (?, ?, 0, 0, ?, ?, ?)
-ON CONFLICT (namespace, session) DO NOTHING
+VALUES (?1, ?2, 0, 0, ?3, ?3, ?3)
+ON CONFLICT (namespace, session) DO UPDATE SET
+    turn = CASE WHEN ?3 - last_call_at > ?4 THEN turn + 1 ELSE turn END,
+    faults_this_turn = CASE WHEN ?3 - last_call_at > ?4 THEN 0 ELSE faults_this_turn END,
+    turn_started_at = CASE WHEN ?3 - last_call_at > ?4 THEN ?3 ELSE turn_started_at END,
+    last_call_at = ?3
+RETURNING {_STATE_COLUMNS}
 """
 
-_GET = """
-SELECT namespace, session, turn, faults_this_turn, turn_started_at, last_call_at
-FROM sessions WHERE namespace = ? AND session = ?
+_BEGIN_TURN = f"""
+INSERT INTO sessions (namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, created_at)
+VALUES (?1, ?2, 1, 0, ?3, ?3, ?3)
+ON CONFLICT (namespace, session) DO UPDATE SET
+    turn = turn + 1, faults_this_turn = 0, turn_started_at = ?3, last_call_at = ?3
+RETURNING {_STATE_COLUMNS}
 """
 
-_NEW_TURN = """
-UPDATE sessions SET turn = turn + 1, faults_this_turn = 0, turn_started_at = ?, last_call_at = ?
-WHERE namespace = ? AND session = ?
-"""
-
-_MARK_CALL = "UPDATE sessions SET last_call_at = ? WHERE namespace = ? AND session = ?"
+_GET = f"SELECT {_STATE_COLUMNS} FROM sessions WHERE namespace = ? AND session = ?"
 
 _CHARGE_FAULT = """
 UPDATE sessions SET faults_this_turn = faults_this_turn + 1 WHERE namespace = ? AND session = ?
@@ -59,19 +67,15 @@ async def touch_session(
     conn: aiosqlite.Connection, namespace: str, session: str, now: float, idle_seconds: float
 ) -> SessionState:
     """Create the session on first use, start a new turn after an idle gap, and record this call."""
-    await conn.execute(_ENSURE, (namespace, session, now, now, now))
-    state = await get_session(conn, namespace, session)
-    if now - state.last_call_at > idle_seconds:
-        await conn.execute(_NEW_TURN, (now, now, namespace, session))
-    else:
-        await conn.execute(_MARK_CALL, (now, namespace, session))
-    return await get_session(conn, namespace, session)
+    row = await fetchone(conn, _TOUCH, (namespace, session, now, idle_seconds))
+    assert row is not None  # RETURNING always yields the row
+    return _state(row)
 
 
 async def begin_turn(conn: aiosqlite.Connection, namespace: str, session: str, now: float) -> SessionState:
-    await conn.execute(_ENSURE, (namespace, session, now, now, now))
-    await conn.execute(_NEW_TURN, (now, now, namespace, session))
-    return await get_session(conn, namespace, session)
+    row = await fetchone(conn, _BEGIN_TURN, (namespace, session, now))
+    assert row is not None  # RETURNING always yields the row
+    return _state(row)
 
 
 async def charge_fault(conn: aiosqlite.Connection, namespace: str, session: str) -> None:

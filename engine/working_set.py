@@ -58,10 +58,41 @@ ORDER BY w.page_rowid
 
 _ONE_MAPPING = _MAPPINGS.replace("ORDER BY w.page_rowid", "AND w.page_rowid = ?")
 
-_LEVEL_TEXT = """
-SELECT page_id, type, role, content, reduced, abstract, reference
-FROM pages WHERE namespace = ? AND rowid = ?
+# What the rest of the working set costs (a line's cost is its tokens plus a newline, as in
+# `line_cost`), and the level `?3` is mapped at now, if it is.
+_ROOM = """
+SELECT coalesce(sum(line_tokens + 1) FILTER (WHERE page_rowid != ?3), 0),
+       max(level) FILTER (WHERE page_rowid = ?3)
+FROM working_set WHERE namespace = ?1 AND session = ?2
 """
+
+# `retention` in SQL, so the weakest mappings come first without reading the whole working set.
+# The same doubles in the same order of operations give the same order as the Python function.
+_RETENTION = (
+    "CASE p.type "
+    + " ".join(f"WHEN '{page_type.value}' THEN {weight!r}" for page_type, weight in TYPE_RETENTION.items())
+    + " END * (0.25 + p.importance) / (1 + max(0, ?4 - w.last_access_turn))"
+)
+
+# Mappings that may be demoted or unmapped to make room for `?3`: not pinned, not faulted this
+# turn (`?4`), weakest first; `?5` bounds how many are read (-1 for all). `_DEMOTABLE`: those
+# of them not yet at the coarsest level.
+_MOVABLE = (
+    _MAPPINGS.replace(
+        "p.last_access\n", "p.last_access, p.role, p.content, p.reduced, p.abstract, p.reference\n"
+    )
+    .replace(
+        "ORDER BY w.page_rowid",
+        f"""AND w.page_rowid != ?3 AND NOT p.pinned AND w.faulted_turn IS NOT ?4
+ORDER BY {_RETENTION}, p.last_access, w.page_rowid
+LIMIT ?5""",
+    )
+    .replace("w.namespace = ? AND w.session = ?", "w.namespace = ?1 AND w.session = ?2")
+)
+
+_DEMOTABLE = _MOVABLE.replace("AND NOT p.pinned", f"AND w.level < {int(Level.REFERENCE)} AND NOT p.pinned")
+
+_FIRST_CANDIDATES = 32
 
 _UPSERT = """
 INSERT INTO working_set
@@ -134,17 +165,16 @@ def _mapping(row: Row) -> Mapping:
     )
 
 
-async def load_mappings(conn: aiosqlite.Connection, namespace: str, session: str) -> list[Mapping]:
-    return [_mapping(row) for row in await fetchall(conn, _MAPPINGS, (namespace, session))]
-
-
 async def get_mapping(conn: aiosqlite.Connection, namespace: str, session: str, rowid: int) -> Mapping | None:
     row = await fetchone(conn, _ONE_MAPPING, (namespace, session, rowid))
     return _mapping(row) if row else None
 
 
 def retention(mapping: Mapping, turn: int) -> float:
-    """Higher stays longer: importance and type, discounted by turns since last use."""
+    """Higher stays longer: importance and type, discounted by turns since last use.
+
+    Eviction orders by `_RETENTION`, this formula in SQL; tests hold the two to the same order.
+    """
     idle_turns = max(0, turn - mapping.last_access_turn)
     return TYPE_RETENTION[mapping.page_type] * (0.25 + mapping.importance) / (1 + idle_turns)
 
@@ -154,6 +184,17 @@ class _Slot:
     mapping: Mapping
     level: Level | None
     line_tokens: int
+    role: Role | None
+    texts: tuple[str, str, str, str]
+
+    def line(self, level: Level) -> str:
+        return context_line(self.mapping.page_id, self.mapping.page_type, self.role, self.texts[level])
+
+
+def _slot(row: Row) -> _Slot:
+    role = Role(row["role"]) if row["role"] else None
+    mapping = _mapping(row)
+    return _Slot(mapping, mapping.level, mapping.line_tokens, role, level_texts(row))
 
 
 @dataclass(frozen=True)
@@ -191,12 +232,11 @@ class WorkingSet:
     async def place(self, page: Page, level: Level, *, actor: Actor, cause: str, faulted: bool) -> Placement:
         """Map `page` at `level` (or move it there), making room if needed; never overfill."""
         line_tokens = self._counter.count(page_line(page, level))
-        mappings = await load_mappings(self._conn, self._namespace, self._session)
-        current = next((m for m in mappings if m.rowid == page.rowid), None)
-        others = [m for m in mappings if m.rowid != page.rowid]
-        used = sum(line_cost(m.line_tokens) for m in others)
+        row = await fetchone(self._conn, _ROOM, (self._namespace, self._session, page.rowid))
+        assert row is not None  # an aggregate always yields a row
+        used, current_level = row[0], None if row[1] is None else Level(row[1])
         need = line_cost(line_tokens)
-        plan = await self._plan_room(others, need - (self._capacity - used))
+        plan = await self._plan_room(page.rowid, need - (self._capacity - used))
         if plan is None:
             reason = (
                 f"the page needs {need} tokens at level {int(level)} but only "
@@ -219,16 +259,9 @@ class WorkingSet:
             ),
         )
         kind = MutationKind.MAP
-        if current is not None:
-            kind = MutationKind.PROMOTE if level < current.level else MutationKind.DEMOTE
-        await self.log(
-            page.page_id,
-            kind,
-            before=current.level if current else None,
-            after=level,
-            actor=actor,
-            cause=cause,
-        )
+        if current_level is not None:
+            kind = MutationKind.PROMOTE if level < current_level else MutationKind.DEMOTE
+        await self.log(page.page_id, kind, before=current_level, after=level, actor=actor, cause=cause)
         freed = sum(
             line_cost(s.mapping.line_tokens) - (line_cost(s.line_tokens) if s.level is not None else 0)
             for s in plan
@@ -242,71 +275,108 @@ class WorkingSet:
         """Mark a mapped page as used this turn: it moves to the back of the eviction queue."""
         await self._conn.execute(_REFRESH, (self._turn, self._turn, self._namespace, self._session, rowid))
 
-    async def _plan_room(self, mappings: list[Mapping], shortfall: int) -> list[_Slot] | None:
-        """The demotions and unmappings that free `shortfall` tokens, or None if they cannot."""
+    async def _plan_room(self, rowid: int, shortfall: int) -> list[_Slot] | None:
+        """The demotions and unmappings that free `shortfall` tokens (never touching `rowid`), or None."""
         if shortfall <= 0:
             return []
-        movable = sorted(
-            (m for m in mappings if not m.pinned and m.faulted_turn != self._turn),
-            key=lambda m: (retention(m, self._turn), m.last_access, m.rowid),
-        )
-        slots = [_Slot(m, m.level, m.line_tokens) for m in movable]
+        params = (self._namespace, self._session, rowid, self._turn)
+        # Room for a page is nearly always found by the first demotion round among the weakest few
+        # mappings that can still be demoted: read those first, four times as many each time the
+        # round runs past them, and the whole set only if the round over all of them falls short.
+        # Mappings already at REFERENCE are skipped by that round anyway, so the plan is the same.
+        limit = _FIRST_CANDIDATES
+        while True:
+            rows = await fetchall(self._conn, _DEMOTABLE, (*params, limit))
+            demotable = [_slot(row) for row in rows]
+            if await self._demote(demotable, shortfall, single_pass=True) >= shortfall:
+                return [s for s in demotable if s.level != s.mapping.level]
+            if len(rows) < limit:
+                break
+            limit *= 4
+        # Every demotable mapping was read and one round is not enough: more rounds, then unmap the
+        # weakest, for which the same prefix-first reading of the movable mappings applies.
+        for slot in demotable:
+            slot.level, slot.line_tokens = slot.mapping.level, slot.mapping.line_tokens
+        freed_by_demotion = await self._demote(demotable, shortfall, single_pass=False)
+        by_rowid = {slot.mapping.rowid: slot for slot in demotable}
+        limit = _FIRST_CANDIDATES
+        while True:
+            rows = await fetchall(self._conn, _MOVABLE, (*params, limit))
+            order = [by_rowid.get(row["page_rowid"]) or _slot(row) for row in rows]
+            freed, unmapped = freed_by_demotion, []
+            for slot in order:
+                if freed >= shortfall:
+                    break
+                freed += line_cost(slot.line_tokens)
+                unmapped.append(slot)
+            if freed >= shortfall or len(rows) < limit:
+                break
+            limit *= 4
+        if freed < shortfall:
+            return None
+        for slot in unmapped:
+            slot.level, slot.line_tokens = None, 0
+        changed = {s.mapping.rowid: s for s in [*demotable, *unmapped] if s.level != s.mapping.level}
+        # In eviction order, as the mutation log and the reply list them: `order` is a prefix of it.
+        read = {s.mapping.rowid for s in order}
+        return [s for s in order if s.mapping.rowid in changed] + [
+            s for s in demotable if s.mapping.rowid in changed and s.mapping.rowid not in read
+        ]
+
+    async def _demote(self, slots: list[_Slot], shortfall: int, *, single_pass: bool) -> int:
+        """Demote one level at a time, weakest first, round after round until it fits; tokens freed."""
         freed = 0
-        # Demote before unmapping: one level at a time, weakest first, until it fits.
         while freed < shortfall:
             progressed = False
             for slot in slots:
                 if slot.level is None or slot.level == Level.REFERENCE:
                     continue
                 coarser = Level(slot.level + 1)
-                tokens = self._counter.count(await self._line(slot.mapping.rowid, coarser))
+                # Short pages often read the same at the next level: nothing to count then.
+                same = slot.texts[coarser] == slot.texts[slot.level]
+                tokens = slot.line_tokens if same else self._counter.count(slot.line(coarser))
                 freed += slot.line_tokens - tokens
                 slot.level, slot.line_tokens = coarser, tokens
                 progressed = True
                 if freed >= shortfall:
                     break
-            if not progressed:
+            if not progressed or single_pass:
                 break
-        for slot in slots:
-            if freed >= shortfall:
-                break
-            freed += line_cost(slot.line_tokens)
-            slot.level, slot.line_tokens = None, 0
-        if freed < shortfall:
-            return None
-        return [s for s in slots if s.level != s.mapping.level]
-
-    async def _line(self, rowid: int, level: Level) -> str:
-        row = await fetchone(self._conn, _LEVEL_TEXT, (self._namespace, rowid))
-        assert row is not None  # a mapped page always exists (ON DELETE CASCADE)
-        texts = level_texts(row)
-        role = Role(row["role"]) if row["role"] else None
-        return context_line(row["page_id"], PageType(row["type"]), role, texts[level])
+        return freed
 
     async def _apply(self, plan: list[_Slot], *, cause: str) -> list[EvictedPage]:
-        evicted = []
-        for slot in plan:
-            before = slot.mapping.level
-            if slot.level is None:
-                await self._conn.execute(_UNMAP, (self._namespace, self._session, slot.mapping.rowid))
-                kind = MutationKind.UNMAP
-            else:
-                await self._conn.execute(
-                    _SET_LEVEL,
-                    (int(slot.level), slot.line_tokens, self._namespace, self._session, slot.mapping.rowid),
+        # Three statements for the whole plan, however many pages it moves: each is one trip.
+        unmaps = [(self._namespace, self._session, s.mapping.rowid) for s in plan if s.level is None]
+        demotions = [
+            (int(s.level), s.line_tokens, self._namespace, self._session, s.mapping.rowid)
+            for s in plan
+            if s.level is not None
+        ]
+        if unmaps:
+            await self._conn.executemany(_UNMAP, unmaps)
+        if demotions:
+            await self._conn.executemany(_SET_LEVEL, demotions)
+        await self.log_many(
+            [
+                (
+                    s.mapping.page_id,
+                    MutationKind.UNMAP if s.level is None else MutationKind.DEMOTE,
+                    s.mapping.level,
+                    s.level,
                 )
-                kind = MutationKind.DEMOTE
-            await self.log(
-                slot.mapping.page_id, kind, before=before, after=slot.level, actor=Actor.ENGINE, cause=cause
+                for s in plan
+            ],
+            actor=Actor.ENGINE,
+            cause=cause,
+        )
+        return [
+            EvictedPage(
+                page_id=s.mapping.page_id,
+                level_before=int(s.mapping.level),
+                level_after=None if s.level is None else int(s.level),
             )
-            evicted.append(
-                EvictedPage(
-                    page_id=slot.mapping.page_id,
-                    level_before=int(before),
-                    level_after=None if slot.level is None else int(slot.level),
-                )
-            )
-        return evicted
+            for s in plan
+        ]
 
     async def log(
         self,
@@ -318,20 +388,31 @@ class WorkingSet:
         actor: Actor,
         cause: str,
     ) -> None:
-        await self._conn.execute(
+        await self.log_many([(page_id, kind, before, after)], actor=actor, cause=cause)
+
+    async def log_many(
+        self, changes: list[tuple[str, MutationKind, Level | None, Level | None]], *, actor: Actor, cause: str
+    ) -> None:
+        """Append (page id, kind, level before, level after) changes to the mutation log, in order."""
+        if not changes:
+            return
+        await self._conn.executemany(
             _LOG,
-            (
-                self._namespace,
-                self._session,
-                page_id,
-                self._turn,
-                kind.value,
-                None if before is None else int(before),
-                None if after is None else int(after),
-                actor.value,
-                cause,
-                self._now,
-            ),
+            [
+                (
+                    self._namespace,
+                    self._session,
+                    page_id,
+                    self._turn,
+                    kind.value,
+                    None if before is None else int(before),
+                    None if after is None else int(after),
+                    actor.value,
+                    cause,
+                    self._now,
+                )
+                for page_id, kind, before, after in changes
+            ],
         )
 
 

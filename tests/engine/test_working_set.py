@@ -1,7 +1,9 @@
+import random
 import sqlite3
 
 import pytest
-from memvm.engine.models import Level, PageType
+from memvm.engine.models import Level, PageType, Role
+from memvm.engine.working_set import _mapping, context_line, line_cost, page_line, retention
 
 from tests.conftest import NS, assistant, long_text, note, user
 
@@ -102,3 +104,116 @@ async def test_every_change_is_in_an_append_only_mutation_log(open_engine, db_pa
             conn.execute("UPDATE mutation_log SET kind = 'x'")
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             conn.execute("DELETE FROM mutation_log")
+
+
+# A reference model of eviction: the whole working set read at once, ordered by the Python
+# `retention`, demoted round by round and then unmapped, weakest first. The engine reads only as
+# many of the weakest mappings as it needs, ordered in SQL; it must choose exactly the same.
+_SNAPSHOT = """
+SELECT w.page_rowid, w.level, w.line_tokens, w.faulted_turn, w.last_access_turn,
+       p.page_id, p.type, p.role, p.importance, p.pinned, p.last_access,
+       p.content, p.reduced, p.abstract, p.reference
+FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
+WHERE w.namespace = ? AND w.session = ?
+"""
+
+
+def _line(row, level):
+    role = Role(row["role"]) if row["role"] else None
+    texts = (row["content"], row["reduced"], row["abstract"], row["reference"])
+    return context_line(row["page_id"], PageType(row["type"]), role, texts[level])
+
+
+def expected_evictions(rows, *, need, capacity, turn, count):
+    used = sum(line_cost(row["line_tokens"]) for row in rows)
+    shortfall = need - (capacity - used)
+    if shortfall <= 0:
+        return []
+    movable = sorted(
+        (r for r in rows if not r["pinned"] and r["faulted_turn"] != turn),
+        key=lambda r: (
+            retention(_mapping(r), turn),
+            r["last_access"],
+            r["page_rowid"],
+        ),
+    )
+    slots = [[r, Level(r["level"]), r["line_tokens"]] for r in movable]
+    freed = 0
+    while freed < shortfall:
+        progressed = False
+        for slot in slots:
+            if slot[1] is None or slot[1] == Level.REFERENCE:
+                continue
+            coarser = Level(slot[1] + 1)
+            tokens = count(_line(slot[0], coarser))
+            freed += slot[2] - tokens
+            slot[1], slot[2] = coarser, tokens
+            progressed = True
+            if freed >= shortfall:
+                break
+        if not progressed:
+            break
+    for slot in slots:
+        if freed >= shortfall:
+            break
+        freed += line_cost(slot[2])
+        slot[1], slot[2] = None, 0
+    if freed < shortfall:
+        return None
+    return [
+        (r["page_id"], r["level"], None if level is None else int(level))
+        for r, level, _ in slots
+        if level != r["level"]
+    ]
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_eviction_chooses_what_the_reference_model_chooses(open_engine, clock, seed):
+    rng = random.Random(seed)
+    engine = await open_engine(
+        budget_tokens=1_000, reserved_tokens=rng.choice([300, 600, 800]), max_faults_per_turn=100
+    )
+    words = [f"w{i}" for i in range(300)]
+    page_ids = []
+    for _ in range(60):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 90))) + ". More of it follows here."
+        choice = rng.random()
+        if choice < 0.4:
+            message = user(text) if rng.random() < 0.4 else assistant(text)
+            page_ids += (await engine.ingest(namespace=NS, session="s", messages=[message])).page_ids
+        else:
+            page = note(
+                text,
+                type=rng.choice([PageType.NOTE, PageType.CLAIM, PageType.SUMMARY, PageType.TOOL_RESULT]),
+                importance=rng.choice([0.1, 0.5, 0.9]),
+                pinned=rng.random() < 0.05,
+            )
+            page_ids.append((await engine.remember(namespace=NS, session="s", page=page)).page_id)
+        if rng.random() < 0.3:
+            await engine.begin_turn(namespace=NS, session="s")
+        clock.advance(rng.choice([0, 1, 5]))
+    checked = 0
+    for _ in range(80):
+        rows = await engine.db.fetchall(_SNAPSHOT, (NS, "s"))
+        mapped = {row["page_id"] for row in rows}
+        page_id = rng.choice(page_ids)
+        if page_id in mapped:
+            continue
+        level = Level(rng.randrange(4))
+        page = await engine.get_page(namespace=NS, page_id=page_id)
+        state = await engine.session_state(namespace=NS, session="s")
+        need = line_cost(engine.counter.count(page_line(page, level)))
+        expected = expected_evictions(
+            rows, need=need, capacity=engine.page_budget, turn=state.turn, count=engine.counter.count
+        )
+        result = await fault(engine, page_id, level)
+        if expected is None:
+            assert not result.mapped
+        else:
+            assert result.mapped
+            assert [(e.page_id, e.level_before, e.level_after) for e in result.evicted] == expected
+        checked += 1
+        if rng.random() < 0.3:
+            await engine.begin_turn(namespace=NS, session="s")
+        clock.advance(rng.choice([0, 2]))
+    assert checked >= 20
