@@ -20,18 +20,26 @@ _MAX_TERMS = 32
 _MAX_ID_CANDIDATES = 8
 _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 
+# Rank first, then dress only the winners: snippet() and the working-set join cost as much as the
+# ranking itself when they run for every match, and all but `limit` matches are thrown away.
 _SEARCH = """
+WITH top AS (
+    SELECT pages_fts.rowid AS rowid, bm25(pages_fts) AS rank
+    FROM pages_fts JOIN pages p ON p.rowid = pages_fts.rowid
+    WHERE pages_fts MATCH ? AND p.namespace = ? {filters}
+    ORDER BY rank, pages_fts.rowid
+    LIMIT ?
+)
 SELECT p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
        p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference,
        snippet(pages_fts, 0, '', '', '…', 24) AS snippet,
-       bm25(pages_fts) AS rank,
+       top.rank AS rank,
        w.level AS mapped_level
-FROM pages_fts
-JOIN pages p ON p.rowid = pages_fts.rowid
+FROM top
+JOIN pages_fts ON pages_fts.rowid = top.rowid AND pages_fts MATCH ?
+JOIN pages p ON p.rowid = top.rowid
 LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?
-WHERE pages_fts MATCH ? AND p.namespace = ? {filters}
-ORDER BY rank, p.rowid
-LIMIT ?
+ORDER BY top.rank, p.rowid
 """
 
 _BY_ID = """
@@ -137,9 +145,10 @@ async def search_pages(
             hits.append(_hit(row, score=EXACT_ID_SCORE))
     terms = query_terms(query)
     if terms and len(hits) < limit:
+        match = match_expression(terms)
         rows = await db.fetchall(
             _SEARCH.format(filters=filters),
-            (viewer_session, match_expression(terms), namespace, *filter_params, limit + len(hits)),
+            (match, namespace, *filter_params, limit + len(hits), match, viewer_session),
         )
         seen = {hit.page_id for hit in hits}
         for row in rows:

@@ -6,6 +6,7 @@ working-set entries; the counts always say how many were left out.
 """
 
 import json
+import math
 from typing import Any
 
 from memvm.engine import Engine
@@ -56,14 +57,20 @@ def cap_manifest(manifest: dict[str, Any], engine: Engine) -> str:
     """Drop listed pages, then working-set entries, until the JSON fits the token cap."""
     cap = engine.config.manifest_max_tokens
     text = _dump(manifest)
+    tokens = engine.counter.count(text)
     for key, counter in (("available_pages", "omitted_available"), ("working_set", "omitted_working_set")):
-        while engine.counter.count(text) > cap and manifest[key]:
-            # Halve the overshoot guess each round: one tokenisation per step, not per entry.
-            drop = max(1, len(manifest[key]) // 4)
-            del manifest[key][-drop:]
+        while tokens > cap and manifest[key]:
+            # Price an entry at the list's own average and drop enough for the overshoot: one or
+            # two rounds, where dropping a quarter at a time tokenised a long manifest a dozen
+            # times (most of what a build_context call spent).
+            entries = manifest[key]
+            entry_tokens = max(1.0, engine.counter.count(_dump(entries)) / len(entries))
+            drop = min(len(entries), max(1, math.ceil((tokens - cap) / entry_tokens)))
+            del entries[-drop:]
             manifest["counts"][counter] += drop
             manifest["counts"]["listed"] = len(manifest["available_pages"])
             text = _dump(manifest)
+            tokens = engine.counter.count(text)
     return text
 
 
