@@ -408,8 +408,9 @@ class Corpus:
     def __init__(self, seed: int = 2026, tail_words: int = 20_000) -> None:
         self._rng = random.Random(seed)
         self.content_words = COMMON_WORDS + _made_up_words(random.Random(seed + 1), tail_words)
-        # Zipf with exponent 1: the k-th word is drawn with weight 1/k.
-        self._cumulative = list(accumulate(1 / rank for rank in range(1, len(self.content_words) + 1)))
+        # Zipf-Mandelbrot: the k-th content word is drawn with weight 1/(k + 50). The offset stands
+        # for the function words, drawn apart, that hold the top ranks of a real vocabulary.
+        self._cumulative = list(accumulate(1 / (rank + 50) for rank in range(1, len(self.content_words) + 1)))
 
     def _content_word(self) -> str:
         point = self._rng.random() * self._cumulative[-1]

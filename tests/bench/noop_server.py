@@ -1,0 +1,38 @@
+"""memvm's own server with one extra tool, `noop`, for the end-to-end benchmark's baseline.
+
+    python tests/bench/noop_server.py DB stdio
+    python tests/bench/noop_server.py DB streamable-http PORT
+
+`noop` goes through the same process, transport, SDK dispatch and lifespan as memvm's tools and
+does nothing, so a memvm tool's time minus noop's is what memvm itself adds. `minimal` as the
+second argument serves a bare MCPServer with only `noop` instead (the start-up baseline).
+"""
+
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from memvm.server.app import build_server
+from memvm.server.http import http_options
+from memvm.server.settings import ServerSettings, ToolProfile
+
+
+def noop() -> str:
+    """Does nothing."""
+    return "ok"
+
+
+def main() -> None:
+    db, transport, *rest = sys.argv[1:]
+    if db == "minimal":
+        server: MCPServer = MCPServer("minimal")
+    else:
+        server = build_server(ServerSettings(db=db, tools=ToolProfile.ALL))
+    server.add_tool(noop)
+    if transport == "stdio":
+        server.run(transport="stdio")
+    else:  # as `memvm serve --transport streamable-http` runs it
+        server.run(transport="streamable-http", **http_options("127.0.0.1", int(rest[0]), []))
+
+
+if __name__ == "__main__":
+    main()
