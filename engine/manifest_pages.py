@@ -26,7 +26,7 @@ LIMIT ?
 
 _COUNTS = """
 SELECT
-    (SELECT count(*) FROM pages WHERE namespace = ?) AS pages,
+    coalesce((SELECT pages FROM page_counts WHERE namespace = ?), 0) AS pages,
     (SELECT count(*) FROM pages WHERE namespace = ? AND session = ?) AS session_pages,
     (SELECT count(*) FROM working_set WHERE namespace = ? AND session = ?) AS mapped,
     (SELECT count(*) FROM pages WHERE namespace = ? AND pinned = 1) AS pinned

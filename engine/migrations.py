@@ -319,7 +319,35 @@ _PROCEDURES = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _GUARDS, _PROCEDURES)
+_PAGE_COUNTS = Migration(
+    version=4,
+    name="page counts kept by triggers, pinned pages indexed",
+    statements=(
+        # count(*) over a namespace reads every one of its pages: at a million pages that was most
+        # of a search or a manifest. The count is kept as pages come and go instead.
+        """
+        CREATE TABLE page_counts (
+            namespace TEXT PRIMARY KEY,
+            pages INTEGER NOT NULL
+        ) WITHOUT ROWID
+        """,
+        "INSERT INTO page_counts (namespace, pages) SELECT namespace, count(*) FROM pages GROUP BY namespace",
+        """
+        CREATE TRIGGER pages_count_insert AFTER INSERT ON pages BEGIN
+            INSERT INTO page_counts (namespace, pages) VALUES (new.namespace, 1)
+            ON CONFLICT (namespace) DO UPDATE SET pages = pages + 1;
+        END
+        """,
+        """
+        CREATE TRIGGER pages_count_delete AFTER DELETE ON pages BEGIN
+            UPDATE page_counts SET pages = pages - 1 WHERE namespace = old.namespace;
+        END
+        """,
+        "CREATE INDEX pages_pinned ON pages (namespace) WHERE pinned = 1",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _GUARDS, _PROCEDURES, _PAGE_COUNTS)
 
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

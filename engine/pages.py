@@ -64,8 +64,6 @@ _SET_PINNED = "UPDATE pages SET pinned = ? WHERE namespace = ? AND rowid = ?"
 
 _DELETE = "DELETE FROM pages WHERE namespace = ? AND rowid = ?"
 
-_COUNT = "SELECT count(*) FROM pages WHERE namespace = ?"
-
 
 def level_texts(row: Row) -> tuple[str, str, str, str]:
     """A row's text at levels 0..3, from the pages columns of the same names."""
@@ -197,11 +195,6 @@ async def set_pinned(conn: aiosqlite.Connection, namespace: str, rowid: int, pin
 
 async def delete_page(conn: aiosqlite.Connection, namespace: str, rowid: int) -> None:
     await conn.execute(_DELETE, (namespace, rowid))
-
-
-async def count_pages(db: Database, namespace: str) -> int:
-    row = await db.fetchone(_COUNT, (namespace,))
-    return int(row[0]) if row else 0
 
 
 def _token_tuple(tokens: LevelTokens) -> tuple[int, int, int, int]:

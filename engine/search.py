@@ -54,7 +54,7 @@ WHERE p.namespace = ? AND p.page_id IN ({marks}) {filters}
 # Above any BM25 score, and still valid JSON (infinity is not).
 EXACT_ID_SCORE = 1_000_000.0
 
-_TOTAL = "SELECT count(*) FROM pages WHERE namespace = ?"
+_TOTAL = "SELECT coalesce((SELECT pages FROM page_counts WHERE namespace = ?), 0)"
 
 
 def query_terms(text: str) -> list[str]:

@@ -1,3 +1,5 @@
+import sqlite3
+
 import pytest
 from memvm.engine.errors import KeyConflict, PageNotFound
 from memvm.engine.models import Level, PageType
@@ -74,3 +76,27 @@ async def test_ingest_keeps_roles_and_names(engine):
     assert pages[1].provenance == "tool:weather"
     lines = [e.line[:2] for e in (await engine.working_set(namespace=NS, session="s")).entries]
     assert lines == ["U ", "T ", "A "]
+
+
+async def test_page_counts_follow_writes_and_forgets_and_are_rebuilt_for_older_files(open_engine, db_path):
+    engine = await open_engine()
+    for i in range(5):
+        await engine.remember(namespace=NS, session="s", page=note(f"orchard fact {i}"))
+    await engine.ingest(namespace="other", session="s", messages=[user("hello from another tenant")])
+    await engine.forget(
+        namespace=NS,
+        session="s",
+        page_id=(await engine.search(namespace=NS, session="s", query="orchard")).results[0].page_id,
+    )
+    assert (await engine.counts(namespace=NS, session="s"))["pages"] == 4
+    assert (await engine.search(namespace="other", session="s", query="hello")).total_pages == 1
+    await engine.close()
+    # A file from before the counts were kept: the migration counts what is there.
+    with sqlite3.connect(db_path) as conn:
+        conn.executescript(
+            "DROP TRIGGER pages_count_insert; DROP TRIGGER pages_count_delete; DROP INDEX pages_pinned;"
+            "DROP TABLE page_counts; DELETE FROM schema_migrations WHERE version = 4;"
+        )
+    reopened = await open_engine()
+    assert (await reopened.counts(namespace=NS, session="s"))["pages"] == 4
+    assert (await reopened.counts(namespace="other", session="s"))["pages"] == 1
