@@ -347,7 +347,47 @@ _PAGE_COUNTS = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _GUARDS, _PROCEDURES, _PAGE_COUNTS)
+_SPEAKER_INDEX = Migration(
+    version=5,
+    name="speaker names in the full-text index",
+    statements=(
+        # Who said a line is often what a question names ("What did Caroline paint?"), and it is
+        # not in the line itself: ingest keeps it as the message name. A virtual column reads it
+        # from the metadata, so nothing is stored twice.
+        "ALTER TABLE pages ADD COLUMN speaker TEXT GENERATED ALWAYS AS (json_extract(metadata, '$.name')) VIRTUAL",
+        "DROP TRIGGER pages_fts_insert",
+        "DROP TRIGGER pages_fts_delete",
+        "DROP TRIGGER pages_fts_update",
+        "DROP TABLE pages_fts",
+        """
+        CREATE VIRTUAL TABLE pages_fts USING fts5(
+            content, speaker, content='pages', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        )
+        """,
+        """
+        CREATE TRIGGER pages_fts_insert AFTER INSERT ON pages BEGIN
+            INSERT INTO pages_fts (rowid, content, speaker) VALUES (new.rowid, new.content, new.speaker);
+        END
+        """,
+        """
+        CREATE TRIGGER pages_fts_delete AFTER DELETE ON pages BEGIN
+            INSERT INTO pages_fts (pages_fts, rowid, content, speaker)
+            VALUES ('delete', old.rowid, old.content, old.speaker);
+        END
+        """,
+        """
+        CREATE TRIGGER pages_fts_update AFTER UPDATE OF content, metadata ON pages BEGIN
+            INSERT INTO pages_fts (pages_fts, rowid, content, speaker)
+            VALUES ('delete', old.rowid, old.content, old.speaker);
+            INSERT INTO pages_fts (rowid, content, speaker) VALUES (new.rowid, new.content, new.speaker);
+        END
+        """,
+        "INSERT INTO pages_fts (pages_fts) VALUES ('rebuild')",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _GUARDS, _PROCEDURES, _PAGE_COUNTS, _SPEAKER_INDEX)
 
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

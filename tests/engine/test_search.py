@@ -1,10 +1,11 @@
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memvm.engine.models import PageType, SearchScope
+from memvm.engine import migrations, search
+from memvm.engine.models import IngestMessage, PageType, Role, SearchScope
 from memvm.engine.search import EXACT_ID_SCORE, match_expression, query_terms
 
-from tests.conftest import NS, note
+from tests.conftest import NS, note, user
 
 pytestmark = pytest.mark.anyio
 
@@ -106,3 +107,54 @@ async def test_hits_report_tokens_per_level_and_mapping(engine):
     assert hit.mapped and hit.level == 2
     elsewhere = (await engine.search(namespace=NS, session="other", query="walnut")).results[0]
     assert not elsewhere.mapped and elsewhere.level is None
+
+
+def said(name: str, content: str) -> IngestMessage:
+    return IngestMessage(role=Role.USER, content=content, name=name)
+
+
+async def test_a_speakers_name_finds_their_lines(engine):
+    await engine.ingest(
+        namespace=NS,
+        session="s",
+        messages=[
+            said("Caroline", "I painted a sunrise over the lake."),
+            said("Melanie", "I painted my fence."),
+        ],
+    )
+    found = await engine.search(namespace=NS, session="s", query="What did Caroline paint?")
+    assert found.results[0].snippet == "I painted a sunrise over the lake."
+
+
+async def test_a_weak_match_beside_a_strong_one_in_its_session_ranks_higher(engine, monkeypatch):
+    # The question turn matches best; the answer beside it matches only "kitchen", as does a line
+    # of another session that BM25 alone would put first (it is shorter).
+    await engine.ingest(
+        namespace=NS,
+        session="house",
+        messages=[
+            user("Which plumber came to fix things?"),
+            user("The one from the corner shop, he sorted the kitchen sink in an hour."),
+        ],
+    )
+    await engine.ingest(namespace=NS, session="other", messages=[user("Kitchen lights.")])
+
+    async def order() -> list[str]:
+        found = await engine.search(namespace=NS, session="s", query="plumber fix kitchen", limit=3)
+        return [hit.snippet for hit in found.results]
+
+    ranked = await order()
+    assert ranked[1].startswith("The one from the corner shop")
+    monkeypatch.setattr(search, "NEIGHBOUR_WEIGHT", 0.0)
+    assert (await order())[1] == "Kitchen lights."
+
+
+async def test_files_from_before_the_speaker_index_get_it_when_migrated(open_engine, monkeypatch):
+    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:4])
+    old = await open_engine()
+    await old.ingest(namespace=NS, session="s", messages=[said("Gina", "Opened a dance studio.")])
+    await old.close()
+    monkeypatch.undo()
+    migrated = await open_engine()
+    found = await migrated.search(namespace=NS, session="s", query="Gina")
+    assert [hit.snippet for hit in found.results] == ["Opened a dance studio."]
