@@ -173,10 +173,10 @@ async def search_pages(
     terms = query_terms(query)
     if terms and len(hits) < limit:
         match = match_expression(terms)
-        candidates = await db.fetchall(
+        matches = await db.fetchall(
             _RANK.format(filters=filters), (match, namespace, *filter_params, max(RANK_DEPTH, limit))
         )
-        scores = rescore(candidates)
+        scores = rescore(matches)
         seen = {hit.page_id for hit in hits}
         best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(hits)]
         if best:
