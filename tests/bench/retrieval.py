@@ -285,7 +285,8 @@ def main(argv: list[str]) -> None:
     arguments = parse(argv)
     scores, elapsed = anyio.run(measure, arguments)
     result = report(f"{arguments.dataset} via {arguments.via}", scores, elapsed)
-    out = Path(arguments.out or f"retrieval-{arguments.dataset}.json")
+    out = Path(arguments.out or Path(__file__).parent / "out" / f"retrieval-{arguments.dataset}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1), encoding="utf-8")
     plot(result, out.with_suffix(".png"))
     overall = result["overall"]
@@ -300,7 +301,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--dataset", choices=["locomo", "longmemeval"], required=True)
     parser.add_argument("--data", required=True, help="path to the dataset file (read in place)")
     parser.add_argument(
-        "--out", help="JSON result file (default retrieval-<dataset>.json); the plot goes beside it"
+        "--out",
+        help="JSON result file (default tests/bench/out/retrieval-<dataset>.json); the plot beside it",
     )
     parser.add_argument("--limit", type=int, default=0, help="only the first N conversations or haystacks")
     parser.add_argument(
