@@ -82,3 +82,18 @@ def long_text(topic: str, sentences: int = 12) -> str:
         "The next review is set for Thursday at ten, in the large meeting room.",
     ]
     return " ".join(parts[i % len(parts)] for i in range(sentences))
+
+
+# Figure lines of the reliability tests ("crash: trials=20 ... lost=0"), printed at the end of
+# every run, passed or failed, where pytest would otherwise swallow a test's output.
+_FIGURES: list[str] = []
+
+
+@pytest.fixture
+def report_figure() -> Callable[[str], None]:
+    return _FIGURES.append
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for line in _FIGURES:
+        terminalreporter.write_line(line)
