@@ -40,25 +40,6 @@ async def test_a_stdio_server_keeps_its_memory_across_a_restart(db_path):
     assert "N wifi: The wifi password is on the fridge." in working_set.contents[0].text
 
 
-@pytest.mark.parametrize(
-    "content", [b"not a database at all\n" * 100, b"SQLite format 3\x00" + b"\x00" * 5000]
-)
-def test_a_corrupt_file_is_refused_at_start_with_one_line(db_path, content):
-    db_path.write_bytes(content)
-    done = subprocess.run(
-        [sys.executable, "-m", "memvm.server", "serve", "--db", str(db_path)],
-        capture_output=True,
-        text=True,
-        timeout=START_LIMIT,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode != 0
-    assert done.stdout == ""
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("memvm: refusing to open")
-    assert db_path.read_bytes() == content
-
-
 async def test_guard_settings_from_the_command_line_and_their_state_survive_a_restart(db_path, tmp_path):
     overrides = tmp_path / "guards.json"
     overrides.write_text('{"tool_caps": {"send_email": 1}, "polling_tools": ["job_status"]}')
