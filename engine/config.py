@@ -32,4 +32,7 @@ class EngineConfig(BaseModel):
     result_page_tokens: int = Field(200, ge=1, le=100_000)
     busy_timeout_ms: int = Field(10_000, ge=0)
     synchronous: Synchronous = Synchronous.FULL
+    # A quota on the database file: past it, writes fail with "storage full" (and nothing is
+    # half-written) while reads, forget and the freed space go on working. None: only the disk's.
+    max_db_mb: int | None = Field(None, ge=1)
     guards: GuardConfig = Field(default_factory=GuardConfig)

@@ -80,6 +80,11 @@ def _parser() -> argparse.ArgumentParser:
         help="FULL survives power loss; NORMAL is faster and may lose the last writes on power loss",
     )
     serve.add_argument(
+        "--max-db-mb",
+        type=int,
+        help="cap the database file at this many MiB: past it, writes get a 'storage full' tool error",
+    )
+    serve.add_argument(
         "--guards",
         choices=[p.value for p in GuardPreset],
         default=GuardPreset.DEFAULT.value,
@@ -135,6 +140,7 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
             max_faults_per_turn=args.max_faults_per_turn,
             turn_idle_seconds=args.turn_idle_seconds,
             synchronous=Synchronous(args.synchronous),
+            max_db_mb=args.max_db_mb,
             guards=_guards(args),
         ),
         tokens=load_tokens(args.tokens) if args.tokens else None,

@@ -1,0 +1,60 @@
+"""Storage faults through the MCP client: a full quota, another process's lock. Each gives a tool
+error the model can act on, loses nothing committed, and clears once the cause is gone."""
+
+import sqlite3
+
+import pytest
+from memvm.engine.config import EngineConfig
+
+from tests.server.conftest import call, call_error, read
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_full_database_refuses_writes_keeps_what_it_has_and_recovers_after_forget(
+    connect, db_path, report_figure
+):
+    async with connect(engine=EngineConfig(max_db_mb=1)) as client:
+        kept = []
+        for i in range(200):
+            result = await client.call_tool("remember", {"content": f"report {i}: " + "lorem ipsum " * 1500})
+            if result.is_error:
+                message = result.content[0].text
+                break
+            kept.append(result.structured_content["page_id"])
+        else:
+            pytest.fail("a 1 MiB quota never filled")
+        assert message.startswith("Storage is full, so nothing was saved")
+        assert len(kept) >= 3
+        for i, page_id in enumerate(kept):  # every acknowledged page is still there, whole
+            assert f"report {i}: lorem ipsum" in await read(client, f"memvm://pages/{page_id}")
+        found = await call(client, "search_pages", query="report lorem", limit=50)
+        assert found["total_pages"] == len(kept)
+        for page_id in kept[:3]:
+            await call(client, "forget", page_id=page_id)
+        stored = await call(client, "remember", content="after cleaning up: the quota has room again")
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    report_figure(
+        f"diskfull: acked={len(kept)} lost=0 error=storage_full recovered={bool(stored['page_id'])}"
+    )
+
+
+async def test_a_lock_held_by_another_process_is_a_retry_error_and_reads_go_on(
+    connect, db_path, report_figure
+):
+    async with connect(engine=EngineConfig(busy_timeout_ms=100)) as client:
+        before = await call(client, "remember", content="the boiler was serviced in March", key="boiler")
+        locker = sqlite3.connect(db_path, timeout=0, isolation_level=None)
+        try:
+            locker.execute("BEGIN EXCLUSIVE")
+            message = await call_error(client, "remember", content="this waits on the lock")
+            found = await call(client, "search_pages", query="boiler serviced")
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        after = await call(client, "remember", content="this goes through once the lock is gone")
+        assert await call(client, "page_fault", page_id=before["page_id"], target_level=0)
+    assert message == "Storage is busy with another writer; retry the same call in a moment."
+    assert [hit["page_id"] for hit in found["results"]] == ["boiler"]
+    report_figure(f"locked: error=storage_busy reads_served=1 recovered={bool(after['page_id'])}")
