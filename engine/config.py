@@ -35,4 +35,7 @@ class EngineConfig(BaseModel):
     # A quota on the database file: past it, writes fail with "storage full" (and nothing is
     # half-written) while reads, forget and the freed space go on working. None: only the disk's.
     max_db_mb: int | None = Field(None, ge=1)
+    # Open the file read-only (SQLite mode=ro): reads work, every write is the "read-only" tool
+    # error, and a file that still needs a migration is refused at start.
+    read_only: bool = False
     guards: GuardConfig = Field(default_factory=GuardConfig)

@@ -5,10 +5,11 @@ transactions; one long-lived read connection beside it (WAL lets it read while a
 way). Opening a connection per call costs far more than the query, so neither is ever reopened.
 """
 
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import aiosqlite
@@ -64,7 +65,8 @@ class Database:
             await _check_file(writer)
             if target == ":memory:":
                 return cls(writer, writer, target)
-            await _pragma(writer, "PRAGMA journal_mode=WAL")
+            if not config.read_only:  # switching to WAL is a write; a read-only file keeps its mode
+                await _pragma(writer, "PRAGMA journal_mode=WAL")
             if config.max_db_mb is not None:
                 # max_page_count is per connection and only the writer grows the file.
                 page_size = next(iter(await writer.execute_fetchall("PRAGMA page_size")))[0]
@@ -189,9 +191,17 @@ async def _pragma(conn: aiosqlite.Connection, sql: str) -> None:
         await cursor.fetchall()
 
 
+def _read_only_uri(target: str) -> str:
+    """The path as a percent-encoded file: URI, which is the only way to ask SQLite for mode=ro."""
+    return f"{PurePath(os.path.abspath(target)).as_uri()}?mode=ro"
+
+
 async def _connect(target: str, config: EngineConfig) -> aiosqlite.Connection:
     try:
-        conn = await aiosqlite.connect(target, isolation_level=None)
+        if config.read_only and target != ":memory:":
+            conn = await aiosqlite.connect(_read_only_uri(target), uri=True, isolation_level=None)
+        else:
+            conn = await aiosqlite.connect(target, isolation_level=None)
     except sqlite3.Error as exc:
         raise DatabaseRefused(f"cannot open the database: {exc}") from exc
     conn.row_factory = sqlite3.Row

@@ -17,7 +17,7 @@ from memvm.engine.db import Database
 from memvm.engine.errors import PageNotFound
 from memvm.engine.grounding import check_ungrounded
 from memvm.engine.manifest_pages import available_pages, namespace_counts
-from memvm.engine.migrations import migrate
+from memvm.engine.migrations import check_current, migrate
 from memvm.engine.models import (
     BindResult,
     FaultResult,
@@ -68,7 +68,10 @@ class Engine:
         counter = TokenCounter(config.encoding)
         db = await Database.open(path, config)
         try:
-            await migrate(db.writer)
+            if config.read_only:
+                await check_current(db.writer)
+            else:
+                await migrate(db.writer)
         except BaseException:
             await db.close()
             raise

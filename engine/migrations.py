@@ -5,6 +5,7 @@ running `migrate` again is a no-op. Every table carries `namespace`, and every i
 because every query filters on it.
 """
 
+import sqlite3
 import time
 from dataclasses import dataclass
 
@@ -401,6 +402,20 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 async def applied_versions(conn: aiosqlite.Connection) -> list[int]:
     async with conn.execute("SELECT version FROM schema_migrations ORDER BY version") as cursor:
         return [row[0] for row in await cursor.fetchall()]
+
+
+async def check_current(conn: aiosqlite.Connection) -> None:
+    """For a read-only open: refuse a file that is not at this memvm's schema version."""
+    newest = max(m.version for m in MIGRATIONS)
+    try:
+        done = await applied_versions(conn)
+    except sqlite3.OperationalError:  # no ledger: an empty or new file
+        done = []
+    if not done or max(done) != newest:
+        raise DatabaseRefused(
+            f"it is read-only and at schema version {max(done, default=0)}, not {newest}; "
+            "open it once without --read-only to migrate it"
+        )
 
 
 async def migrate(conn: aiosqlite.Connection) -> list[int]:

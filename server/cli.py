@@ -85,6 +85,11 @@ def _parser() -> argparse.ArgumentParser:
         help="cap the database file at this many MiB: past it, writes get a 'storage full' tool error",
     )
     serve.add_argument(
+        "--read-only",
+        action="store_true",
+        help="open the database read-only: reads work, writes get a 'read-only' tool error",
+    )
+    serve.add_argument(
         "--guards",
         choices=[p.value for p in GuardPreset],
         default=GuardPreset.DEFAULT.value,
@@ -141,6 +146,7 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
             turn_idle_seconds=args.turn_idle_seconds,
             synchronous=Synchronous(args.synchronous),
             max_db_mb=args.max_db_mb,
+            read_only=args.read_only,
             guards=_guards(args),
         ),
         tokens=load_tokens(args.tokens) if args.tokens else None,

@@ -80,3 +80,9 @@ async def test_in_memory_database_works_for_throwaway_runs():
         assert [hit.page_id for hit in found.results] == [stored.page_id]
     finally:
         await engine.close()
+
+
+async def test_read_only_refuses_a_file_that_needs_a_migration(open_engine, db_path):
+    sqlite3.connect(db_path).close()  # an empty file: not at the current schema
+    with pytest.raises(DatabaseRefused, match="read-only"):
+        await open_engine(read_only=True)

@@ -58,3 +58,26 @@ async def test_a_lock_held_by_another_process_is_a_retry_error_and_reads_go_on(
     assert message == "Storage is busy with another writer; retry the same call in a moment."
     assert [hit["page_id"] for hit in found["results"]] == ["boiler"]
     report_figure(f"locked: error=storage_busy reads_served=1 recovered={bool(after['page_id'])}")
+
+
+async def test_a_read_only_database_serves_reads_refuses_writes_and_changes_nothing(
+    connect, db_path, report_figure
+):
+    async with connect() as client:
+        await call(client, "remember", content="the spare key is under the blue pot", key="spare-key")
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = db_path.read_bytes()
+    async with connect(engine=EngineConfig(read_only=True)) as client:
+        found = await call(client, "search_pages", query="spare key")
+        page = await read(client, "memvm://pages/spare-key")
+        message = await call_error(client, "remember", content="this cannot be stored")
+    assert [hit["page_id"] for hit in found["results"]] == ["spare-key"]
+    assert "under the blue pot" in page
+    assert message == "This memory is read-only, so nothing was saved; answer without storing."
+    assert db_path.read_bytes() == before
+    async with connect() as client:  # writable again once opened without read_only
+        stored = await call(client, "remember", content="a new note")
+    report_figure(
+        f"readonly: reads_served=2 error=storage_read_only unchanged=True recovered={bool(stored['page_id'])}"
+    )
