@@ -133,19 +133,50 @@ async def test_reading_a_foreign_page_resource_answers_like_a_missing_page(db_pa
     assert errors[0].replace("private", "ID") == errors[1].replace("absent", "ID")
 
 
-async def test_requests_without_a_valid_token_or_from_a_foreign_host_are_refused(db_path, tokens):
-    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+async def test_bad_transport_requests_get_their_http_status(db_path, tokens, report_figure):
+    # A valid opening request, so that the one thing wrong with each variant is what is refused.
+    opening = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    huge = {**opening, "padding": "x" * (9 * 1024 * 1024)}  # over the 8 MiB limit
+    good = {
+        "Authorization": f"Bearer {ALICE}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
     with http_server(db_path, tokens) as url:
-        async with httpx2.AsyncClient(timeout=30) as http:
-            missing = await http.post(url, json=listing)
-            wrong = await http.post(
-                url, json=listing, headers={"Authorization": "Bearer wrong-token-000000000000"}
-            )
-            foreign_host = await http.post(
-                url, json=listing, headers={"Authorization": f"Bearer {ALICE}", "Host": "attacker.example:80"}
-            )
-    assert (missing.status_code, wrong.status_code) == (401, 401)
-    assert foreign_host.status_code == 421
+        async with httpx2.AsyncClient(timeout=60) as http:
+
+            async def status(headers: dict[str, str], body: object = opening) -> int:
+                response = await http.post(url, content=json.dumps(body), headers={**good, **headers})
+                return response.status_code
+
+            statuses = {
+                "host": await status({"Host": "attacker.example:80"}),
+                "origin": await status({"Origin": "http://attacker.example"}),
+                "content_type": await status({"Content-Type": "text/plain"}),
+                "body": await status({}, huge),
+                "no_token": await status({"Authorization": ""}),
+                "wrong_token": await status({"Authorization": "Bearer wrong-token-000000000000"}),
+                "good": await status({}),
+            }
+    report_figure("transport: " + " ".join(f"{name}={code}" for name, code in statuses.items()))
+    assert statuses == {
+        "host": 421,
+        "origin": 403,
+        "content_type": 400,
+        "body": 413,
+        "no_token": 401,
+        "wrong_token": 401,
+        "good": 200,
+    }
 
 
 async def test_reusing_another_tokens_mcp_session_id_gives_no_access_to_its_memory(db_path, tokens):
@@ -217,19 +248,3 @@ async def test_the_sse_transport_serves_each_token_its_own_namespace(db_path, to
             _, theirs, _ = await call(bob, "search_pages", query="ferry timetable")
     assert [hit["page_id"] for hit in mine["results"]] == ["ferry"]
     assert theirs["results"] == []
-
-
-async def test_a_request_body_over_the_limit_is_refused_before_it_is_read(db_path, tokens):
-    huge = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"padding": "x" * (9 * 1024 * 1024)}}
-    with http_server(db_path, tokens) as url:
-        async with httpx2.AsyncClient(timeout=60) as http:
-            response = await http.post(
-                url,
-                content=json.dumps(huge),
-                headers={
-                    "Authorization": f"Bearer {ALICE}",
-                    "Content-Type": "application/json",
-                    "Accept": "application/json, text/event-stream",
-                },
-            )
-    assert response.status_code == 413
