@@ -21,6 +21,17 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 START_LIMIT = 60
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdef0000"
+# The first request of a handshake-era HTTP session, sent raw.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
 
 
 def free_port() -> int:
@@ -135,16 +146,7 @@ async def test_reading_a_foreign_page_resource_answers_like_a_missing_page(db_pa
 
 async def test_bad_transport_requests_get_their_http_status(db_path, tokens, report_figure):
     # A valid opening request, so that the one thing wrong with each variant is what is refused.
-    opening = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    opening = INITIALIZE
     huge = {**opening, "padding": "x" * (9 * 1024 * 1024)}  # over the 8 MiB limit
     good = {
         "Authorization": f"Bearer {ALICE}",
@@ -181,16 +183,7 @@ async def test_bad_transport_requests_get_their_http_status(db_path, tokens, rep
 
 async def test_reusing_another_tokens_mcp_session_id_gives_no_access_to_its_memory(db_path, tokens):
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = INITIALIZE
     search = {
         "jsonrpc": "2.0",
         "id": 2,
