@@ -69,8 +69,9 @@ class Database:
                 await _pragma(writer, "PRAGMA journal_mode=WAL")
             if config.max_db_mb is not None:
                 # max_page_count is per connection and only the writer grows the file.
-                page_size = next(iter(await writer.execute_fetchall("PRAGMA page_size")))[0]
-                await _pragma(writer, f"PRAGMA max_page_count={config.max_db_mb * 2**20 // page_size}")
+                page_size = await fetchone(writer, "PRAGMA page_size")
+                assert page_size is not None  # the pragma always answers
+                await _pragma(writer, f"PRAGMA max_page_count={config.max_db_mb * 2**20 // page_size[0]}")
             reader = await _connect(target, config)
             await _pragma(reader, "PRAGMA query_only=1")
         except BaseException:

@@ -20,6 +20,13 @@ _MAX_TERMS = 32
 _MAX_ID_CANDIDATES = 8
 _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 
+# What a hit reports of its page, and at which level the viewer's working set holds it (if it does).
+_HIT_COLUMNS = """p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
+       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference"""
+_MAPPED_IN_VIEWER = (
+    "LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?"
+)
+
 # Rank first, then dress only the winners: snippet() and the working-set join cost as much as the
 # ranking itself when they run for every match, and all but a few matches are thrown away. Each
 # candidate comes with the pages just before and after it in its own session, for NEIGHBOUR_WEIGHT.
@@ -41,15 +48,12 @@ FROM top JOIN pages p ON p.rowid = top.rowid
 
 # The pages drive the join (their rowids come from _RANK): with the full-text table first, SQLite
 # ran the whole match again for every page, four times slower.
-_DRESS = """
-SELECT p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
-       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference,
-       snippet(pages_fts, 0, '', '', '…', 24) AS snippet,
-       w.level AS mapped_level
+_DRESS = f"""
+SELECT {_HIT_COLUMNS}, snippet(pages_fts, 0, '', '', '…', 24) AS snippet, w.level AS mapped_level
 FROM pages p
 JOIN pages_fts ON pages_fts.rowid = p.rowid
-LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?
-WHERE p.rowid IN ({marks}) AND pages_fts MATCH ?
+{_MAPPED_IN_VIEWER}
+WHERE p.rowid IN ({{marks}}) AND pages_fts MATCH ?
 """
 
 # Evidence often sits beside the turn that matches best (a question answered in the next message),
@@ -60,13 +64,11 @@ NEIGHBOUR_WEIGHT = 0.2
 # How many BM25 matches are re-scored: the neighbour bonus reorders within these.
 RANK_DEPTH = 100
 
-_BY_ID = """
-SELECT p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
-       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference,
-       p.abstract AS snippet, 0.0 AS rank, w.level AS mapped_level
+_BY_ID = f"""
+SELECT {_HIT_COLUMNS}, p.abstract AS snippet, w.level AS mapped_level
 FROM pages p
-LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?
-WHERE p.namespace = ? AND p.page_id IN ({marks}) {filters}
+{_MAPPED_IN_VIEWER}
+WHERE p.namespace = ? AND p.page_id IN ({{marks}}) {{filters}}
 """
 
 # Above any BM25 score, and still valid JSON (infinity is not).

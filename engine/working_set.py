@@ -7,6 +7,7 @@ weighs page type. Pinned pages and pages faulted in the current turn are never t
 change goes to the append-only mutation log.
 """
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import aiosqlite
@@ -281,27 +282,22 @@ class WorkingSet:
             return []
         params = (self._namespace, self._session, rowid, self._turn)
         # Room for a page is nearly always found by the first demotion round among the weakest few
-        # mappings that can still be demoted: read those first, four times as many each time the
-        # round runs past them, and the whole set only if the round over all of them falls short.
-        # Mappings already at REFERENCE are skipped by that round anyway, so the plan is the same.
-        limit = _FIRST_CANDIDATES
-        while True:
-            rows = await fetchall(self._conn, _DEMOTABLE, (*params, limit))
+        # mappings that can still be demoted: read those first, and more only while the round runs
+        # past them. Mappings already at REFERENCE are skipped by that round anyway, so the plan is
+        # the same as over the whole set.
+        async for rows, complete in self._weakest_first(_DEMOTABLE, params):
             demotable = [_slot(row) for row in rows]
-            if await self._demote(demotable, shortfall, single_pass=True) >= shortfall:
+            if self._demote(demotable, shortfall, single_pass=True) >= shortfall:
                 return [s for s in demotable if s.level != s.mapping.level]
-            if len(rows) < limit:
+            if complete:
                 break
-            limit *= 4
         # Every demotable mapping was read and one round is not enough: more rounds, then unmap the
         # weakest, for which the same prefix-first reading of the movable mappings applies.
         for slot in demotable:
             slot.level, slot.line_tokens = slot.mapping.level, slot.mapping.line_tokens
-        freed_by_demotion = await self._demote(demotable, shortfall, single_pass=False)
+        freed_by_demotion = self._demote(demotable, shortfall, single_pass=False)
         by_rowid = {slot.mapping.rowid: slot for slot in demotable}
-        limit = _FIRST_CANDIDATES
-        while True:
-            rows = await fetchall(self._conn, _MOVABLE, (*params, limit))
+        async for rows, complete in self._weakest_first(_MOVABLE, params):
             order = [by_rowid.get(row["page_rowid"]) or _slot(row) for row in rows]
             freed, unmapped = freed_by_demotion, []
             for slot in order:
@@ -309,9 +305,8 @@ class WorkingSet:
                     break
                 freed += line_cost(slot.line_tokens)
                 unmapped.append(slot)
-            if freed >= shortfall or len(rows) < limit:
+            if freed >= shortfall or complete:
                 break
-            limit *= 4
         if freed < shortfall:
             return None
         for slot in unmapped:
@@ -323,7 +318,18 @@ class WorkingSet:
             s for s in demotable if s.mapping.rowid in changed and s.mapping.rowid not in read
         ]
 
-    async def _demote(self, slots: list[_Slot], shortfall: int, *, single_pass: bool) -> int:
+    async def _weakest_first(
+        self, sql: str, params: tuple[object, ...]
+    ) -> AsyncIterator[tuple[list[Row], bool]]:
+        """Ever longer prefixes (32, 128, 512, ...) of the mappings `sql` lists weakest first, each
+        with whether it is all of them: callers stop at the first prefix that is enough."""
+        limit = _FIRST_CANDIDATES
+        while True:
+            rows = await fetchall(self._conn, sql, (*params, limit))
+            yield rows, len(rows) < limit
+            limit *= 4
+
+    def _demote(self, slots: list[_Slot], shortfall: int, *, single_pass: bool) -> int:
         """Demote one level at a time, weakest first, round after round until it fits; tokens freed."""
         freed = 0
         while freed < shortfall:
