@@ -3,10 +3,18 @@
 One long-lived write connection per process, behind a lock, writing in short `BEGIN IMMEDIATE`
 transactions; one long-lived read connection beside it (WAL lets it read while a write is under
 way). Opening a connection per call costs far more than the query, so neither is ever reopened.
+
+Several processes may write one file. SQLite's own busy wait is not a fair queue: a writer can
+lose the lock to others again and again. So the write connection waits only a short slice inside
+SQLite, and the engine retries after a random pause until `busy_timeout_ms` has passed; only then
+does a caller see "storage busy".
 """
 
+import logging
 import os
+import random
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path, PurePath
@@ -27,7 +35,12 @@ from memvm.engine.errors import (
 APPLICATION_ID = 0x6D656D76
 
 _BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
-_BUSY_RETRIES = 3
+# SQLite's own wait per attempt on the write connection, and the random pause between attempts
+# that lets a writer which keeps losing the race come back at a different moment.
+_BUSY_SLICE_MS = 100
+_BUSY_PAUSE_S = 0.02
+
+logger = logging.getLogger("memvm.storage")
 
 Row = sqlite3.Row
 
@@ -48,23 +61,28 @@ def storage_error(exc: sqlite3.Error) -> StorageError | None:
 class Database:
     """The connections to one SQLite file (or one private in-memory database)."""
 
-    def __init__(self, writer: aiosqlite.Connection, reader: aiosqlite.Connection, path: str) -> None:
+    def __init__(
+        self, writer: aiosqlite.Connection, reader: aiosqlite.Connection, path: str, busy_timeout_ms: int
+    ) -> None:
         self._writer = writer
         self._reader = reader
         self._shared = reader is writer
         self._lock = anyio.Lock()
         self._closed = False
+        self._busy_timeout_s = busy_timeout_ms / 1000
         self.path = path
+        # Times a write found the file locked by another process and tried again; never reset.
+        self.busy_retries = 0
 
     @classmethod
     async def open(cls, path: str | Path, config: EngineConfig) -> "Database":
         """Open both connections; refuse a corrupt or foreign file with DatabaseRefused."""
         target = str(path)
-        writer = await _connect(target, config)
+        writer = await _connect(target, config, busy_ms=min(config.busy_timeout_ms, _BUSY_SLICE_MS))
         try:
             await _check_file(writer)
             if target == ":memory:":
-                return cls(writer, writer, target)
+                return cls(writer, writer, target, config.busy_timeout_ms)
             if not config.read_only:  # switching to WAL is a write; a read-only file keeps its mode
                 await _pragma(writer, "PRAGMA journal_mode=WAL")
             if config.max_db_mb is not None:
@@ -72,12 +90,12 @@ class Database:
                 page_size = await fetchone(writer, "PRAGMA page_size")
                 assert page_size is not None  # the pragma always answers
                 await _pragma(writer, f"PRAGMA max_page_count={config.max_db_mb * 2**20 // page_size[0]}")
-            reader = await _connect(target, config)
+            reader = await _connect(target, config, busy_ms=config.busy_timeout_ms)
             await _pragma(reader, "PRAGMA query_only=1")
         except BaseException:
             await writer.close()
             raise
-        return cls(writer, reader, target)
+        return cls(writer, reader, target, config.busy_timeout_ms)
 
     async def close(self) -> None:
         """Close both connections; closing again does nothing."""
@@ -107,15 +125,19 @@ class Database:
                 raise
 
     async def _begin(self) -> None:
-        # busy_timeout already waits; a few more tries cover SQLite's unfair wake-up order.
-        for attempt in range(_BUSY_RETRIES):
+        """Take the file's write lock, retrying while another process holds it (see the module)."""
+        deadline = time.monotonic() + self._busy_timeout_s
+        while True:
             try:
                 await self._writer.execute("BEGIN IMMEDIATE")
                 return
             except sqlite3.OperationalError as exc:
-                if not isinstance(storage_error(exc), StorageBusy) or attempt == _BUSY_RETRIES - 1:
+                if not isinstance(storage_error(exc), StorageBusy) or time.monotonic() >= deadline:
                     _raise_translated(exc)
                     raise
+            self.busy_retries += 1
+            logger.info("storage busy: another process holds the write lock; retry %d", self.busy_retries)
+            await anyio.sleep(random.uniform(0, _BUSY_PAUSE_S))
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         """Run a read on the read connection; the snapshot ends with the call."""
@@ -197,7 +219,7 @@ def _read_only_uri(target: str) -> str:
     return f"{PurePath(os.path.abspath(target)).as_uri()}?mode=ro"
 
 
-async def _connect(target: str, config: EngineConfig) -> aiosqlite.Connection:
+async def _connect(target: str, config: EngineConfig, *, busy_ms: int) -> aiosqlite.Connection:
     try:
         if config.read_only and target != ":memory:":
             conn = await aiosqlite.connect(_read_only_uri(target), uri=True, isolation_level=None)
@@ -208,7 +230,7 @@ async def _connect(target: str, config: EngineConfig) -> aiosqlite.Connection:
     conn.row_factory = sqlite3.Row
     try:
         # These three are per connection; only journal_mode is stored in the file.
-        await _pragma(conn, f"PRAGMA busy_timeout={int(config.busy_timeout_ms)}")
+        await _pragma(conn, f"PRAGMA busy_timeout={int(busy_ms)}")
         await _pragma(conn, f"PRAGMA synchronous={config.synchronous.value}")
         await _pragma(conn, "PRAGMA foreign_keys=ON")
     except sqlite3.Error as exc:

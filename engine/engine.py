@@ -71,7 +71,7 @@ class Engine:
             if config.read_only:
                 await check_current(db.writer)
             else:
-                await migrate(db.writer)
+                await migrate(db)
         except BaseException:
             await db.close()
             raise

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 import aiosqlite
-from memvm.engine.db import APPLICATION_ID
+from memvm.engine.db import APPLICATION_ID, Database
 from memvm.engine.errors import DatabaseRefused
 
 
@@ -418,10 +418,11 @@ async def check_current(conn: aiosqlite.Connection) -> None:
         )
 
 
-async def migrate(conn: aiosqlite.Connection) -> list[int]:
-    """Apply every migration not yet recorded; return the versions applied now."""
-    await conn.execute("BEGIN IMMEDIATE")
-    try:
+async def migrate(db: Database) -> list[int]:
+    """Apply every migration not yet recorded, in one write transaction; return the versions applied now."""
+    # One transaction through the engine's write path: a second process starting at the same
+    # moment waits (and retries) for the lock, then finds the work done.
+    async with db.write() as conn:
         await conn.execute(_CREATE_LEDGER)
         done = set(await applied_versions(conn))
         newest = max(m.version for m in MIGRATIONS)
@@ -441,8 +442,4 @@ async def migrate(conn: aiosqlite.Connection) -> list[int]:
             )
             applied.append(migration.version)
         await conn.execute(f"PRAGMA user_version = {newest}")
-    except BaseException:
-        await conn.rollback()
-        raise
-    await conn.commit()
     return applied

@@ -9,7 +9,13 @@ from pathlib import Path
 import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.config import Synchronous
-from memvm.engine.errors import DatabaseRefused
+from memvm.engine.errors import (
+    DatabaseRefused,
+    StorageBusy,
+    StorageError,
+    StorageFull,
+    StorageReadOnly,
+)
 from memvm.engine.guard_config import GuardConfig, GuardPreset
 from memvm.engine.tokens import SUPPORTED_ENCODINGS
 from memvm.server.http import Transport, http_options, is_loopback
@@ -153,6 +159,14 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
     )
 
 
+# The tool errors speak to a model mid-call; at start the person running memvm reads this instead.
+_START_PROBLEMS = {
+    StorageBusy: "another process held its write lock past the busy timeout (a migration?); start again",
+    StorageFull: "the disk (or --max-db-mb) is full; free space and start again",
+    StorageReadOnly: "the file or its folder is read-only; use --read-only to serve it as it is",
+}
+
+
 async def _check_database(settings: ServerSettings) -> None:
     """Open and migrate once before serving, so a bad file is refused before any client waits."""
     engine = await Engine.open(settings.db, settings.engine)
@@ -191,6 +205,9 @@ def serve(args: argparse.Namespace) -> int:
         anyio.run(_check_database, settings)
     except DatabaseRefused as exc:
         print(f"memvm: refusing to open {settings.db}: {exc}", file=sys.stderr)
+        return 2
+    except StorageError as exc:
+        print(f"memvm: cannot open {settings.db}: {_START_PROBLEMS[type(exc)]}", file=sys.stderr)
         return 2
     server = build_server(settings, log_level=args.log_level)
     transport = Transport(args.transport)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 
 import anyio
@@ -40,7 +40,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_listening(process: subprocess.Popen, port: int) -> None:
+def wait_listening(process: subprocess.Popen, port: int, log: Path | None = None) -> None:
     """Until the server accepts connections; fails with its stderr if it exits first."""
     deadline = time.monotonic() + START_LIMIT
     while True:
@@ -48,24 +48,36 @@ def wait_listening(process: subprocess.Popen, port: int) -> None:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
             return
         except OSError:
-            assert process.poll() is None, process.stderr.read().decode()[-2000:]
+            if process.poll() is not None:
+                stderr = log.read_bytes() if log else process.stderr.read()
+                raise AssertionError(stderr.decode()[-2000:]) from None
             assert time.monotonic() < deadline, "the server did not start listening"
             time.sleep(0.1)
 
 
 @contextmanager
-def http_server(db: Path, tokens: Path, *extra: str, transport: str = "streamable-http") -> Iterator[str]:
-    """`memvm serve` over an HTTP transport on a free loopback port; yields its URL."""
+def http_server(
+    db: Path, tokens: Path | None, *extra: str, transport: str = "streamable-http", log: Path | None = None
+) -> Iterator[str]:
+    """`memvm serve` over an HTTP transport on a free loopback port; yields its URL.
+
+    Without `tokens` every client is in the default namespace. With `log`, stderr goes to that
+    file (a pipe nobody reads would stall a server that logs much).
+    """
     port = free_port()
-    command = [sys.executable, "-m", "memvm.server", "serve", "--transport", transport]
-    process = subprocess.Popen(
-        [*command, "--port", str(port), "--tokens", str(tokens), "--db", str(db), *extra],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    command = [sys.executable, "-m", "memvm.server", "serve", "--transport", transport, "--port", str(port)]
+    if tokens:
+        command += ["--tokens", str(tokens)]
+    with ExitStack() as stack:
+        stderr = stack.enter_context(log.open("wb")) if log else subprocess.PIPE
+        process = subprocess.Popen(
+            [*command, "--db", str(db), *extra],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     try:
-        wait_listening(process, port)
+        wait_listening(process, port, log)
         yield f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
     finally:
         process.terminate()

@@ -1,10 +1,14 @@
 import sqlite3
+import threading
+import time
 
 import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.db import APPLICATION_ID
-from memvm.engine.errors import DatabaseRefused
+from memvm.engine.errors import DatabaseRefused, StorageBusy
 from memvm.engine.migrations import MIGRATIONS, applied_versions, migrate
+
+from tests.conftest import note
 
 pytestmark = pytest.mark.anyio
 
@@ -22,14 +26,15 @@ async def test_blank_database_is_migrated_and_records_every_version(engine, db_p
 
 
 async def test_migrating_twice_is_a_no_op(engine):
-    assert await migrate(engine.db.writer) == []
+    assert await migrate(engine.db) == []
     assert await applied_versions(engine.db.writer) == [m.version for m in MIGRATIONS]
 
 
 async def test_every_connection_sets_its_pragmas(engine):
-    for conn in (engine.db.writer, engine.db._reader):
+    # The writer waits a short slice inside SQLite and the engine retries; the reader just waits.
+    for conn, busy_ms in ((engine.db.writer, 100), (engine.db._reader, 10_000)):
         async with conn.execute("PRAGMA busy_timeout") as cur:
-            assert (await cur.fetchone())[0] == 10_000
+            assert (await cur.fetchone())[0] == busy_ms
         async with conn.execute("PRAGMA foreign_keys") as cur:
             assert (await cur.fetchone())[0] == 1
         async with conn.execute("PRAGMA synchronous") as cur:
@@ -86,3 +91,55 @@ async def test_read_only_refuses_a_file_that_needs_a_migration(open_engine, db_p
     sqlite3.connect(db_path).close()  # an empty file: not at the current schema
     with pytest.raises(DatabaseRefused, match="read-only"):
         await open_engine(read_only=True)
+
+
+class LockHolder(threading.Thread):
+    """Another program's long write transaction: the file's write lock, held for `seconds`."""
+
+    def __init__(self, db_path, seconds: float) -> None:
+        super().__init__()
+        self.db_path, self.seconds = db_path, seconds
+        self.taken, self.released = threading.Event(), threading.Event()
+
+    def run(self) -> None:
+        conn = sqlite3.connect(self.db_path, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            self.taken.set()
+            time.sleep(self.seconds)
+            conn.execute("COMMIT")
+            self.released.set()
+        finally:
+            conn.close()
+
+
+async def test_a_write_waits_out_another_process_lock_by_retrying(open_engine, db_path):
+    engine = await open_engine()
+    holder = LockHolder(db_path, 0.6)
+    holder.start()
+    try:
+        assert holder.taken.wait(10)
+        stored = await engine.remember(namespace="ns", session="s", page=note("Written after the lock."))
+    finally:
+        holder.join()
+    # 0.6 s is six of the writer's 100 ms slices inside SQLite: the engine must have retried.
+    assert engine.db.busy_retries >= 3
+    page = await engine.get_page(namespace="ns", page_id=stored.page_id)
+    assert page.levels[0] == "Written after the lock."
+
+
+async def test_a_lock_held_past_the_busy_timeout_is_storage_busy_and_writes_nothing(open_engine, db_path):
+    engine = await open_engine(busy_timeout_ms=300)
+    holder = LockHolder(db_path, 3.0)
+    holder.start()
+    try:
+        assert holder.taken.wait(10)
+        with pytest.raises(StorageBusy):
+            await engine.remember(namespace="ns", session="s", page=note("Never written."))
+        # It gave up at its own deadline, while the other program still held the lock.
+        assert not holder.released.is_set()
+    finally:
+        holder.join()
+    assert engine.db.busy_retries >= 1
+    found = await engine.search(namespace="ns", session="s", query="Never written")
+    assert found.results == []
