@@ -1,4 +1,4 @@
-"""The `memvm` command: serve over stdio, run the demo."""
+"""The `memvm` command: serve, run the demo, and the operator's commands (see cli_ops)."""
 
 import argparse
 import json
@@ -18,6 +18,7 @@ from memvm.engine.errors import (
 )
 from memvm.engine.guard_config import GuardConfig, GuardPreset
 from memvm.engine.tokens import SUPPORTED_ENCODINGS
+from memvm.server.cli_ops import add_operations, run_operation
 from memvm.server.http import Transport, http_options, is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile, default_db_path
 from memvm.server.tokens import TokenFileError, load_tokens
@@ -110,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="start the server and drive it through a real MCP client")
     demo.add_argument("--db", help="SQLite file to use (default: a new temporary one)")
+    add_operations(commands)
     return parser
 
 
@@ -226,9 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)
-    from memvm.server.demo import run_demo
+    if args.command == "demo":
+        from memvm.server.demo import run_demo
 
-    return run_demo(args.db)
+        return run_demo(args.db)
+    return run_operation(args)
 
 
 if __name__ == "__main__":

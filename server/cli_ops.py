@@ -1,0 +1,155 @@
+"""The operator's commands: `memvm doctor`, `export`, `import` and `backup`.
+
+Each works on the file while servers use it, prints what it did, and on failure prints one line
+starting with "memvm:" and exits 2 (doctor exits 1 when it finds a problem).
+"""
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import anyio
+from memvm.engine import Engine
+from memvm.engine.backup import BackupError, backup
+from memvm.engine.doctor import Diagnosis, diagnose
+from memvm.engine.errors import DatabaseRefused, StorageError
+from memvm.engine.transfer import TransferError, export_to, import_from, open_for_transfer
+from memvm.server.settings import default_db_path
+
+_DB_HELP = "SQLite file (default: $MEMVM_DB, else the per-user data directory)"
+
+
+def add_operations(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    doctor = commands.add_parser(
+        "doctor", help="check a database: integrity, search index, versions, sizes, WAL (safe while serving)"
+    )
+    doctor.add_argument("--db", help=_DB_HELP)
+    doctor.add_argument("--json", action="store_true", help="print the findings as one JSON object")
+
+    export = commands.add_parser(
+        "export", help="write the memory as JSON lines, one row each (safe while serving)"
+    )
+    export.add_argument("--db", help=_DB_HELP)
+    export.add_argument("--out", metavar="FILE", help="where to write (default: standard output)")
+    export.add_argument("--namespace", help="only this namespace's memory")
+
+    import_ = commands.add_parser(
+        "import", help="load an export into a database that holds no memory yet, all or nothing"
+    )
+    import_.add_argument("file", metavar="FILE", help="the export, or - for standard input")
+    import_.add_argument("--db", help=_DB_HELP + "; created if missing")
+
+    backup_ = commands.add_parser(
+        "backup", help="copy a database to a new file, consistently, while servers write to it"
+    )
+    backup_.add_argument("target", metavar="FILE", help="the new file to write")
+    backup_.add_argument("--db", help=_DB_HELP)
+
+
+def run_operation(args: argparse.Namespace) -> int:
+    db = Path(args.db).expanduser() if args.db else default_db_path()
+    try:
+        match args.command:
+            case "doctor":
+                return _doctor(db, args.json)
+            case "export":
+                return _export(db, args.out, args.namespace)
+            case "import":
+                return _import(db, args.file)
+            case _:
+                result = backup(db, Path(args.target).expanduser())
+                print(f"backed up {result.pages} pages ({_mb(result.bytes)}) to {result.path}")
+                return 0
+    except (TransferError, BackupError, DatabaseRefused, StorageError) as exc:
+        return _fail(str(exc))
+    except sqlite3.DatabaseError as exc:
+        return _fail(f"cannot use {db}: {exc}")
+
+
+def _fail(message: str) -> int:
+    print(f"memvm: {message}", file=sys.stderr)
+    return 2
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB"
+
+
+def _doctor(db: Path, as_json: bool) -> int:
+    try:
+        found = diagnose(db)
+    except FileNotFoundError:
+        return _fail(f"there is no database at {db}")
+    if as_json:
+        print(json.dumps({**asdict(found), "healthy": found.healthy}))
+    else:
+        print("\n".join(_report(found)))
+    return 0 if found.healthy else 1
+
+
+def _report(found: Diagnosis) -> list[str]:
+    from importlib.metadata import version
+
+    lines = [
+        f"database    {found.path}",
+        f"versions    memvm {version('memvm')}, SQLite {found.sqlite_version}, "
+        f"schema {found.schema_version} (this memvm: {found.schema_expected})",
+        f"size        {_mb(found.file_bytes)} file, {_mb(found.wal_bytes)} WAL, "
+        f"{found.page_count} pages of {found.page_size} B ({found.free_pages} free), journal {found.journal_mode}",
+        f"memory      {found.namespaces} namespaces, {found.sessions} sessions, "
+        f"{found.pages} pages, {found.tool_calls} tool calls",
+        "checks      " + ", ".join(f"{name} {verdict}" for name, verdict in found.checks.items()),
+    ]
+    lines += [f"problem     {problem}" for problem in found.problems]
+    lines.append("healthy" if found.healthy else f"{len(found.problems)} problem(s) found")
+    return lines
+
+
+def _export(db: Path, out: str | None, namespace: str | None) -> int:
+    if not db.is_file():
+        return _fail(f"there is no database at {db}")
+    conn = open_for_transfer(db)
+    try:
+        if out is None:
+            rows = export_to(conn, sys.stdout, namespace)
+        else:
+            # Written beside the target and renamed, so a failed export never looks like a whole one.
+            target = Path(out).expanduser()
+            partial = target.with_name(target.name + ".partial")
+            try:
+                with partial.open("w", encoding="utf-8") as stream:
+                    rows = export_to(conn, stream, namespace)
+                os.replace(partial, target)
+            finally:
+                partial.unlink(missing_ok=True)
+    finally:
+        conn.close()
+    print(f"exported {rows} rows" + (f" to {out}" if out else ""), file=sys.stderr)
+    return 0
+
+
+def _import(db: Path, source: str) -> int:
+    if source != "-" and not Path(source).is_file():
+        return _fail(f"there is no export at {source}")
+    db.parent.mkdir(parents=True, exist_ok=True)
+    anyio.run(_create, db)  # a new file gets the schema; an old one is checked and migrated
+    conn = open_for_transfer(db)
+    try:
+        if source == "-":
+            rows = import_from(conn, sys.stdin)
+        else:
+            with open(source, encoding="utf-8") as stream:
+                rows = import_from(conn, stream)
+    finally:
+        conn.close()
+    print(f"imported {rows} rows into {db}")
+    return 0
+
+
+async def _create(db: Path) -> None:
+    engine = await Engine.open(db)
+    await engine.close()

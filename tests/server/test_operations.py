@@ -1,0 +1,230 @@
+"""The operator's commands on real files: doctor, export / import (exact round trip) and backup.
+
+They run through `memvm`'s own entry point (`main`), as a person would type them; the database is
+filled through the engine so that every table that holds memory has rows.
+"""
+
+import json
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+from memvm.engine import Engine
+from memvm.engine.models import Level, ToolOutcome
+from memvm.engine.transfer import memory_tables
+from memvm.server.cli import main
+
+from tests.conftest import assistant, long_text, note, user
+
+NAMESPACES = ("acme", "globex")
+
+
+async def fill(db: Path) -> None:
+    """Memory in two namespaces touching every table: pages, faults, bindings, guards, outcomes."""
+    engine = await Engine.open(db)
+    try:
+        for ns in NAMESPACES:
+            s = {"namespace": ns, "session": f"{ns}-trip"}
+            await engine.ingest(
+                **s,
+                messages=[
+                    user(f"Book {ns} a table for 4 at 19:30, budget 1,800 — naïve café ✓"),
+                    assistant('Looking for a table.\nQuotes "inside" and a tab\tnow.'),
+                ],
+            )
+            stored = await engine.remember(**s, page=note(long_text(f"{ns} boiler", 30), importance=0.3))
+            await engine.remember(**s, page=note("The user prefers window seats."), key="seats")
+            await engine.page_fault(**s, page_id=stored.page_id, target_level=Level.REDUCED)
+            await engine.pin_page(**s, page_id=stored.page_id, pinned=True)
+            await engine.bind_value(
+                **s, tool="fx_rate", args={"pair": "EURUSD"}, value=1.0862, name="eur_usd"
+            )
+            await engine.bind_value(**s, tool="menu", args={}, value={"starters": [4.5, 7.25]})
+            await engine.check_tool_call(**s, tool="pay", args={"usd": 123.456})
+            await engine.check_ungrounded(**s, args={"amount": 99})
+            failed = ToolOutcome(
+                tool="book_table",
+                args={"party": 4, "time": "7:30pm"},
+                outcome="failure",
+                error_type="ValidationError",
+                error_message="time must be HH:MM",
+                duration_ms=12.5,
+            )
+            await engine.record_tool_outcome(**s, call=failed)
+            fixed = ToolOutcome(
+                tool="book_table",
+                args={"party": 4, "time": "19:30"},
+                outcome="success",
+                result=1.0 / 3.0,
+                goal="book dinner",
+            )
+            await engine.record_tool_outcome(**s, call=fixed)
+    finally:
+        await engine.close()
+
+
+@pytest.fixture
+def filled(tmp_path: Path) -> Path:
+    db = tmp_path / "memvm.db"
+    anyio.run(fill, db)
+    with sqlite3.connect(db) as conn:
+        empty = [
+            t.name for t in memory_tables(conn) if not conn.execute(f'SELECT 1 FROM "{t.name}"').fetchone()
+        ]
+    assert empty == []  # the round trip below covers every table
+    return db
+
+
+def run(*argv: str | Path) -> int:
+    return main([str(arg) for arg in argv])
+
+
+def test_export_then_import_then_export_is_byte_for_byte_the_same(filled, tmp_path, capsys):
+    first, second, copy = tmp_path / "first.jsonl", tmp_path / "second.jsonl", tmp_path / "copy.db"
+    assert run("export", "--db", filled, "--out", first) == 0
+    assert run("import", first, "--db", copy) == 0
+    assert run("export", "--db", copy, "--out", second) == 0
+    assert first.read_bytes() == second.read_bytes()
+    rows = [json.loads(line) for line in first.read_text(encoding="utf-8").splitlines()]
+    assert rows[-1] == {"end": True, "rows": len(rows) - 2}
+    assert "naïve café ✓" in first.read_text(encoding="utf-8")  # text kept as text
+    assert "imported" in capsys.readouterr().out
+
+
+def test_an_imported_database_searches_and_serves_like_the_original(filled, tmp_path):
+    export, copy = tmp_path / "all.jsonl", tmp_path / "copy.db"
+    run("export", "--db", filled, "--out", export)
+    run("import", export, "--db", copy)
+
+    async def answers(db: Path) -> tuple:
+        engine = await Engine.open(db)
+        try:
+            found = await engine.search(namespace="acme", session="acme-trip", query="window seats")
+            view = await engine.working_set(namespace="acme", session="acme-trip")
+            knowledge = await engine.procedural_knowledge(namespace="acme", tools=["book_table"])
+            fault = await engine.page_fault(namespace="acme", session="acme-trip", page_id="seats")
+            return (
+                [(r.page_id, round(r.score, 9)) for r in found.results],
+                view.model_dump(),
+                knowledge.model_dump(),
+                fault.content,
+            )
+        finally:
+            await engine.close()
+
+    assert anyio.run(answers, copy) == anyio.run(answers, filled)
+    assert run("doctor", "--db", copy) == 0
+
+
+def test_export_of_one_namespace_holds_only_its_rows(filled, tmp_path):
+    out = tmp_path / "acme.jsonl"
+    assert run("export", "--db", filled, "--namespace", "acme", "--out", out) == 0
+    rows = [json.loads(line)["row"] for line in out.read_text(encoding="utf-8").splitlines()[1:-1]]
+    assert rows and {row["namespace"] for row in rows} == {"acme"}
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda lines: lines[:-1], "cut short"),
+        (lambda lines: lines[:1] + lines[2:], "end line counts"),
+        (lambda lines: [lines[0].replace('"schema":5', '"schema":4'), *lines[1:]], "schema 4"),
+        (lambda lines: ["{}", *lines[1:]], "not a memvm export"),
+        (lambda lines: [*lines[:3], "not json", *lines[3:]], "line 4: not JSON"),
+        (lambda lines: [*lines[:2], lines[2].replace('"namespace"', '"tenant"'), *lines[3:]], "line 3"),
+    ],
+    ids=["truncated", "row-missing", "other-schema", "no-header", "garbage-line", "unknown-column"],
+)
+def test_a_damaged_export_is_refused_in_one_line_and_imports_nothing(filled, tmp_path, capsys, damage, says):
+    export, damaged, copy = tmp_path / "all.jsonl", tmp_path / "damaged.jsonl", tmp_path / "copy.db"
+    run("export", "--db", filled, "--out", export)
+    damaged.write_text("\n".join(damage(export.read_text(encoding="utf-8").splitlines())) + "\n")
+    capsys.readouterr()
+    assert run("import", damaged, "--db", copy) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("memvm: ") and error.count("\n") == 1 and says in error
+    assert "Traceback" not in error
+    with sqlite3.connect(copy) as conn:
+        assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 0
+
+
+def test_import_refuses_a_database_that_already_holds_memory(filled, tmp_path, capsys):
+    export, again = tmp_path / "all.jsonl", tmp_path / "again.jsonl"
+    run("export", "--db", filled, "--out", export)
+    assert run("import", export, "--db", filled) == 2
+    assert "already holds memory" in capsys.readouterr().err
+    run("export", "--db", filled, "--out", again)
+    assert again.read_bytes() == export.read_bytes()  # nothing added, nothing doubled
+
+
+def test_doctor_reports_a_healthy_file(filled, capsys):
+    assert run("doctor", "--db", filled) == 0
+    report = capsys.readouterr().out
+    assert "schema 5 (this memvm: 5)" in report and report.rstrip().endswith("healthy")
+    assert run("doctor", "--db", filled, "--json") == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["healthy"] and found["pages"] > 0 and found["namespaces"] == 2
+    assert found["checks"] == {
+        "integrity": "ok",
+        "owner": "ok",
+        "foreign_keys": "ok",
+        "page_counts": "ok",
+        "search_index": "ok",
+    }
+
+
+def break_search_index(conn: sqlite3.Connection) -> None:
+    # The index loses a page the table still has: search would miss it.
+    rowid = conn.execute("SELECT rowid, content, speaker FROM pages LIMIT 1").fetchone()
+    conn.execute(
+        "INSERT INTO pages_fts (pages_fts, rowid, content, speaker) VALUES ('delete', ?, ?, ?)", rowid
+    )
+
+
+@pytest.mark.parametrize(
+    ("damage", "check", "says"),
+    [
+        (break_search_index, "search_index", "search index"),
+        (
+            lambda conn: conn.execute(
+                "UPDATE pages_fts_data SET block = zeroblob(length(block)) WHERE id > 10"
+            ),
+            "search_index",
+            "integrity-check failed",
+        ),
+        (lambda conn: conn.execute("UPDATE page_counts SET pages = pages + 7"), "page_counts", "page counts"),
+        (lambda conn: conn.execute("DELETE FROM schema_migrations WHERE version = 5"), None, "serve it once"),
+    ],
+    ids=["unindexed-page", "index-blocks", "page-counts", "old-schema"],
+)
+def test_doctor_names_each_problem_and_exits_1(filled, capsys, damage, check, says):
+    with sqlite3.connect(filled) as conn:
+        damage(conn)
+    assert run("doctor", "--db", filled, "--json") == 1
+    found = json.loads(capsys.readouterr().out)
+    assert not found["healthy"] and any(says in problem for problem in found["problems"])
+    if check:
+        assert found["checks"][check] != "ok"
+
+
+def test_doctor_on_garbage_or_nothing_says_so_without_a_traceback(tmp_path, capsys):
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database at all" * 200)
+    assert run("doctor", "--db", garbage) == 1
+    assert "not a usable SQLite database" in capsys.readouterr().out
+    assert run("doctor", "--db", tmp_path / "missing.db") == 2
+    assert capsys.readouterr().err.startswith("memvm: there is no database at")
+
+
+def test_backup_is_a_checked_copy_and_never_overwrites(filled, tmp_path, capsys):
+    target = tmp_path / "backup.db"
+    assert run("backup", target, "--db", filled) == 0
+    assert "backed up" in capsys.readouterr().out
+    assert run("doctor", "--db", target) == 0
+    with sqlite3.connect(filled) as original, sqlite3.connect(target) as copy:
+        query = "SELECT page_id, content FROM pages ORDER BY rowid"
+        assert copy.execute(query).fetchall() == original.execute(query).fetchall()
+    assert not Path(str(target) + "-wal").exists() or Path(str(target) + "-wal").stat().st_size == 0
+    assert run("backup", target, "--db", filled) == 2
+    assert "already exists" in capsys.readouterr().err
