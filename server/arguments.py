@@ -10,6 +10,7 @@ from pydantic import AfterValidator, Field
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 MAX_CONTENT_CHARS = 1_000_000
 MAX_JSON_CHARS = 1_000_000
+MAX_ARGUMENT_KEYS = 1_000  # top-level arguments of one tool call; the size cap bounds the rest
 # MCP tool names, plus the separators hosts use to prefix a server's name ("github/create_issue").
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:/\-]{0,127}$"
 
@@ -95,12 +96,19 @@ ToolName = Annotated[
 ]
 ToolArguments = Annotated[
     dict[str, Any],
-    Field(description="The tool call's arguments, as the JSON object you would send the tool."),
+    Field(
+        max_length=MAX_ARGUMENT_KEYS,
+        description="The tool call's arguments, as the JSON object you would send the tool "
+        f"(at most {MAX_JSON_CHARS:,} characters as JSON).",
+    ),
     AfterValidator(_storable_json),
 ]
 ToolValue = Annotated[
     Any,
-    Field(description="The tool's result: a number, string, boolean, list or object."),
+    Field(
+        description="The tool's result: a number, string, boolean, list or object "
+        f"(at most {MAX_JSON_CHARS:,} characters as JSON; no NaN or infinity)."
+    ),
     AfterValidator(_storable_json),
 ]
 AliasName = Annotated[
