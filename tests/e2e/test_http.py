@@ -93,13 +93,6 @@ async def client(url: str, token: str, mode: str = "auto") -> AsyncIterator[Clie
         yield connected
 
 
-@pytest.fixture
-def tokens(tmp_path: Path) -> Path:
-    path = tmp_path / "tokens.json"
-    path.write_text(json.dumps({ALICE: "alice", BOB: "bob"}))
-    return path
-
-
 async def call(connected: Client, tool: str, **arguments):
     result = await connected.call_tool(tool, arguments)
     return (
