@@ -13,6 +13,39 @@ class Synchronous(StrEnum):
     NORMAL = "NORMAL"
 
 
+class SearchTuning(BaseModel):
+    """How search_pages re-scores its BM25 matches; each idea can be switched off (0) on its own.
+
+    The defaults were measured on the development data of two public memory benchmarks (LoCoMo and
+    LongMemEval_S) with tests/bench/retrieval.py --ideas, and kept only where they helped both.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # BM25 matches re-scored: every bonus below reorders within these.
+    depth: int = Field(100, ge=10, le=1_000)
+    # Evidence often sits beside the best-matching turn (a question answered in the next message):
+    # a match gains this share of the BM25 scores of matches up to `neighbour_reach` turns away in
+    # its session, times `neighbour_decay` for each further step. A short turn ("Yes, twice!") means
+    # little alone, a long one stands on its own: pages longer than `context_tokens` take a share of
+    # the bonus that shrinks with their length.
+    neighbour_weight: float = Field(0.3, ge=0.0, le=2.0)
+    neighbour_reach: int = Field(2, ge=1, le=4)
+    neighbour_decay: float = Field(0.5, ge=0.0, le=1.0)
+    context_tokens: int = Field(60, ge=1, le=100_000)
+    # A page said by someone the query names ("What did Caroline paint?") scores this much more,
+    # as a share of its score. BM25 alone cannot do it: in a two-person conversation a name is on
+    # half the pages, so its inverse document frequency is about zero.
+    speaker_boost: float = Field(1.0, ge=0.0, le=5.0)
+    # Pronouns name speakers too: a query in the first person ("my", "I") asks about what the user
+    # said, one in the second person ("you mentioned") about what the assistant said. The pages of
+    # that role score this much more; a query with both, or neither, boosts no role.
+    role_boost: float = Field(1.0, ge=0.0, le=5.0)
+    # A match gains this share of the best BM25 score in its session: conversations are about one
+    # thing at a time, and a session that matches well holds more of what was asked.
+    session_weight: float = Field(0.5, ge=0.0, le=2.0)
+
+
 class EngineConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -39,3 +72,4 @@ class EngineConfig(BaseModel):
     # error, and a file that still needs a migration is refused at start.
     read_only: bool = False
     guards: GuardConfig = Field(default_factory=GuardConfig)
+    search: SearchTuning = Field(default_factory=SearchTuning)

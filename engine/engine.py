@@ -137,6 +137,7 @@ class Engine:
             page_type=page_type,
             modality=modality,
             only_session=session if scope is SearchScope.SESSION else None,
+            tuning=self.config.search,
         )
 
     async def begin_turn(self, *, namespace: str, session: str) -> TurnResult:

@@ -8,6 +8,7 @@ filter, and the namespace filter lives in SQL WHERE, never in the MATCH string.
 
 import re
 
+from memvm.engine.config import SearchTuning
 from memvm.engine.db import Database, Row
 from memvm.engine.levels import collapse
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
@@ -29,7 +30,8 @@ _MAPPED_IN_VIEWER = (
 
 # Rank first, then dress only the winners: snippet() and the working-set join cost as much as the
 # ranking itself when they run for every match, and all but a few matches are thrown away. Each
-# candidate comes with the pages just before and after it in its own session, for NEIGHBOUR_WEIGHT.
+# candidate comes with its session, its speaker and the rowids of the pages up to `reach` before and
+# after it in its session ({neighbours}), for the re-scoring in `rescore`.
 _RANK = """
 WITH top AS (
     SELECT pages_fts.rowid AS rowid, -bm25(pages_fts) AS score
@@ -38,13 +40,24 @@ WITH top AS (
     ORDER BY bm25(pages_fts), pages_fts.rowid
     LIMIT ?
 )
-SELECT top.rowid, top.score,
-       (SELECT max(q.rowid) FROM pages q
-        WHERE q.namespace = p.namespace AND q.session = p.session AND q.rowid < p.rowid) AS previous,
-       (SELECT min(q.rowid) FROM pages q
-        WHERE q.namespace = p.namespace AND q.session = p.session AND q.rowid > p.rowid) AS following
+SELECT top.rowid, top.score, p.session, p.speaker, p.role, p.tokens_full{neighbours}
 FROM top JOIN pages p ON p.rowid = top.rowid
 """
+# The page `step` places before (or after) a candidate in its session, through pages_by_session.
+_NEIGHBOUR = """,
+       (SELECT q.rowid FROM pages q
+        WHERE q.namespace = p.namespace AND q.session = p.session AND q.rowid {sign} p.rowid
+        ORDER BY q.rowid {order} LIMIT 1 OFFSET {offset}) AS {name}{step}"""
+
+
+def _rank_sql(filters: str, reach: int) -> str:
+    neighbours = "".join(
+        _NEIGHBOUR.format(sign=sign, order=order, offset=step - 1, name=name, step=step)
+        for step in range(1, reach + 1)
+        for sign, order, name in (("<", "DESC", "before"), (">", "ASC", "after"))
+    )
+    return _RANK.format(filters=filters, neighbours=neighbours)
+
 
 # The pages drive the join (their rowids come from _RANK): with the full-text table first, SQLite
 # ran the whole match again for every page, four times slower.
@@ -56,14 +69,6 @@ JOIN pages_fts ON pages_fts.rowid = p.rowid
 WHERE p.rowid IN ({{marks}}) AND pages_fts MATCH ?
 """
 
-# Evidence often sits beside the turn that matches best (a question answered in the next message),
-# so a match gains this share of its session neighbours' BM25 scores. Measured on the development
-# data (tests/bench/retrieval.py): 0.2 lifts LoCoMo R@10 by about .05 and leaves LongMemEval as it
-# was; 0.5 helps LoCoMo more but costs LongMemEval .02, so one setting serves both.
-NEIGHBOUR_WEIGHT = 0.2
-# How many BM25 matches are re-scored: the neighbour bonus reorders within these.
-RANK_DEPTH = 100
-
 _BY_ID = f"""
 SELECT {_HIT_COLUMNS}, p.abstract AS snippet, w.level AS mapped_level
 FROM pages p
@@ -73,6 +78,44 @@ WHERE p.namespace = ? AND p.page_id IN ({{marks}}) {{filters}}
 
 # Above any BM25 score, and still valid JSON (infinity is not).
 EXACT_ID_SCORE = 1_000_000.0
+
+DEFAULT_TUNING = SearchTuning()
+
+# bm25() runs for every page a term is on, so in a large namespace a term on thousands of pages
+# costs most of a search (40 ms at 100,000 pages) while it weighs least (its inverse document
+# frequency is low). Such terms are left out of the ranking when the query has rarer ones; a query
+# of common terms only asks for pages holding all of them first. Namespaces of up to this many
+# pages, and queries without a common term, are ranked on every term as before.
+COMMON_PAGES = 1_000
+# Counted over the whole file, as FTS5 counts for BM25's inverse document frequency: walking only
+# the full-text index, up to the threshold, costs a fraction of a millisecond per term.
+_CAPPED_COUNT = "SELECT (SELECT count(*) FROM (SELECT 1 FROM pages_fts WHERE pages_fts MATCH ? LIMIT {cap}))"
+# The pages of the namespace that hold every term, up to `cap` of them.
+_CAPPED_IN_NAMESPACE = """
+SELECT count(*) FROM (
+    SELECT 1 FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
+    WHERE pages_fts MATCH ? AND p.namespace = ? LIMIT {cap})"""
+
+
+async def _ranking_match(db: Database, namespace: str, terms: list[str], total: int, limit: int) -> str:
+    """The MATCH expression to rank with: every term, unless common terms make that slow (above)."""
+    everything = match_expression(terms)
+    if total <= COMMON_PAGES:
+        return everything
+    # One trip: each term's page count in the namespace, counted no further than the threshold.
+    counts = await db.fetchall(
+        " UNION ALL ".join([_CAPPED_COUNT.format(cap=COMMON_PAGES + 1)] * len(terms)),
+        [match_expression([term]) for term in terms],
+    )
+    rare = [term for term, (count,) in zip(terms, counts, strict=True) if count <= COMMON_PAGES]
+    if rare:
+        return match_expression(rare)
+    together = " AND ".join(match_expression([term]) for term in terms)
+    # CROSS JOIN keeps the full-text index outermost; left to choose, SQLite walked the namespace's
+    # pages and ran the match once for each of them (seconds at 100,000 pages).
+    found = await db.fetchone(_CAPPED_IN_NAMESPACE.format(cap=limit), (together, namespace))
+    return together if found and found[0] >= limit else everything
+
 
 _TOTAL = "SELECT coalesce((SELECT pages FROM page_counts WHERE namespace = ?), 0)"
 
@@ -119,14 +162,48 @@ def _filters(
     return " ".join(clauses), params
 
 
-def rescore(candidates: list[Row]) -> dict[int, float]:
-    """BM25 plus NEIGHBOUR_WEIGHT times the scores of the same-session neighbours among `candidates`."""
-    scores = {row["rowid"]: float(row["score"]) for row in candidates}
-    return {
-        row["rowid"]: scores[row["rowid"]]
-        + NEIGHBOUR_WEIGHT * (scores.get(row["previous"], 0.0) + scores.get(row["following"], 0.0))
-        for row in candidates
-    }
+# Pronouns that make a query about one side of the conversation (see SearchTuning.role_boost).
+_FIRST_PERSON = frozenset(["i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"])
+_SECOND_PERSON = frozenset(
+    ["you", "your", "yours", "yourself", "yourselves", "you're", "you've", "you'd", "you'll"]
+)
+_WORD = re.compile(r"[a-z']+")
+
+
+def addressed_role(query: str) -> Role | None:
+    """The role a query asks about by its pronouns: the user for "my", the assistant for "you"."""
+    words = set(_WORD.findall(query.lower().replace("\u2019", "'")))
+    first, second = bool(words & _FIRST_PERSON), bool(words & _SECOND_PERSON)
+    if first == second:
+        return None
+    return Role.USER if first else Role.ASSISTANT
+
+
+def rescore(
+    candidates: list[Row], terms: list[str], role: Role | None, tuning: SearchTuning
+) -> dict[int, float]:
+    """Each candidate's BM25 score with the bonuses of `tuning` (see SearchTuning for why each helps)."""
+    bm25 = {row["rowid"]: float(row["score"]) for row in candidates}
+    session_best: dict[str, float] = {}
+    for row in candidates:
+        session_best[row["session"]] = max(session_best.get(row["session"], 0.0), bm25[row["rowid"]])
+    asked = set(terms)
+    scores = {}
+    for row in candidates:
+        around = sum(
+            tuning.neighbour_decay ** (step - 1)
+            * (bm25.get(row[f"before{step}"], 0.0) + bm25.get(row[f"after{step}"], 0.0))
+            for step in range(1, tuning.neighbour_reach + 1)
+        )
+        standalone = min(1.0, tuning.context_tokens / max(1, row["tokens_full"]))
+        score = bm25[row["rowid"]] + tuning.neighbour_weight * standalone * around
+        speaker = _TERM.findall((row["speaker"] or "").lower())
+        if speaker and asked.issuperset(speaker):
+            score *= 1 + tuning.speaker_boost
+        if role is not None and row["role"] == role.value:
+            score *= 1 + tuning.role_boost
+        scores[row["rowid"]] = score + tuning.session_weight * session_best[row["session"]]
+    return scores
 
 
 def _hit(row: Row, *, score: float) -> SearchHit:
@@ -156,11 +233,12 @@ async def search_pages(
     page_type: PageType | None = None,
     modality: Modality | None = None,
     only_session: str | None = None,
+    tuning: SearchTuning = DEFAULT_TUNING,
 ) -> SearchResult:
     """The `limit` best pages for `query`: an exact page id first, then by score.
 
-    `score` is higher for better matches: BM25 (negated, so higher is better) plus a share of the
-    scores of matching neighbours in the same session; an exact id match scores EXACT_ID_SCORE.
+    `score` is higher for better matches: BM25 (negated, so higher is better) with the bonuses of
+    `tuning` (neighbours, speaker, session); an exact id match scores EXACT_ID_SCORE.
     """
     filters, filter_params = _filters(page_type, modality, only_session)
     hits: list[SearchHit] = []
@@ -175,12 +253,15 @@ async def search_pages(
         for row in sorted(rows, key=lambda r: order[r["page_id"]]):
             hits.append(_hit(row, score=EXACT_ID_SCORE))
     terms = query_terms(query)
+    total_row = await db.fetchone(_TOTAL, (namespace,))
+    total = int(total_row[0]) if total_row else 0
     if terms and len(hits) < limit:
-        match = match_expression(terms)
+        match = await _ranking_match(db, namespace, terms, total, limit)
         matches = await db.fetchall(
-            _RANK.format(filters=filters), (match, namespace, *filter_params, max(RANK_DEPTH, limit))
+            _rank_sql(filters, tuning.neighbour_reach),
+            (match, namespace, *filter_params, max(tuning.depth, limit)),
         )
-        scores = rescore(matches)
+        scores = rescore(matches, terms, addressed_role(query), tuning)
         seen = {hit.page_id for hit in hits}
         best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(hits)]
         if best:
@@ -192,5 +273,4 @@ async def search_pages(
                 row = by_rowid[rowid]
                 if row["page_id"] not in seen:
                     hits.append(_hit(row, score=round(scores[rowid], 6)))
-    total = await db.fetchone(_TOTAL, (namespace,))
-    return SearchResult(results=hits[:limit], total_pages=int(total[0]) if total else 0)
+    return SearchResult(results=hits[:limit], total_pages=total)

@@ -2,10 +2,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memvm.engine import migrations, search
+from memvm.engine.config import SearchTuning
 from memvm.engine.models import IngestMessage, PageType, Role, SearchScope
-from memvm.engine.search import EXACT_ID_SCORE, match_expression, query_terms
+from memvm.engine.search import EXACT_ID_SCORE, addressed_role, match_expression, query_terms, search_pages
 
-from tests.conftest import NS, note, user
+from tests.conftest import NS, assistant, long_text, note, user
 
 pytestmark = pytest.mark.anyio
 
@@ -126,9 +127,16 @@ async def test_a_speakers_name_finds_their_lines(engine):
     assert found.results[0].snippet == "I painted a sunrise over the lake."
 
 
-async def test_a_weak_match_beside_a_strong_one_in_its_session_ranks_higher(engine, monkeypatch):
+async def test_a_weak_match_beside_a_strong_one_in_its_session_ranks_higher(open_engine):
     # The question turn matches best; the answer beside it matches only "kitchen", as does a line
     # of another session that BM25 alone would put first (it is shorter).
+    async def order(tuning: SearchTuning) -> list[str]:
+        engine = await open_engine(search=tuning)
+        found = await engine.search(namespace=NS, session="s", query="plumber fix kitchen", limit=3)
+        await engine.close()
+        return [hit.snippet for hit in found.results]
+
+    engine = await open_engine()
     await engine.ingest(
         namespace=NS,
         session="house",
@@ -138,15 +146,53 @@ async def test_a_weak_match_beside_a_strong_one_in_its_session_ranks_higher(engi
         ],
     )
     await engine.ingest(namespace=NS, session="other", messages=[user("Kitchen lights.")])
+    alone = {"neighbour_weight": 0.0, "session_weight": 0.0}
+    assert (await order(SearchTuning(**alone)))[1] == "Kitchen lights."
+    assert (await order(SearchTuning(session_weight=0.0)))[1].startswith("The one from the corner shop")
+    assert (await order(SearchTuning(neighbour_weight=0.0)))[1].startswith("The one from the corner shop")
 
-    async def order() -> list[str]:
-        found = await engine.search(namespace=NS, session="s", query="plumber fix kitchen", limit=3)
-        return [hit.snippet for hit in found.results]
 
-    ranked = await order()
-    assert ranked[1].startswith("The one from the corner shop")
-    monkeypatch.setattr(search, "NEIGHBOUR_WEIGHT", 0.0)
-    assert (await order())[1] == "Kitchen lights."
+async def test_the_neighbour_bonus_shrinks_for_pages_that_stand_on_their_own(open_engine):
+    engine = await open_engine()
+    long_answer = "The one from the corner shop sorted the kitchen sink. " + long_text("errands", 12)
+    await engine.ingest(
+        namespace=NS, session="house", messages=[user("Which plumber came to fix things?"), user(long_answer)]
+    )
+    await engine.ingest(namespace=NS, session="other", messages=[user("Kitchen lights.")])
+
+    async def scores(tuning: SearchTuning) -> dict[str, float]:
+        found = await search_pages(
+            engine.db, namespace=NS, viewer_session="s", query="plumber fix kitchen", limit=3, tuning=tuning
+        )
+        return {hit.snippet[:10]: hit.score for hit in found.results}
+
+    plain = await scores(SearchTuning(neighbour_weight=0.0, session_weight=0.0))
+    scaled = await scores(SearchTuning(session_weight=0.0))
+    unscaled = await scores(SearchTuning(session_weight=0.0, context_tokens=100_000))
+    assert plain["The one fr"] < scaled["The one fr"] < unscaled["The one fr"]
+
+
+async def test_a_query_in_the_first_person_prefers_what_the_user_said():
+    assert addressed_role("What is the name of my cat?") is Role.USER
+    assert addressed_role("Which hotel did you recommend?") is Role.ASSISTANT
+    assert addressed_role("You mentioned a recipe I liked, can you remind me?") is None
+    assert addressed_role("What did Caroline paint?") is None
+    assert addressed_role("I’m not sure") is Role.USER
+
+
+async def test_pronouns_lift_the_pages_of_the_role_they_name(engine):
+    await engine.ingest(
+        namespace=NS,
+        session="s",
+        messages=[
+            user("My cat is called Miso."),
+            assistant("A cat called Miso, lovely; cats like that name."),
+        ],
+    )
+    mine = await engine.search(namespace=NS, session="s", query="what is my cat called")
+    yours = await engine.search(namespace=NS, session="s", query="what did you say about the cat called Miso")
+    assert mine.results[0].role is Role.USER
+    assert yours.results[0].role is Role.ASSISTANT
 
 
 async def test_files_from_before_the_speaker_index_get_it_when_migrated(open_engine, monkeypatch):
@@ -158,3 +204,21 @@ async def test_files_from_before_the_speaker_index_get_it_when_migrated(open_eng
     migrated = await open_engine()
     found = await migrated.search(namespace=NS, session="s", query="Gina")
     assert [hit.snippet for hit in found.results] == ["Opened a dance studio."]
+
+
+async def test_in_a_large_namespace_common_terms_give_way_to_rarer_ones(engine, monkeypatch):
+    # Six pages say "weather"; one says "zeppelin". Past the threshold, "weather" no longer ranks.
+    monkeypatch.setattr(search, "COMMON_PAGES", 5)
+    for n in range(6):
+        await engine.remember(
+            namespace=NS, session="s", page=note(f"The weather report number {n}, weather again.")
+        )
+    await engine.remember(namespace=NS, session="s", page=note("A zeppelin flew over."), key="zeppelin")
+    found = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=3)
+    assert [hit.page_id for hit in found.results] == ["zeppelin"]  # the weather pages are not ranked
+    # With only common terms, the pages holding all of them are ranked.
+    both = await engine.search(namespace=NS, session="s", query="weather report", limit=3)
+    assert len(both.results) == 3 and all("weather report" in hit.snippet for hit in both.results)
+    monkeypatch.setattr(search, "COMMON_PAGES", 2_000)
+    exact = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=3)
+    assert len(exact.results) == 3 and "zeppelin" in [hit.page_id for hit in exact.results]
