@@ -222,3 +222,33 @@ async def test_in_a_large_namespace_common_terms_give_way_to_rarer_ones(engine, 
     monkeypatch.setattr(search, "COMMON_PAGES", 2_000)
     exact = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=3)
     assert len(exact.results) == 3 and "zeppelin" in [hit.page_id for hit in exact.results]
+
+
+async def test_a_match_in_a_session_that_matches_well_outranks_an_equal_one_elsewhere(open_engine):
+    engine = await open_engine()
+    # The garage's "tent" line is shorter, so BM25 alone puts it first; only the camping session
+    # also matches the rest of the query.
+    await engine.ingest(
+        namespace=NS,
+        session="camping",
+        messages=[
+            user("We booked the lakeside campsite for the weekend."),
+            user("Bring the tent."),
+            user("ok"),
+        ],
+    )
+    await engine.ingest(namespace=NS, session="garage", messages=[user("Tent sold."), user("ok"), user("ok")])
+
+    async def first_tent(tuning: SearchTuning) -> str:
+        found = await search_pages(
+            engine.db,
+            namespace=NS,
+            viewer_session="s",
+            query="lakeside campsite tent",
+            limit=5,
+            tuning=tuning,
+        )
+        return next(hit.session for hit in found.results if "tent" in hit.snippet.lower())
+
+    assert await first_tent(SearchTuning(neighbour_weight=0.0)) == "camping"
+    assert await first_tent(SearchTuning(neighbour_weight=0.0, session_weight=0.0)) == "garage"
