@@ -35,14 +35,21 @@ _MAPPED_IN_VIEWER = (
 _RANK = """
 WITH top AS (
     SELECT pages_fts.rowid AS rowid, -bm25(pages_fts) AS score
-    FROM pages_fts JOIN pages p ON p.rowid = pages_fts.rowid
-    WHERE pages_fts MATCH ? AND p.namespace = ? {filters}
+    {source}
     ORDER BY bm25(pages_fts), pages_fts.rowid
     LIMIT ?
 )
 SELECT top.rowid, top.score, p.session, p.speaker, p.role, p.tokens_full{neighbours}
 FROM top JOIN pages p ON p.rowid = top.rowid
+WHERE p.namespace = ?
 """
+# Which matches are ranked: those of the namespace (and filters), joined page by page; or, when
+# the namespace holds every page of the file and nothing is filtered, all of them without the
+# join, which is a third of a search at 100,000 pages. The outer WHERE above still drops any page
+# of another namespace written in between, so no foreign page can slip in.
+_IN_NAMESPACE = """FROM pages_fts JOIN pages p ON p.rowid = pages_fts.rowid
+    WHERE pages_fts MATCH ? AND p.namespace = ? {filters}"""
+_WHOLE_FILE = "FROM pages_fts WHERE pages_fts MATCH ?"
 # The page `step` places before (or after) a candidate in its session, through pages_by_session.
 _NEIGHBOUR = """,
        (SELECT q.rowid FROM pages q
@@ -50,13 +57,13 @@ _NEIGHBOUR = """,
         ORDER BY q.rowid {order} LIMIT 1 OFFSET {offset}) AS {name}{step}"""
 
 
-def _rank_sql(filters: str, reach: int) -> str:
+def _rank_sql(source: str, reach: int) -> str:
     neighbours = "".join(
         _NEIGHBOUR.format(sign=sign, order=order, offset=step - 1, name=name, step=step)
         for step in range(1, reach + 1)
         for sign, order, name in (("<", "DESC", "before"), (">", "ASC", "after"))
     )
-    return _RANK.format(filters=filters, neighbours=neighbours)
+    return _RANK.format(source=source, neighbours=neighbours)
 
 
 # The pages drive the join (their rowids come from _RANK): with the full-text table first, SQLite
@@ -86,7 +93,7 @@ DEFAULT_TUNING = SearchTuning()
 # frequency is low). Such terms are left out of the ranking when the query has rarer ones; a query
 # of common terms only asks for pages holding all of them first. Namespaces of up to this many
 # pages, and queries without a common term, are ranked on every term as before.
-COMMON_PAGES = 1_000
+COMMON_PAGES = 500
 # Counted over the whole file, as FTS5 counts for BM25's inverse document frequency: walking only
 # the full-text index, up to the threshold, costs a fraction of a millisecond per term.
 _CAPPED_COUNT = "SELECT (SELECT count(*) FROM (SELECT 1 FROM pages_fts WHERE pages_fts MATCH ? LIMIT {cap}))"
@@ -117,7 +124,9 @@ async def _ranking_match(db: Database, namespace: str, terms: list[str], total: 
     return together if found and found[0] >= limit else everything
 
 
-_TOTAL = "SELECT coalesce((SELECT pages FROM page_counts WHERE namespace = ?), 0)"
+# The namespace's pages, and the file's.
+_TOTAL = """SELECT coalesce((SELECT pages FROM page_counts WHERE namespace = ?), 0),
+                  coalesce((SELECT sum(pages) FROM page_counts), 0)"""
 
 
 def query_terms(text: str) -> list[str]:
@@ -253,14 +262,17 @@ async def search_pages(
         for row in sorted(rows, key=lambda r: order[r["page_id"]]):
             hits.append(_hit(row, score=EXACT_ID_SCORE))
     terms = query_terms(query)
-    total_row = await db.fetchone(_TOTAL, (namespace,))
-    total = int(total_row[0]) if total_row else 0
+    counts = await db.fetchone(_TOTAL, (namespace,))
+    total, in_file = (int(counts[0]), int(counts[1])) if counts else (0, 0)
     if terms and len(hits) < limit:
         match = await _ranking_match(db, namespace, terms, total, limit)
-        matches = await db.fetchall(
-            _rank_sql(filters, tuning.neighbour_reach),
-            (match, namespace, *filter_params, max(tuning.depth, limit)),
-        )
+        depth = max(tuning.depth, limit)
+        if filters or total != in_file:
+            source = _IN_NAMESPACE.format(filters=filters)
+            params: tuple[object, ...] = (match, namespace, *filter_params, depth, namespace)
+        else:
+            source, params = _WHOLE_FILE, (match, depth, namespace)
+        matches = await db.fetchall(_rank_sql(source, tuning.neighbour_reach), params)
         scores = rescore(matches, terms, addressed_role(query), tuning)
         seen = {hit.page_id for hit in hits}
         best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(hits)]
