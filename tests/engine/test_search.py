@@ -252,3 +252,31 @@ async def test_a_match_in_a_session_that_matches_well_outranks_an_equal_one_else
 
     assert await first_tent(SearchTuning(neighbour_weight=0.0)) == "camping"
     assert await first_tent(SearchTuning(neighbour_weight=0.0, session_weight=0.0)) == "garage"
+
+
+async def test_a_speaker_the_query_names_lifts_that_speakers_pages(open_engine):
+    # Caroline speaks on half the pages, so her name weighs nothing in BM25; Melanie's painting
+    # line is shorter and would win without the boost.
+    engine = await open_engine()
+    lines = [
+        said("Caroline", "I painted a sunrise over the lake last weekend with my new brushes."),
+        said("Melanie", "I painted the fence."),
+        *[said("Caroline", f"The weather was lovely on day {n}.") for n in range(3)],
+        *[said("Melanie", f"The dog slept all of day {n}.") for n in range(3)],
+    ]
+    await engine.ingest(namespace=NS, session="s", messages=lines)
+
+    async def first(tuning: SearchTuning) -> str:
+        found = await search_pages(
+            engine.db,
+            namespace=NS,
+            viewer_session="s",
+            query="What did Caroline paint?",
+            limit=2,
+            tuning=tuning,
+        )
+        return found.results[0].snippet
+
+    others_off = {"neighbour_weight": 0.0, "session_weight": 0.0}
+    assert await first(SearchTuning(**others_off, speaker_boost=0.0)) == "I painted the fence."
+    assert (await first(SearchTuning(**others_off))).startswith("I painted a sunrise")
