@@ -11,6 +11,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from memvm.engine.db import connect_blocking
+
 
 class BackupError(Exception):
     """A backup that cannot be made; one line for the person running it."""
@@ -23,7 +25,7 @@ class BackupResult:
     pages: int
 
 
-def backup(source: str | Path, target: str | Path, busy_timeout_ms: int = 10_000) -> BackupResult:
+def backup(source: str | Path, target: str | Path) -> BackupResult:
     """Copy the database at `source` to the new file `target`."""
     source, target = Path(source), Path(target)
     if not source.is_file():
@@ -32,9 +34,8 @@ def backup(source: str | Path, target: str | Path, busy_timeout_ms: int = 10_000
         raise BackupError(f"{target} already exists; name a new file")
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
-    src = sqlite3.connect(source, isolation_level=None)
+    src = connect_blocking(source)
     try:
-        src.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         dst = sqlite3.connect(partial, isolation_level=None)
         try:
             src.backup(dst)  # pages=-1: the whole file from one snapshot

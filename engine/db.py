@@ -161,6 +161,18 @@ class Database:
         return self._writer
 
 
+def connect_blocking(path: str | Path) -> sqlite3.Connection:
+    """A plain connection for the operator's one-shot commands (doctor, export, import, backup).
+
+    They run beside serving processes, so they wait for the write lock as long as the engine does;
+    transactions are explicit (isolation_level=None), as on the engine's own connections.
+    """
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout={EngineConfig().busy_timeout_ms}")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
 async def fetchall(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> list[Row]:
     """A read inside a write transaction (sees the transaction's own writes)."""
     # One trip to the connection's thread: execute, fetch and close there together. Each await

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvm.engine.db import APPLICATION_ID
-from memvm.engine.migrations import MIGRATIONS
+from memvm.engine.db import APPLICATION_ID, connect_blocking
+from memvm.engine.migrations import SCHEMA_VERSION
 
 
 @dataclass
@@ -18,7 +18,7 @@ class Diagnosis:
     path: str
     sqlite_version: str = sqlite3.sqlite_version
     schema_version: int = 0
-    schema_expected: int = max(m.version for m in MIGRATIONS)
+    schema_expected: int = SCHEMA_VERSION
     journal_mode: str = ""
     file_bytes: int = 0
     wal_bytes: int = 0
@@ -37,7 +37,7 @@ class Diagnosis:
         return not self.problems
 
 
-def diagnose(path: str | Path, busy_timeout_ms: int = 10_000) -> Diagnosis:
+def diagnose(path: str | Path) -> Diagnosis:
     """Check the file at `path`; raises FileNotFoundError when there is none."""
     target = Path(path)
     if not target.is_file():
@@ -47,9 +47,8 @@ def diagnose(path: str | Path, busy_timeout_ms: int = 10_000) -> Diagnosis:
     found.wal_bytes = wal.stat().st_size if wal.exists() else 0
     # Not mode=ro: the FTS5 check is phrased as an INSERT, and a read-only open would also miss
     # a WAL that only a writer may recover. Nothing is committed.
-    conn = sqlite3.connect(target, isolation_level=None)
+    conn = connect_blocking(target)
     try:
-        conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         _file_checks(conn, found)
         if found.checks.get("integrity") == "ok" and found.checks.get("owner") == "ok":
             _memvm_checks(conn, found)

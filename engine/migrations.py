@@ -389,6 +389,8 @@ _SPEAKER_INDEX = Migration(
 )
 
 MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _GUARDS, _PROCEDURES, _PAGE_COUNTS, _SPEAKER_INDEX)
+# The schema version this memvm writes and expects.
+SCHEMA_VERSION = max(m.version for m in MIGRATIONS)
 
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -406,7 +408,7 @@ async def applied_versions(conn: aiosqlite.Connection) -> list[int]:
 
 async def check_current(conn: aiosqlite.Connection) -> None:
     """For a read-only open: refuse a file that is not at this memvm's schema version."""
-    newest = max(m.version for m in MIGRATIONS)
+    newest = SCHEMA_VERSION
     try:
         done = await applied_versions(conn)
     except sqlite3.OperationalError:  # no ledger: an empty or new file
@@ -425,7 +427,7 @@ async def migrate(db: Database) -> list[int]:
     async with db.write() as conn:
         await conn.execute(_CREATE_LEDGER)
         done = set(await applied_versions(conn))
-        newest = max(m.version for m in MIGRATIONS)
+        newest = SCHEMA_VERSION
         if done and max(done) > newest:
             raise DatabaseRefused(
                 f"the database has schema version {max(done)}, newer than this memvm ({newest}); upgrade memvm"

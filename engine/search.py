@@ -247,7 +247,7 @@ async def search_pages(
     """The `limit` best pages for `query`: an exact page id first, then by score.
 
     `score` is higher for better matches: BM25 (negated, so higher is better) with the bonuses of
-    `tuning` (neighbours, speaker, session); an exact id match scores EXACT_ID_SCORE.
+    `tuning` (neighbours, speaker, role, session); an exact id match scores EXACT_ID_SCORE.
     """
     filters, filter_params = _filters(page_type, modality, only_session)
     hits: list[SearchHit] = []

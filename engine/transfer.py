@@ -13,14 +13,12 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
-from memvm.engine.migrations import MIGRATIONS
+from memvm.engine.migrations import SCHEMA_VERSION
 
 FORMAT = "memvm-export"
 FORMAT_VERSION = 1
-SCHEMA_VERSION = max(m.version for m in MIGRATIONS)
 # Kept by triggers from the pages, or SQLite's and FTS5's own: never exported, never imported.
 _DERIVED = {"page_counts", "schema_migrations"}
 _DERIVED_PREFIXES = ("sqlite_", "pages_fts")
@@ -179,10 +177,3 @@ def _dump(record: dict[str, Any]) -> str:
     # ensure_ascii=False keeps text readable. Floats are written with repr, which reads back
     # exact; an infinite REAL (SQLite stores no NaN) becomes JSON's common Infinity extension.
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-
-
-def open_for_transfer(path: str | Path, busy_timeout_ms: int = 10_000) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    return conn

@@ -15,9 +15,10 @@ from pathlib import Path
 import anyio
 from memvm.engine import Engine
 from memvm.engine.backup import BackupError, backup
+from memvm.engine.db import connect_blocking
 from memvm.engine.doctor import Diagnosis, diagnose
 from memvm.engine.errors import DatabaseRefused, StorageError
-from memvm.engine.transfer import TransferError, export_to, import_from, open_for_transfer
+from memvm.engine.transfer import TransferError, export_to, import_from
 from memvm.server.settings import default_db_path
 
 _DB_HELP = "SQLite file (default: $MEMVM_DB, else the per-user data directory)"
@@ -112,7 +113,7 @@ def _report(found: Diagnosis) -> list[str]:
 def _export(db: Path, out: str | None, namespace: str | None) -> int:
     if not db.is_file():
         return _fail(f"there is no database at {db}")
-    conn = open_for_transfer(db)
+    conn = connect_blocking(db)
     try:
         if out is None:
             rows = export_to(conn, sys.stdout, namespace)
@@ -137,7 +138,7 @@ def _import(db: Path, source: str) -> int:
         return _fail(f"there is no export at {source}")
     db.parent.mkdir(parents=True, exist_ok=True)
     anyio.run(_create, db)  # a new file gets the schema; an old one is checked and migrated
-    conn = open_for_transfer(db)
+    conn = connect_blocking(db)
     try:
         if source == "-":
             rows = import_from(conn, sys.stdin)
