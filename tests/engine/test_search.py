@@ -3,7 +3,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memvm.engine import migrations, search
 from memvm.engine.config import SearchTuning
-from memvm.engine.models import IngestMessage, PageType, Role, SearchScope
+from memvm.engine.models import IngestMessage, PageType, Role, SearchHit, SearchScope
 from memvm.engine.search import EXACT_ID_SCORE, addressed_role, match_expression, query_terms, search_pages
 
 from tests.conftest import NS, assistant, long_text, note, user
@@ -127,6 +127,14 @@ async def test_a_speakers_name_finds_their_lines(engine):
     assert found.results[0].snippet == "I painted a sunrise over the lake."
 
 
+async def search_tuned(engine, query: str, tuning: SearchTuning, limit: int = 5) -> list[SearchHit]:
+    """search_pages over the engine's pages with `tuning` in place of the engine's own settings."""
+    found = await search_pages(
+        engine.db, namespace=NS, viewer_session="s", query=query, limit=limit, tuning=tuning
+    )
+    return found.results
+
+
 async def test_a_weak_match_beside_a_strong_one_in_its_session_ranks_higher(open_engine):
     # The question turn matches best; the answer beside it matches only "kitchen", as does a line
     # of another session that BM25 alone would put first (it is shorter).
@@ -161,10 +169,8 @@ async def test_the_neighbour_bonus_shrinks_for_pages_that_stand_on_their_own(ope
     await engine.ingest(namespace=NS, session="other", messages=[user("Kitchen lights.")])
 
     async def scores(tuning: SearchTuning) -> dict[str, float]:
-        found = await search_pages(
-            engine.db, namespace=NS, viewer_session="s", query="plumber fix kitchen", limit=3, tuning=tuning
-        )
-        return {hit.snippet[:10]: hit.score for hit in found.results}
+        hits = await search_tuned(engine, "plumber fix kitchen", tuning, limit=3)
+        return {hit.snippet[:10]: hit.score for hit in hits}
 
     plain = await scores(SearchTuning(neighbour_weight=0.0, session_weight=0.0))
     scaled = await scores(SearchTuning(session_weight=0.0))
@@ -240,15 +246,8 @@ async def test_a_match_in_a_session_that_matches_well_outranks_an_equal_one_else
     await engine.ingest(namespace=NS, session="garage", messages=[user("Tent sold."), user("ok"), user("ok")])
 
     async def first_tent(tuning: SearchTuning) -> str:
-        found = await search_pages(
-            engine.db,
-            namespace=NS,
-            viewer_session="s",
-            query="lakeside campsite tent",
-            limit=5,
-            tuning=tuning,
-        )
-        return next(hit.session for hit in found.results if "tent" in hit.snippet.lower())
+        hits = await search_tuned(engine, "lakeside campsite tent", tuning)
+        return next(hit.session for hit in hits if "tent" in hit.snippet.lower())
 
     assert await first_tent(SearchTuning(neighbour_weight=0.0)) == "camping"
     assert await first_tent(SearchTuning(neighbour_weight=0.0, session_weight=0.0)) == "garage"
@@ -267,15 +266,8 @@ async def test_a_speaker_the_query_names_lifts_that_speakers_pages(open_engine):
     await engine.ingest(namespace=NS, session="s", messages=lines)
 
     async def first(tuning: SearchTuning) -> str:
-        found = await search_pages(
-            engine.db,
-            namespace=NS,
-            viewer_session="s",
-            query="What did Caroline paint?",
-            limit=2,
-            tuning=tuning,
-        )
-        return found.results[0].snippet
+        hits = await search_tuned(engine, "What did Caroline paint?", tuning, limit=2)
+        return hits[0].snippet
 
     others_off = {"neighbour_weight": 0.0, "session_weight": 0.0}
     assert await first(SearchTuning(**others_off, speaker_boost=0.0)) == "I painted the fence."
