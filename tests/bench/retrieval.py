@@ -184,24 +184,32 @@ async def open_memory(via: str, db: Path) -> AsyncIterator[Memory]:
         yield ClientMemory(client)
 
 
-async def run_haystack(memory: Memory, haystack: Haystack) -> list[Score]:
+async def ingest_haystack(memory: Memory, haystack: Haystack) -> dict[str, str]:
+    """Every turn of the haystack as a page; returns page id -> turn id."""
     page_of: dict[str, str] = {}
     for session, turns in haystack.sessions:
         if not turns:
             continue
         page_ids = await memory.ingest(_session_name(session), turns)
         page_of.update({page_id: turn_id for (turn_id, *_), page_id in zip(turns, page_ids, strict=True)})
+    return page_of
+
+
+def score(question: Question, ranked: list[str | None], millis: float) -> Score:
+    """R@k and the reciprocal rank of one question, from the turn ids of its results in order."""
+    recall = {k: len(question.evidence & set(ranked[:k])) / len(question.evidence) for k in KS}
+    first = next((rank for rank, turn in enumerate(ranked, 1) if turn in question.evidence), None)
+    return Score(question.category, question.reported_apart, recall, 1 / first if first else 0.0, millis)
+
+
+async def run_haystack(memory: Memory, haystack: Haystack) -> list[Score]:
+    page_of = await ingest_haystack(memory, haystack)
     scores = []
     for question in haystack.questions:
         started = time.perf_counter()
         page_ids = await memory.search(question.text)
         millis = (time.perf_counter() - started) * 1000
-        ranked = [page_of.get(page_id) for page_id in page_ids]
-        recall = {k: len(question.evidence & set(ranked[:k])) / len(question.evidence) for k in KS}
-        first = next((rank for rank, turn in enumerate(ranked, 1) if turn in question.evidence), None)
-        scores.append(
-            Score(question.category, question.reported_apart, recall, 1 / first if first else 0.0, millis)
-        )
+        scores.append(score(question, [page_of.get(page_id) for page_id in page_ids], millis))
     return scores
 
 

@@ -23,14 +23,14 @@ from memvm.engine.config import SearchTuning
 from memvm.engine.search import search_pages
 from retrieval import (
     DEPTH,
-    KS,
     NS,
     EngineMemory,
     Haystack,
     Score,
-    _session_name,
+    ingest_haystack,
     locomo,
     longmemeval,
+    score,
     summarise,
 )
 
@@ -65,12 +65,7 @@ def variants() -> dict[str, SearchTuning]:
 async def run_haystack(
     engine: Engine, haystack: Haystack, tunings: dict[str, SearchTuning]
 ) -> dict[str, list[Score]]:
-    memory = EngineMemory(engine)
-    page_of: dict[str, str] = {}
-    for session, turns in haystack.sessions:
-        if turns:
-            page_ids = await memory.ingest(_session_name(session), turns)
-            page_of.update({page_id: turn_id for (turn_id, *_), page_id in zip(turns, page_ids, strict=True)})
+    page_of = await ingest_haystack(EngineMemory(engine), haystack)
     scores: dict[str, list[Score]] = {name: [] for name in tunings}
     for question in haystack.questions:
         for name, tuning in tunings.items():
@@ -84,12 +79,7 @@ async def run_haystack(
                 tuning=tuning,
             )
             millis = (time.perf_counter() - started) * 1000
-            ranked = [page_of.get(hit.page_id) for hit in found.results]
-            recall = {k: len(question.evidence & set(ranked[:k])) / len(question.evidence) for k in KS}
-            first = next((rank for rank, turn in enumerate(ranked, 1) if turn in question.evidence), None)
-            scores[name].append(
-                Score(question.category, question.reported_apart, recall, 1 / first if first else 0.0, millis)
-            )
+            scores[name].append(score(question, [page_of.get(hit.page_id) for hit in found.results], millis))
     return scores
 
 
