@@ -11,8 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-from memvm.engine.db import Source, query, query_in, query_one
+from memvm.engine.db import Reads, Writes
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.literals import as_number, call_hash, canonical_json, walk
 from memvm.engine.models import BindResult, ValueType
@@ -110,7 +109,7 @@ def alias_name(name: str) -> str:
 
 
 async def bind(
-    conn: aiosqlite.Connection,
+    conn: Writes,
     *,
     namespace: str,
     session: str,
@@ -130,14 +129,13 @@ async def bind(
         )
     alias = alias_name(name) if name else None
     digest = call_hash(tool, args)
-    existing = await query_one(conn, _SAME_CALL_AND_VALUE, (namespace, session, digest, stored_value))
+    existing = await conn.one(_SAME_CALL_AND_VALUE, (namespace, session, digest, stored_value))
     if existing is not None:
         seq, created = existing["seq"], False
         await conn.execute(_RENEW, (turn, namespace, session, seq))
     else:
         number = as_number(value) if kind in (ValueType.NUMBER, ValueType.STRING) else None
-        inserted = await query_one(
-            conn,
+        inserted = await conn.one(
             _INSERT,
             (
                 namespace,
@@ -173,7 +171,7 @@ async def bind(
     )
 
 
-async def bound_values(source: Source, namespace: str, session: str, names: Iterable[str]) -> dict[str, Any]:
+async def bound_values(conn: Reads, namespace: str, session: str, names: Iterable[str]) -> dict[str, Any]:
     """name -> bound value for each of `names` (bare: 'v3', 'total') that is bound."""
     sequences: dict[int, str] = {}
     aliases: list[str] = []
@@ -184,31 +182,31 @@ async def bound_values(source: Source, namespace: str, session: str, names: Iter
         else:
             aliases.append(name)
     known: dict[str, Any] = {}
-    for row in await query_in(source, _VALUES_BY_SEQ, (namespace, session), list(sequences)):
+    for row in await conn.all_in(_VALUES_BY_SEQ, (namespace, session), list(sequences)):
         known[sequences[row["seq"]]] = json.loads(row["value"])
-    for row in await query_in(source, _VALUES_BY_ALIAS, (namespace, session), aliases):
+    for row in await conn.all_in(_VALUES_BY_ALIAS, (namespace, session), aliases):
         known[row["alias"]] = json.loads(row["value"])
     return known
 
 
 async def cached_result(
-    source: Source, namespace: str, session: str, digest: str, turn: int
+    conn: Reads, namespace: str, session: str, digest: str, turn: int
 ) -> BoundValue | None:
     """The result bound earlier in `turn` for the call whose `call_hash` is `digest`, if any."""
-    row = await query_one(source, _LATEST_FOR_CALL, (namespace, session, digest, turn))
+    row = await conn.one(_LATEST_FOR_CALL, (namespace, session, digest, turn))
     if row is None:
         return None
     return BoundValue(ref=f"${sequential_name(row['seq'])}", value=json.loads(row["value"]))
 
 
-async def recent_results(source: Source, namespace: str, session: str, tool: str, limit: int) -> list[Any]:
+async def recent_results(conn: Reads, namespace: str, session: str, tool: str, limit: int) -> list[Any]:
     """The last `limit` values bound for `tool`, newest first."""
-    rows = await query(source, _RECENT_VALUES, (namespace, session, tool, limit))
+    rows = await conn.all(_RECENT_VALUES, (namespace, session, tool, limit))
     return [json.loads(row["value"]) for row in rows]
 
 
-async def _aliases_of(conn: aiosqlite.Connection, namespace: str, session: str, seq: int) -> list[str]:
-    return [row["alias"] for row in await query(conn, _ALIASES_OF, (namespace, session, seq))]
+async def _aliases_of(conn: Writes, namespace: str, session: str, seq: int) -> list[str]:
+    return [row["alias"] for row in await conn.all(_ALIASES_OF, (namespace, session, seq))]
 
 
 def _numbers_inside(value: Any) -> set[float]:

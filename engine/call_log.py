@@ -6,8 +6,7 @@ would only grow the file. The counts live in SQLite, so a restart resets nothing
 
 from dataclasses import dataclass
 
-import aiosqlite
-from memvm.engine.db import fetchall, fetchone
+from memvm.engine.db import Writes
 from memvm.engine.guard_config import ToolKind
 from memvm.engine.models import GuardRule
 
@@ -45,7 +44,7 @@ _PRUNE_STRIKES = "DELETE FROM guard_strikes WHERE namespace = ? AND session = ? 
 class CallLog:
     """One session's turn, seen from inside a write transaction."""
 
-    conn: aiosqlite.Connection
+    conn: Writes
     namespace: str
     session: str
     turn: int
@@ -57,11 +56,11 @@ class CallLog:
         return await self._count(_COUNT_TOOL, tool)
 
     async def seen(self, call_hash: str) -> bool:
-        row = await fetchone(self.conn, _SAME_CALL, (self.namespace, self.session, self.turn, call_hash))
+        row = await self.conn.one(_SAME_CALL, (self.namespace, self.session, self.turn, call_hash))
         return row is not None
 
     async def recent_tools(self, limit: int) -> list[str]:
-        rows = await fetchall(self.conn, _RECENT_TOOLS, (self.namespace, self.session, self.turn, limit))
+        rows = await self.conn.all(_RECENT_TOOLS, (self.namespace, self.session, self.turn, limit))
         return [row["tool"] for row in rows]
 
     async def record(self, tool: str, kind: ToolKind, call_hash: str, now: float) -> None:
@@ -73,10 +72,10 @@ class CallLog:
 
     async def strike(self, rule: GuardRule) -> int:
         """Count one more violation of `rule` this turn; returns the count so far."""
-        row = await fetchone(self.conn, _STRIKE, (self.namespace, self.session, self.turn, rule.value))
+        row = await self.conn.one(_STRIKE, (self.namespace, self.session, self.turn, rule.value))
         assert row is not None  # RETURNING always yields the row it wrote
         return int(row["count"])
 
     async def _count(self, sql: str, value: str) -> int:
-        row = await fetchone(self.conn, sql, (self.namespace, self.session, self.turn, value))
+        row = await self.conn.one(sql, (self.namespace, self.session, self.turn, value))
         return int(row["n"]) if row else 0

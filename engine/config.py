@@ -65,6 +65,8 @@ class EngineConfig(BaseModel):
     # A recorded tool result this long (or longer) is kept as a tool_result page.
     result_page_tokens: int = Field(200, ge=1, le=100_000)
     busy_timeout_ms: int = Field(10_000, ge=0)
+    # Read transactions that run at once, each on its own connection (a thread each).
+    read_connections: int = Field(4, ge=1, le=64)
     synchronous: Synchronous = Synchronous.FULL
     # A quota on the database file: past it, writes fail with "storage full" (and nothing is
     # half-written) while reads, forget and the freed space go on working. None: only the disk's.

@@ -1,8 +1,9 @@
-"""The SQLite connection pair: pragmas, the write transaction, and storage errors.
+"""The SQLite connections: pragmas, the read and the write transaction, and storage errors.
 
 One long-lived write connection per process, behind a lock, writing in short `BEGIN IMMEDIATE`
-transactions; one long-lived read connection beside it (WAL lets it read while a write is under
-way). Opening a connection per call costs far more than the query, so neither is ever reopened.
+transactions; a few long-lived read connections beside it, each read a transaction of its own
+(WAL lets them read while a write is under way). Opening a connection per call costs far more than
+the query, so connections are kept open and reused.
 
 Several processes may write one file. SQLite's own busy wait is not a fair queue: a writer can
 lose the lock to others again and again. So the write connection waits only a short slice inside
@@ -58,69 +59,149 @@ def storage_error(exc: sqlite3.Error) -> StorageError | None:
     return None
 
 
+class Reads:
+    """An open transaction's connection, for reading: every query sees the same snapshot.
+
+    The only way the engine reads. A read transaction (`Database.read`) holds one snapshot for
+    all of its queries, so reads that belong together never see a write land between them; inside
+    a write transaction (`Writes`) they also see that transaction's own writes.
+    """
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def all(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
+        # One trip to the connection's thread: execute, fetch and close there together. Each await
+        # on an aiosqlite connection is a thread hop, and hops, not SQL, dominate a tool call.
+        try:
+            return list(await self._conn.execute_fetchall(sql, tuple(params)))
+        except sqlite3.Error as exc:
+            _raise_translated(exc)
+            raise
+
+    async def one(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
+        rows = await self.all(sql, params)
+        return rows[0] if rows else None
+
+    async def all_in(self, sql: str, params: Sequence[Any], values: Sequence[Any]) -> list[Row]:
+        """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks; `params` come first."""
+        rows: list[Row] = []
+        for start in range(0, len(values), _IN_CHUNK):
+            chunk = values[start : start + _IN_CHUNK]
+            rows.extend(await self.all(sql.format(marks=", ".join("?" * len(chunk))), (*params, *chunk)))
+        return rows
+
+
+class Writes(Reads):
+    """The connection of the one open write transaction: reads see its own writes."""
+
+    async def execute(self, sql: str, params: Iterable[Any] = ()) -> None:
+        await self._conn.execute(sql, tuple(params))
+
+    async def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
+        await self._conn.executemany(sql, [tuple(row) for row in rows])
+
+
 class Database:
     """The connections to one SQLite file (or one private in-memory database)."""
 
-    def __init__(
-        self, writer: aiosqlite.Connection, reader: aiosqlite.Connection, path: str, busy_timeout_ms: int
-    ) -> None:
+    def __init__(self, writer: aiosqlite.Connection, path: str, config: EngineConfig) -> None:
         self._writer = writer
-        self._reader = reader
-        self._shared = reader is writer
+        self._config = config
+        self._shared = path == ":memory:"
         self._lock = anyio.Lock()
         self._closed = False
-        self._busy_timeout_s = busy_timeout_ms / 1000
+        self._busy_timeout_s = config.busy_timeout_ms / 1000
+        # Read connections, opened as reads need them, at most `read_connections` at once: a slow
+        # read holds up only its own connection, and a read never waits behind a write (WAL).
+        self._idle_readers: list[aiosqlite.Connection] = []
+        self._open_readers = 0
+        self._reader_slots = anyio.Semaphore(config.read_connections)
         self.path = path
         # Times a write found the file locked by another process and tried again; never reset.
         self.busy_retries = 0
 
     @classmethod
     async def open(cls, path: str | Path, config: EngineConfig) -> "Database":
-        """Open both connections; refuse a corrupt or foreign file with DatabaseRefused."""
+        """Open the write connection; refuse a corrupt or foreign file with DatabaseRefused."""
         target = str(path)
         writer = await _connect(target, config, busy_ms=min(config.busy_timeout_ms, _BUSY_SLICE_MS))
         try:
             await _check_file(writer)
-            if target == ":memory:":
-                return cls(writer, writer, target, config.busy_timeout_ms)
-            if not config.read_only:  # switching to WAL is a write; a read-only file keeps its mode
+            if target != ":memory:" and not config.read_only:
+                # Switching to WAL is a write; a read-only file keeps its mode.
                 await _pragma(writer, "PRAGMA journal_mode=WAL")
             if config.max_db_mb is not None:
                 # max_page_count is per connection and only the writer grows the file.
-                page_size = await fetchone(writer, "PRAGMA page_size")
-                assert page_size is not None  # the pragma always answers
-                await _pragma(writer, f"PRAGMA max_page_count={config.max_db_mb * 2**20 // page_size[0]}")
-            reader = await _connect(target, config, busy_ms=config.busy_timeout_ms)
-            await _pragma(reader, "PRAGMA query_only=1")
+                page_size = await _pragma(writer, "PRAGMA page_size")
+                await _pragma(writer, f"PRAGMA max_page_count={config.max_db_mb * 2**20 // page_size[0][0]}")
         except BaseException:
             await writer.close()
             raise
-        return cls(writer, reader, target, config.busy_timeout_ms)
+        return cls(writer, target, config)
 
     async def close(self) -> None:
-        """Close both connections; closing again does nothing."""
+        """Close every connection; closing again does nothing."""
         if self._closed:
             return
         self._closed = True
-        if not self._shared:
-            await self._reader.close()
-        await self._writer.close()
+        with anyio.CancelScope(shield=True):
+            for reader in self._idle_readers:
+                await reader.close()
+            self._idle_readers.clear()
+            await self._writer.close()
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One short write transaction: commits on success, rolls back and re-raises on error."""
+    async def read(self) -> AsyncIterator[Reads]:
+        """One read transaction: all of its queries see the same committed snapshot."""
+        if self._shared:
+            # One private in-memory database has one connection: reads queue behind writes.
+            async with self._lock:
+                yield Reads(self._writer)
+            return
+        async with self._reader_slots:
+            conn = await self._reader()
+            try:
+                await _shielded(conn, "BEGIN")
+                try:
+                    yield Reads(conn)
+                finally:
+                    await _shielded(conn, "ROLLBACK")  # a read has nothing to commit
+            except BaseException:
+                # A connection whose transaction could not be ended is not reused.
+                self._open_readers -= 1
+                with anyio.CancelScope(shield=True):
+                    await conn.close()
+                raise
+            self._idle_readers.append(conn)
+
+    async def _reader(self) -> aiosqlite.Connection:
+        if self._idle_readers:
+            return self._idle_readers.pop()
+        conn = await _connect(self.path, self._config, busy_ms=self._config.busy_timeout_ms)
+        await _pragma(conn, "PRAGMA query_only=1")
+        self._open_readers += 1
+        return conn
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[Writes]:
+        """One short write transaction: commits on success, rolls back and re-raises on error.
+
+        BEGIN, COMMIT and ROLLBACK run shielded from cancellation: a call cancelled mid-write
+        leaves the connection out of any transaction, ready for the next one.
+        """
         async with self._lock:
             await self._begin()
             try:
-                yield self._writer
+                yield Writes(self._writer)
             except BaseException as exc:
-                await self._writer.rollback()
+                await _shielded(self._writer, "ROLLBACK")
                 _raise_translated(exc)
                 raise
             try:
-                await self._writer.commit()
+                await _shielded(self._writer, "COMMIT")
             except sqlite3.Error as exc:
-                await self._writer.rollback()
+                await _shielded(self._writer, "ROLLBACK")
                 _raise_translated(exc)
                 raise
 
@@ -129,7 +210,7 @@ class Database:
         deadline = time.monotonic() + self._busy_timeout_s
         while True:
             try:
-                await self._writer.execute("BEGIN IMMEDIATE")
+                await _shielded(self._writer, "BEGIN IMMEDIATE")
                 return
             except sqlite3.OperationalError as exc:
                 if not isinstance(storage_error(exc), StorageBusy) or time.monotonic() >= deadline:
@@ -138,27 +219,6 @@ class Database:
             self.busy_retries += 1
             logger.info("storage busy: another process holds the write lock; retry %d", self.busy_retries)
             await anyio.sleep(random.uniform(0, _BUSY_PAUSE_S))
-
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
-        """Run a read on the read connection; the snapshot ends with the call."""
-        try:
-            if self._shared:
-                # One private in-memory database has one connection: reads queue behind writes.
-                async with self._lock:
-                    return await fetchall(self._writer, sql, params)
-            return await fetchall(self._reader, sql, params)
-        except sqlite3.Error as exc:
-            _raise_translated(exc)
-            raise
-
-    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
-        rows = await self.fetchall(sql, params)
-        return rows[0] if rows else None
-
-    @property
-    def writer(self) -> aiosqlite.Connection:
-        """The write connection, for migrations at start (outside any tool call)."""
-        return self._writer
 
 
 def connect_blocking(path: str | Path) -> sqlite3.Connection:
@@ -173,45 +233,16 @@ def connect_blocking(path: str | Path) -> sqlite3.Connection:
     return conn
 
 
-async def fetchall(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> list[Row]:
-    """A read inside a write transaction (sees the transaction's own writes)."""
-    # One trip to the connection's thread: execute, fetch and close there together. Each await
-    # on an aiosqlite connection is a thread hop, and hops, not SQL, dominate a tool call.
-    return list(await conn.execute_fetchall(sql, tuple(params)))
-
-
-async def fetchone(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> Row | None:
-    rows = await fetchall(conn, sql, params)
-    return rows[0] if rows else None
-
-
-# Where a read can run: the read connection, or inside a write transaction (seeing its writes).
-Source = aiosqlite.Connection | Database
-
-
-async def query(source: Source, sql: str, params: Iterable[Any] = ()) -> list[Row]:
-    if isinstance(source, Database):
-        return await source.fetchall(sql, params)
-    return await fetchall(source, sql, params)
-
-
-async def query_one(source: Source, sql: str, params: Iterable[Any] = ()) -> Row | None:
-    rows = await query(source, sql, params)
-    return rows[0] if rows else None
-
-
 # Values per IN list: far below SQLite's variable limit. The SQL gets a count of placeholders,
 # never a value from input.
 _IN_CHUNK = 400
 
 
-async def query_in(source: Source, sql: str, params: Sequence[Any], values: Sequence[Any]) -> list[Row]:
-    """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks; `params` come first."""
-    rows: list[Row] = []
-    for start in range(0, len(values), _IN_CHUNK):
-        chunk = values[start : start + _IN_CHUNK]
-        rows.extend(await query(source, sql.format(marks=", ".join("?" * len(chunk))), (*params, *chunk)))
-    return rows
+async def _shielded(conn: aiosqlite.Connection, sql: str) -> None:
+    # Cancelled half-way, a transaction statement would still run on the connection's thread
+    # while the caller believes it did not: the next BEGIN would then fail. Let it finish.
+    with anyio.CancelScope(shield=True):
+        await conn.execute(sql)
 
 
 def _raise_translated(exc: BaseException) -> None:
@@ -220,10 +251,10 @@ def _raise_translated(exc: BaseException) -> None:
         raise error from exc
 
 
-async def _pragma(conn: aiosqlite.Connection, sql: str) -> None:
+async def _pragma(conn: aiosqlite.Connection, sql: str) -> list[Row]:
     # Drain and close: a pragma's open result row would keep its statement (and a lock) alive.
     async with conn.execute(sql) as cursor:
-        await cursor.fetchall()
+        return list(await cursor.fetchall())
 
 
 def _read_only_uri(target: str) -> str:

@@ -13,7 +13,7 @@ from memvm.engine.bindings import bind
 from memvm.engine.call_log import CallLog
 from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.config import EngineConfig
-from memvm.engine.db import Database
+from memvm.engine.db import Database, Reads
 from memvm.engine.errors import PageNotFound
 from memvm.engine.grounding import check_ungrounded
 from memvm.engine.manifest_pages import available_pages, namespace_counts
@@ -26,7 +26,7 @@ from memvm.engine.models import (
     IngestMessage,
     IngestResult,
     Level,
-    ManifestPage,
+    MemoryMap,
     Modality,
     NewPage,
     OutcomeResult,
@@ -43,6 +43,7 @@ from memvm.engine.models import (
     TurnResult,
     WorkingSetView,
 )
+from memvm.engine.names import page_ids, session_names
 from memvm.engine.pages import get_page
 from memvm.engine.procedures import procedural_knowledge
 from memvm.engine.search import search_pages
@@ -69,7 +70,7 @@ class Engine:
         db = await Database.open(path, config)
         try:
             if config.read_only:
-                await check_current(db.writer)
+                await check_current(db)
             else:
                 await migrate(db)
         except BaseException:
@@ -128,17 +129,18 @@ class Engine:
         modality: Modality | None = None,
         scope: SearchScope = SearchScope.ALL,
     ) -> SearchResult:
-        return await search_pages(
-            self.db,
-            namespace=namespace,
-            viewer_session=session,
-            query=query,
-            limit=limit,
-            page_type=page_type,
-            modality=modality,
-            only_session=session if scope is SearchScope.SESSION else None,
-            tuning=self.config.search,
-        )
+        async with self.db.read() as conn:
+            return await search_pages(
+                conn,
+                namespace=namespace,
+                viewer_session=session,
+                query=query,
+                limit=limit,
+                page_type=page_type,
+                modality=modality,
+                only_session=session if scope is SearchScope.SESSION else None,
+                tuning=self.config.search,
+            )
 
     async def begin_turn(self, *, namespace: str, session: str) -> TurnResult:
         async with self.db.write() as conn:
@@ -164,13 +166,14 @@ class Engine:
             )
 
     async def check_ungrounded(self, *, namespace: str, session: str, args: Any) -> GroundingResult:
-        return await check_ungrounded(
-            self.db,
-            namespace=namespace,
-            session=session,
-            args=args,
-            structural_constants=self.config.guards.structural_constants,
-        )
+        async with self.db.read() as conn:
+            return await check_ungrounded(
+                conn,
+                namespace=namespace,
+                session=session,
+                args=args,
+                structural_constants=self.config.guards.structural_constants,
+            )
 
     async def check_tool_call(self, *, namespace: str, session: str, tool: str, args: Any) -> ToolCallCheck:
         now = self.clock.now()
@@ -192,19 +195,25 @@ class Engine:
         goal: str | None = None,
         error_type: str | None = None,
     ) -> ProceduralKnowledge:
-        return await procedural_knowledge(
-            self.db, namespace=namespace, tools=tools, goal=goal, error_type=error_type
-        )
+        async with self.db.read() as conn:
+            return await procedural_knowledge(
+                conn, namespace=namespace, tools=tools, goal=goal, error_type=error_type
+            )
 
     async def get_page(self, *, namespace: str, page_id: str) -> Page:
-        page = await get_page(self.db, namespace, page_id)
+        async with self.db.read() as conn:
+            page = await get_page(conn, namespace, page_id)
         if page is None:
             raise PageNotFound(page_id)
         return page
 
     async def session_state(self, *, namespace: str, session: str) -> SessionState:
         """The session as committed; a session never used yet reads as turn 0 with no faults."""
-        state = await read_session(self.db, namespace, session)
+        async with self.db.read() as conn:
+            return await self._session_state(conn, namespace, session)
+
+    async def _session_state(self, conn: Reads, namespace: str, session: str) -> SessionState:
+        state = await read_session(conn, namespace, session)
         if state is not None:
             return state
         now = self.clock.now()
@@ -218,8 +227,29 @@ class Engine:
         )
 
     async def working_set(self, *, namespace: str, session: str) -> WorkingSetView:
-        state = await self.session_state(namespace=namespace, session=session)
-        entries = await view_entries(self.db, namespace, session)
+        async with self.db.read() as conn:
+            return await self._working_set(conn, namespace, session)
+
+    async def memory_map(self, *, namespace: str, session: str) -> MemoryMap:
+        """The working set, the pages most worth faulting and the counts, from one snapshot."""
+        async with self.db.read() as conn:
+            return MemoryMap(
+                view=await self._working_set(conn, namespace, session),
+                available=await available_pages(conn, namespace, session, self.config.manifest_max_pages),
+                counts=await namespace_counts(conn, namespace, session),
+            )
+
+    async def session_names(self, *, namespace: str, prefix: str, limit: int) -> list[str]:
+        async with self.db.read() as conn:
+            return await session_names(conn, namespace, prefix, limit)
+
+    async def page_ids(self, *, namespace: str, prefix: str, limit: int) -> list[str]:
+        async with self.db.read() as conn:
+            return await page_ids(conn, namespace, prefix, limit)
+
+    async def _working_set(self, conn: Reads, namespace: str, session: str) -> WorkingSetView:
+        state = await self._session_state(conn, namespace, session)
+        entries = await view_entries(conn, namespace, session)
         return WorkingSetView(
             session=session,
             turn=state.turn,
@@ -230,9 +260,3 @@ class Engine:
             faults_left=max(0, self.config.max_faults_per_turn - state.faults_this_turn),
             max_faults_per_turn=self.config.max_faults_per_turn,
         )
-
-    async def available_pages(self, *, namespace: str, session: str, limit: int) -> list[ManifestPage]:
-        return await available_pages(self.db, namespace, session, limit)
-
-    async def counts(self, *, namespace: str, session: str) -> dict[str, int]:
-        return await namespace_counts(self.db, namespace, session)

@@ -8,7 +8,7 @@ claims success.
 
 from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
-from memvm.engine.db import Database, fetchone
+from memvm.engine.db import Database
 from memvm.engine.errors import FaultLimitReached, PageNotFound
 from memvm.engine.models import Actor, EvictedPage, FaultResult, Level, Page
 from memvm.engine.pages import get_page, touch_page
@@ -62,7 +62,7 @@ async def page_fault(
             await charge_fault(conn, namespace, session)
         await touch_page(conn, namespace, page.rowid, now)
         state = await get_session(conn, namespace, session)
-        used = await fetchone(conn, _USED, (namespace, session))
+        used = await conn.one(_USED, (namespace, session))
     return _result(
         page,
         target_level,

@@ -10,9 +10,8 @@ through indexes, and the message names at most a handful of numbers, however man
 from collections.abc import Sequence
 from typing import Any
 
-import aiosqlite
 from memvm.engine.bindings import bound_values
-from memvm.engine.db import Source, query_in, query_one
+from memvm.engine.db import Reads, Writes
 from memvm.engine.literals import Literal, find_literals, numbers_in_text, short
 from memvm.engine.models import GroundingResult, GroundingVerdict, UngroundedLiteral
 from memvm.engine.references import referenced_names, resolve, sequential_name
@@ -55,30 +54,30 @@ ORDER BY seq DESC LIMIT 1
 """
 
 
-async def register_user_numbers(conn: aiosqlite.Connection, namespace: str, session: str, text: str) -> None:
+async def register_user_numbers(conn: Writes, namespace: str, session: str, text: str) -> None:
     """Remember the numbers a user wrote, so tool calls may use them."""
     numbers = sorted(numbers_in_text(text))[:MAX_NUMBERS_PER_MESSAGE]
     await conn.executemany(_REGISTER_USER_NUMBER, [(namespace, session, number) for number in numbers])
 
 
 async def check_ungrounded(
-    source: Source,
+    conn: Reads,
     *,
     namespace: str,
     session: str,
     args: Any,
     structural_constants: frozenset[float],
 ) -> GroundingResult:
-    """Every number in `args` without a source, each with the reference that holds it if one does."""
-    known = await bound_values(source, namespace, session, referenced_names(args))
+    """Every number in `args` without a conn, each with the reference that holds it if one does."""
+    known = await bound_values(conn, namespace, session, referenced_names(args))
     resolution = resolve(args, known)
     literals = [item for item in find_literals(args) if item.number not in structural_constants]
     numbers = sorted({item.number for item in literals})
-    sourced = await _numbers_in(source, _USER_NUMBERS_IN, namespace, session, numbers)
-    sourced |= await _numbers_in(source, _RESULT_NUMBERS_IN, namespace, session, numbers)
-    bound = await _bound_refs(source, namespace, session, [n for n in numbers if n not in sourced])
+    sourced = await _numbers_in(conn, _USER_NUMBERS_IN, namespace, session, numbers)
+    sourced |= await _numbers_in(conn, _RESULT_NUMBERS_IN, namespace, session, numbers)
+    bound = await _bound_refs(conn, namespace, session, [n for n in numbers if n not in sourced])
 
-    user_on_record = await query_one(source, _USER_ON_RECORD, (namespace, session)) is not None
+    user_on_record = await conn.one(_USER_ON_RECORD, (namespace, session)) is not None
     ungrounded = []
     rounded_lookups = 0
     for item in literals:
@@ -87,7 +86,7 @@ async def check_ungrounded(
         suggestion = bound.get(item.number)
         if suggestion is None and rounded_lookups < MAX_ROUNDED_LOOKUPS and _decimals(item) > 0:
             rounded_lookups += 1
-            suggestion = await _bound_ref_near(source, namespace, session, item)
+            suggestion = await _bound_ref_near(conn, namespace, session, item)
         ungrounded.append(UngroundedLiteral(path=item.path, value=item.written, suggestion=suggestion))
 
     if resolution.missing:
@@ -149,18 +148,18 @@ def _decimals(item: Literal) -> int:
 
 
 async def _numbers_in(
-    source: Source, sql: str, namespace: str, session: str, numbers: list[float]
+    conn: Reads, sql: str, namespace: str, session: str, numbers: list[float]
 ) -> set[float]:
-    return {row["number"] for row in await query_in(source, sql, (namespace, session), numbers)}
+    return {row["number"] for row in await conn.all_in(sql, (namespace, session), numbers)}
 
 
-async def _bound_refs(source: Source, namespace: str, session: str, numbers: list[float]) -> dict[float, str]:
-    rows = await query_in(source, _BOUND_NUMBERS_IN, (namespace, session), numbers)
+async def _bound_refs(conn: Reads, namespace: str, session: str, numbers: list[float]) -> dict[float, str]:
+    rows = await conn.all_in(_BOUND_NUMBERS_IN, (namespace, session), numbers)
     return {row["number"]: f"${sequential_name(row['seq'])}" for row in rows}
 
 
-async def _bound_ref_near(source: Source, namespace: str, session: str, item: Literal) -> str | None:
+async def _bound_ref_near(conn: Reads, namespace: str, session: str, item: Literal) -> str | None:
     half_step = 0.5 * 10 ** -_decimals(item)
     low, high = sorted((item.number - half_step, item.number + half_step))
-    row = await query_one(source, _BOUND_NUMBER_NEAR, (namespace, session, low, high))
+    row = await conn.one(_BOUND_NUMBER_NEAR, (namespace, session, low, high))
     return f"${sequential_name(row['seq'])}" if row else None

@@ -4,7 +4,7 @@ At a million pages the manifest cannot list everything, so it lists a bounded fe
 recently used pages, those that weigh most by importance, access and pinning.
 """
 
-from memvm.engine.db import Database
+from memvm.engine.db import Reads
 from memvm.engine.models import ManifestPage, PageType, Role
 from memvm.engine.pages import level_tokens
 
@@ -33,8 +33,8 @@ SELECT
 """
 
 
-async def available_pages(db: Database, namespace: str, session: str, limit: int) -> list[ManifestPage]:
-    rows = await db.fetchall(_AVAILABLE, (namespace, _RECENT_WINDOW, session, limit))
+async def available_pages(db: Reads, namespace: str, session: str, limit: int) -> list[ManifestPage]:
+    rows = await db.all(_AVAILABLE, (namespace, _RECENT_WINDOW, session, limit))
     return [
         ManifestPage(
             page_id=row["page_id"],
@@ -49,7 +49,7 @@ async def available_pages(db: Database, namespace: str, session: str, limit: int
     ]
 
 
-async def namespace_counts(db: Database, namespace: str, session: str) -> dict[str, int]:
-    row = await db.fetchone(_COUNTS, (namespace, namespace, session, namespace, session, namespace))
+async def namespace_counts(db: Reads, namespace: str, session: str) -> dict[str, int]:
+    row = await db.one(_COUNTS, (namespace, namespace, session, namespace, session, namespace))
     assert row is not None
     return {key: int(row[key]) for key in ("pages", "session_pages", "mapped", "pinned")}

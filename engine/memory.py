@@ -7,11 +7,10 @@ held only for the inserts themselves.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import aiosqlite
 import anyio
 from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
-from memvm.engine.db import Database
+from memvm.engine.db import Database, Writes
 from memvm.engine.errors import InvalidArgument, KeyConflict, PageNotFound
 from memvm.engine.grounding import register_user_numbers
 from memvm.engine.levels import Levels, compute_levels
@@ -52,7 +51,7 @@ class Writer:
     counter: TokenCounter
     clock: Clock
 
-    def working_set(self, conn: aiosqlite.Connection, namespace: str, session: str, turn: int) -> WorkingSet:
+    def working_set(self, conn: Writes, namespace: str, session: str, turn: int) -> WorkingSet:
         return WorkingSet(
             conn,
             namespace=namespace,
@@ -215,7 +214,7 @@ async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) 
 
 async def _unmap_everywhere(
     writer: Writer,
-    conn: aiosqlite.Connection,
+    conn: Writes,
     namespace: str,
     page: Page,
     *,
@@ -229,7 +228,7 @@ async def _unmap_everywhere(
         await working_set.log(page.page_id, kind, before=level, after=None, actor=Actor.ENGINE, cause=cause)
 
 
-async def fresh_page_id(conn: aiosqlite.Connection, namespace: str, page_type: PageType) -> str:
+async def fresh_page_id(conn: Writes, namespace: str, page_type: PageType) -> str:
     """The next generated id for `page_type`, skipping any that a caller's key has taken."""
     while True:
         page_id = await next_page_id(conn, namespace, page_type)

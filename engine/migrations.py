@@ -9,8 +9,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
-import aiosqlite
-from memvm.engine.db import APPLICATION_ID, Database
+from memvm.engine.db import APPLICATION_ID, Database, Reads
 from memvm.engine.errors import DatabaseRefused
 
 
@@ -401,16 +400,16 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 """
 
 
-async def applied_versions(conn: aiosqlite.Connection) -> list[int]:
-    async with conn.execute("SELECT version FROM schema_migrations ORDER BY version") as cursor:
-        return [row[0] for row in await cursor.fetchall()]
+async def applied_versions(conn: Reads) -> list[int]:
+    return [row[0] for row in await conn.all("SELECT version FROM schema_migrations ORDER BY version")]
 
 
-async def check_current(conn: aiosqlite.Connection) -> None:
+async def check_current(db: Database) -> None:
     """For a read-only open: refuse a file that is not at this memvm's schema version."""
     newest = SCHEMA_VERSION
     try:
-        done = await applied_versions(conn)
+        async with db.read() as conn:
+            done = await applied_versions(conn)
     except sqlite3.OperationalError:  # no ledger: an empty or new file
         done = []
     if not done or max(done) != newest:

@@ -257,6 +257,14 @@ class ManifestPage(BaseModel):
     importance: float
 
 
+class MemoryMap(BaseModel):
+    """What the manifest is made of, read from one snapshot."""
+
+    view: WorkingSetView
+    available: list[ManifestPage]
+    counts: dict[str, int]
+
+
 class ValueType(StrEnum):
     NUMBER = "number"
     STRING = "string"

@@ -4,7 +4,7 @@ Both read a key range of a primary or unique index (`>= prefix` and `< prefix + 
 cost does not depend on how many names exist, and no prefix character acts as a pattern.
 """
 
-from memvm.engine.db import Database
+from memvm.engine.db import Reads
 
 _SESSIONS = """
 SELECT session FROM sessions WHERE namespace = ? AND session >= ? AND session < ?
@@ -17,11 +17,11 @@ ORDER BY page_id LIMIT ?
 """
 
 
-async def session_names(db: Database, namespace: str, prefix: str, limit: int) -> list[str]:
-    rows = await db.fetchall(_SESSIONS, (namespace, prefix, prefix + "\uffff", limit))
+async def session_names(db: Reads, namespace: str, prefix: str, limit: int) -> list[str]:
+    rows = await db.all(_SESSIONS, (namespace, prefix, prefix + "\uffff", limit))
     return [row["session"] for row in rows]
 
 
-async def page_ids(db: Database, namespace: str, prefix: str, limit: int) -> list[str]:
-    rows = await db.fetchall(_PAGE_IDS, (namespace, prefix, prefix + "\uffff", limit))
+async def page_ids(db: Reads, namespace: str, prefix: str, limit: int) -> list[str]:
+    rows = await db.all(_PAGE_IDS, (namespace, prefix, prefix + "\uffff", limit))
     return [row["page_id"] for row in rows]

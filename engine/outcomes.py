@@ -9,9 +9,8 @@ kept as running aggregates, so reading them later never scans the log.
 import json
 from typing import Any
 
-import aiosqlite
 from memvm.engine.bindings import bind, recent_results
-from memvm.engine.db import fetchall, fetchone
+from memvm.engine.db import Writes
 from memvm.engine.guards import runaway_reason
 from memvm.engine.literals import call_hash, canonical_json
 from memvm.engine.memory import Writer, fresh_page_id
@@ -120,7 +119,7 @@ async def record_tool_outcome(
     now = writer.clock.now()
     async with writer.db.write() as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
-        window = await fetchall(conn, _LAST_SESSION_CALLS, (namespace, session, FIX_WINDOW))
+        window = await conn.all(_LAST_SESSION_CALLS, (namespace, session, FIX_WINDOW))
         ref = None
         if _bindable(call):
             bound = await bind(
@@ -135,8 +134,7 @@ async def record_tool_outcome(
                 name=None,
             )
             ref = bound.ref
-        row = await fetchone(
-            conn,
+        row = await conn.one(
             _INSERT_CALL,
             (
                 namespace,
@@ -187,7 +185,7 @@ async def record_tool_outcome(
 
 
 async def _link_fix(
-    conn: aiosqlite.Connection,
+    conn: Writes,
     namespace: str,
     call: ToolOutcome,
     digest: str,
@@ -214,7 +212,7 @@ async def _link_fix(
 
 
 async def _learn(
-    conn: aiosqlite.Connection,
+    conn: Writes,
     namespace: str,
     call: ToolOutcome,
     signature: str | None,

@@ -2,8 +2,7 @@
 
 import json
 
-import aiosqlite
-from memvm.engine.db import Database, Row, fetchone
+from memvm.engine.db import Reads, Row, Writes
 from memvm.engine.levels import Levels
 from memvm.engine.models import LevelTokens, Modality, NewPage, Page, PageType, Role
 
@@ -101,15 +100,15 @@ def page_from_row(row: Row) -> Page:
     )
 
 
-async def next_page_id(conn: aiosqlite.Connection, namespace: str, page_type: PageType) -> str:
+async def next_page_id(conn: Writes, namespace: str, page_type: PageType) -> str:
     prefix = ID_PREFIX[page_type]
-    row = await fetchone(conn, _NEXT_ID, (namespace, prefix))
+    row = await conn.one(_NEXT_ID, (namespace, prefix))
     assert row is not None  # RETURNING always yields the counter
     return f"{prefix}_{row[0]:06d}"
 
 
 async def insert_page(
-    conn: aiosqlite.Connection,
+    conn: Writes,
     *,
     namespace: str,
     session: str,
@@ -120,8 +119,7 @@ async def insert_page(
     now: float,
 ) -> Page:
     """Insert one page and return it as stored."""
-    row = await fetchone(
-        conn,
+    row = await conn.one(
         _INSERT,
         (
             namespace,
@@ -146,7 +144,7 @@ async def insert_page(
 
 
 async def update_remembered(
-    conn: aiosqlite.Connection,
+    conn: Writes,
     *,
     namespace: str,
     rowid: int,
@@ -172,28 +170,25 @@ async def update_remembered(
             rowid,
         ),
     )
-    row = await fetchone(conn, _GET_BY_ROWID, (namespace, rowid))
+    row = await conn.one(_GET_BY_ROWID, (namespace, rowid))
     assert row is not None  # the caller just found it, in this transaction
     return page_from_row(row)
 
 
-async def get_page(conn: aiosqlite.Connection | Database, namespace: str, page_id: str) -> Page | None:
-    if isinstance(conn, Database):
-        row = await conn.fetchone(_GET, (namespace, page_id))
-    else:
-        row = await fetchone(conn, _GET, (namespace, page_id))
+async def get_page(conn: Reads, namespace: str, page_id: str) -> Page | None:
+    row = await conn.one(_GET, (namespace, page_id))
     return page_from_row(row) if row else None
 
 
-async def touch_page(conn: aiosqlite.Connection, namespace: str, rowid: int, now: float) -> None:
+async def touch_page(conn: Writes, namespace: str, rowid: int, now: float) -> None:
     await conn.execute(_TOUCH, (now, namespace, rowid))
 
 
-async def set_pinned(conn: aiosqlite.Connection, namespace: str, rowid: int, pinned: bool) -> None:
+async def set_pinned(conn: Writes, namespace: str, rowid: int, pinned: bool) -> None:
     await conn.execute(_SET_PINNED, (int(pinned), namespace, rowid))
 
 
-async def delete_page(conn: aiosqlite.Connection, namespace: str, rowid: int) -> None:
+async def delete_page(conn: Writes, namespace: str, rowid: int) -> None:
     await conn.execute(_DELETE, (namespace, rowid))
 
 

@@ -7,7 +7,7 @@ through an index, newest first and bounded, so the cost does not grow with the n
 import json
 from collections.abc import Sequence
 
-from memvm.engine.db import Row, Source, query, query_in
+from memvm.engine.db import Reads, Row
 from memvm.engine.models import (
     ErrorHint,
     FixGuidance,
@@ -64,7 +64,7 @@ ORDER BY call_id DESC LIMIT ?
 
 
 async def procedural_knowledge(
-    source: Source,
+    conn: Reads,
     *,
     namespace: str,
     tools: Sequence[str] | None,
@@ -75,13 +75,11 @@ async def procedural_knowledge(
     signatures = _signatures(error_type) if error_type else None
     goal_words = goal_key(goal)
     chosen = list(dict.fromkeys(tools or []))[:MAX_TOOLS] or await _pick_tools(
-        source, namespace, goal_words, signatures
+        conn, namespace, goal_words, signatures
     )
-    stats = {row["tool"]: row for row in await query_in(source, _STATS_FOR, (namespace,), chosen)}
-    hints = [
-        await _tool_hints(source, namespace, stats[tool], goal_words) for tool in chosen if tool in stats
-    ]
-    guidance = await _guidance(source, namespace, signatures, chosen if tools else None) if signatures else []
+    stats = {row["tool"]: row for row in await conn.all_in(_STATS_FOR, (namespace,), chosen)}
+    hints = [await _tool_hints(conn, namespace, stats[tool], goal_words) for tool in chosen if tool in stats]
+    guidance = await _guidance(conn, namespace, signatures, chosen if tools else None) if signatures else []
     return ProceduralKnowledge(tools=hints, guidance=guidance)
 
 
@@ -91,22 +89,22 @@ def _signatures(error_type: str) -> tuple[str, str]:
 
 
 async def _pick_tools(
-    source: Source, namespace: str, goal: str, signatures: tuple[str, str] | None
+    conn: Reads, namespace: str, goal: str, signatures: tuple[str, str] | None
 ) -> list[str]:
     if signatures:
-        rows = await query(source, _TOOLS_FOR_ERROR, (namespace, *signatures, MAX_TOOLS))
+        rows = await conn.all(_TOOLS_FOR_ERROR, (namespace, *signatures, MAX_TOOLS))
     elif goal:
-        rows = await query(source, _TOOLS_FOR_GOAL, (namespace, goal, MAX_TOOLS))
+        rows = await conn.all(_TOOLS_FOR_GOAL, (namespace, goal, MAX_TOOLS))
     else:
-        rows = await query(source, _RECENT_TOOLS, (namespace, MAX_TOOLS))
+        rows = await conn.all(_RECENT_TOOLS, (namespace, MAX_TOOLS))
     return list(dict.fromkeys(row["tool"] for row in rows))
 
 
-async def _tool_hints(source: Source, namespace: str, stats: Row, goal: str) -> ToolHints:
+async def _tool_hints(conn: Reads, namespace: str, stats: Row, goal: str) -> ToolHints:
     tool = stats["tool"]
-    errors = await query(source, _ERRORS, (namespace, tool, ERRORS_PER_TOOL))
-    values = await query(source, _VALUES, (namespace, tool, goal, HINTS_PER_TOOL))
-    recent = await query(source, _RECENT_CALLS, (namespace, tool, RECENT_PER_TOOL))
+    errors = await conn.all(_ERRORS, (namespace, tool, ERRORS_PER_TOOL))
+    values = await conn.all(_VALUES, (namespace, tool, goal, HINTS_PER_TOOL))
+    recent = await conn.all(_RECENT_CALLS, (namespace, tool, RECENT_PER_TOOL))
     return ToolHints(
         tool=tool,
         calls=stats["calls"],
@@ -156,10 +154,10 @@ def _error_hint(row: Row) -> ErrorHint:
 
 
 async def _guidance(
-    source: Source, namespace: str, signatures: tuple[str, str], tools: list[str] | None
+    conn: Reads, namespace: str, signatures: tuple[str, str], tools: list[str] | None
 ) -> list[FixGuidance]:
     # Read a few more than shown, since some may belong to tools the caller did not ask about.
-    rows = await query(source, _FIXED_FAILURES, (namespace, *signatures, GUIDANCE_ITEMS * 4))
+    rows = await conn.all(_FIXED_FAILURES, (namespace, *signatures, GUIDANCE_ITEMS * 4))
     guidance = []
     for row in rows:
         if tools is not None and row["tool"] not in tools:

@@ -9,7 +9,7 @@ filter, and the namespace filter lives in SQL WHERE, never in the MATCH string.
 import re
 
 from memvm.engine.config import SearchTuning
-from memvm.engine.db import Database, Row
+from memvm.engine.db import Reads, Row
 from memvm.engine.levels import collapse
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
 from memvm.engine.pages import level_tokens
@@ -104,13 +104,13 @@ SELECT count(*) FROM (
     WHERE pages_fts MATCH ? AND p.namespace = ? LIMIT {cap})"""
 
 
-async def _ranking_match(db: Database, namespace: str, terms: list[str], total: int, limit: int) -> str:
+async def _ranking_match(conn: Reads, namespace: str, terms: list[str], total: int, limit: int) -> str:
     """The MATCH expression to rank with: every term, unless common terms make that slow (above)."""
     everything = match_expression(terms)
     if total <= COMMON_PAGES:
         return everything
     # One trip: each term's page count in the namespace, counted no further than the threshold.
-    counts = await db.fetchall(
+    counts = await conn.all(
         " UNION ALL ".join([_CAPPED_COUNT.format(cap=COMMON_PAGES + 1)] * len(terms)),
         [match_expression([term]) for term in terms],
     )
@@ -120,7 +120,7 @@ async def _ranking_match(db: Database, namespace: str, terms: list[str], total: 
     together = " AND ".join(match_expression([term]) for term in terms)
     # CROSS JOIN keeps the full-text index outermost; left to choose, SQLite walked the namespace's
     # pages and ran the match once for each of them (seconds at 100,000 pages).
-    found = await db.fetchone(_CAPPED_IN_NAMESPACE.format(cap=limit), (together, namespace))
+    found = await conn.one(_CAPPED_IN_NAMESPACE.format(cap=limit), (together, namespace))
     return together if found and found[0] >= limit else everything
 
 
@@ -233,7 +233,7 @@ def _hit(row: Row, *, score: float) -> SearchHit:
 
 
 async def search_pages(
-    db: Database,
+    conn: Reads,
     *,
     namespace: str,
     viewer_session: str,
@@ -254,7 +254,7 @@ async def search_pages(
     candidates = _id_candidates(query)
     if candidates:
         marks = ", ".join("?" for _ in candidates)
-        rows = await db.fetchall(
+        rows = await conn.all(
             _BY_ID.format(marks=marks, filters=filters),
             (viewer_session, namespace, *candidates, *filter_params),
         )
@@ -262,22 +262,22 @@ async def search_pages(
         for row in sorted(rows, key=lambda r: order[r["page_id"]]):
             hits.append(_hit(row, score=EXACT_ID_SCORE))
     terms = query_terms(query)
-    counts = await db.fetchone(_TOTAL, (namespace,))
+    counts = await conn.one(_TOTAL, (namespace,))
     total, in_file = (int(counts[0]), int(counts[1])) if counts else (0, 0)
     if terms and len(hits) < limit:
-        match = await _ranking_match(db, namespace, terms, total, limit)
+        match = await _ranking_match(conn, namespace, terms, total, limit)
         depth = max(tuning.depth, limit)
         if filters or total != in_file:
             source = _IN_NAMESPACE.format(filters=filters)
             params: tuple[object, ...] = (match, namespace, *filter_params, depth, namespace)
         else:
             source, params = _WHOLE_FILE, (match, depth, namespace)
-        matches = await db.fetchall(_rank_sql(source, tuning.neighbour_reach), params)
+        matches = await conn.all(_rank_sql(source, tuning.neighbour_reach), params)
         scores = rescore(matches, terms, addressed_role(query), tuning)
         seen = {hit.page_id for hit in hits}
         best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(hits)]
         if best:
-            rows = await db.fetchall(
+            rows = await conn.all(
                 _DRESS.format(marks=", ".join("?" * len(best))), (viewer_session, *best, match)
             )
             by_rowid = {row["rowid"]: row for row in rows}

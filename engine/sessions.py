@@ -5,8 +5,7 @@ that never mark turns, on the first call after `turn_idle_seconds` of silence in
 per-turn fault allowance resets with each new turn.
 """
 
-import aiosqlite
-from memvm.engine.db import Database, Row, fetchone
+from memvm.engine.db import Reads, Row, Writes
 from memvm.engine.models import SessionState
 
 _STATE_COLUMNS = "namespace, session, turn, faults_this_turn, turn_started_at, last_call_at"
@@ -51,32 +50,32 @@ def _state(row: Row) -> SessionState:
     )
 
 
-async def get_session(conn: aiosqlite.Connection, namespace: str, session: str) -> SessionState:
-    row = await fetchone(conn, _GET, (namespace, session))
+async def get_session(conn: Reads, namespace: str, session: str) -> SessionState:
+    row = await conn.one(_GET, (namespace, session))
     assert row is not None, "call touch_session first"
     return _state(row)
 
 
-async def read_session(db: Database, namespace: str, session: str) -> SessionState | None:
+async def read_session(conn: Reads, namespace: str, session: str) -> SessionState | None:
     """The session as last committed, without creating it (for read-only views)."""
-    row = await db.fetchone(_GET, (namespace, session))
+    row = await conn.one(_GET, (namespace, session))
     return _state(row) if row else None
 
 
 async def touch_session(
-    conn: aiosqlite.Connection, namespace: str, session: str, now: float, idle_seconds: float
+    conn: Writes, namespace: str, session: str, now: float, idle_seconds: float
 ) -> SessionState:
     """Create the session on first use, start a new turn after an idle gap, and record this call."""
-    row = await fetchone(conn, _TOUCH, (namespace, session, now, idle_seconds))
+    row = await conn.one(_TOUCH, (namespace, session, now, idle_seconds))
     assert row is not None  # RETURNING always yields the row
     return _state(row)
 
 
-async def begin_turn(conn: aiosqlite.Connection, namespace: str, session: str, now: float) -> SessionState:
-    row = await fetchone(conn, _BEGIN_TURN, (namespace, session, now))
+async def begin_turn(conn: Writes, namespace: str, session: str, now: float) -> SessionState:
+    row = await conn.one(_BEGIN_TURN, (namespace, session, now))
     assert row is not None  # RETURNING always yields the row
     return _state(row)
 
 
-async def charge_fault(conn: aiosqlite.Connection, namespace: str, session: str) -> None:
+async def charge_fault(conn: Writes, namespace: str, session: str) -> None:
     await conn.execute(_CHARGE_FAULT, (namespace, session))

@@ -10,8 +10,7 @@ change goes to the append-only mutation log.
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import aiosqlite
-from memvm.engine.db import Database, Row, fetchall, fetchone
+from memvm.engine.db import Reads, Row, Writes
 from memvm.engine.levels import collapse
 from memvm.engine.models import (
     Actor,
@@ -166,8 +165,8 @@ def _mapping(row: Row) -> Mapping:
     )
 
 
-async def get_mapping(conn: aiosqlite.Connection, namespace: str, session: str, rowid: int) -> Mapping | None:
-    row = await fetchone(conn, _ONE_MAPPING, (namespace, session, rowid))
+async def get_mapping(conn: Reads, namespace: str, session: str, rowid: int) -> Mapping | None:
+    row = await conn.one(_ONE_MAPPING, (namespace, session, rowid))
     return _mapping(row) if row else None
 
 
@@ -213,7 +212,7 @@ class WorkingSet:
 
     def __init__(
         self,
-        conn: aiosqlite.Connection,
+        conn: Writes,
         *,
         namespace: str,
         session: str,
@@ -233,7 +232,7 @@ class WorkingSet:
     async def place(self, page: Page, level: Level, *, actor: Actor, cause: str, faulted: bool) -> Placement:
         """Map `page` at `level` (or move it there), making room if needed; never overfill."""
         line_tokens = self._counter.count(page_line(page, level))
-        row = await fetchone(self._conn, _ROOM, (self._namespace, self._session, page.rowid))
+        row = await self._conn.one(_ROOM, (self._namespace, self._session, page.rowid))
         assert row is not None  # an aggregate always yields a row
         used, current_level = row[0], None if row[1] is None else Level(row[1])
         need = line_cost(line_tokens)
@@ -325,7 +324,7 @@ class WorkingSet:
         with whether it is all of them: callers stop at the first prefix that is enough."""
         limit = _FIRST_CANDIDATES
         while True:
-            rows = await fetchall(self._conn, sql, (*params, limit))
+            rows = await self._conn.all(sql, (*params, limit))
             yield rows, len(rows) < limit
             limit *= 4
 
@@ -422,16 +421,16 @@ class WorkingSet:
         )
 
 
-async def sessions_mapping(conn: aiosqlite.Connection, namespace: str, rowid: int) -> list[tuple[str, Level]]:
+async def sessions_mapping(conn: Reads, namespace: str, rowid: int) -> list[tuple[str, Level]]:
     """Every session whose working set holds the page, with its level there."""
-    rows = await fetchall(conn, _SESSIONS_MAPPING, (namespace, rowid))
+    rows = await conn.all(_SESSIONS_MAPPING, (namespace, rowid))
     return [(row["session"], Level(row["level"])) for row in rows]
 
 
-async def view_entries(db: Database, namespace: str, session: str) -> list[WorkingSetEntry]:
+async def view_entries(conn: Reads, namespace: str, session: str) -> list[WorkingSetEntry]:
     """The mapped pages as rendered lines, in a stable order (oldest page first)."""
     entries = []
-    for row in await db.fetchall(_VIEW, (namespace, session)):
+    for row in await conn.all(_VIEW, (namespace, session)):
         level = Level(row["level"])
         texts = level_texts(row)
         role = Role(row["role"]) if row["role"] else None

@@ -2,7 +2,7 @@
 
 from memvm.engine import Engine
 from memvm.engine.models import WorkingSetView
-from memvm.resources.manifest import MANIFEST_CLOSE, MANIFEST_OPEN, render_manifest
+from memvm.resources.manifest import MANIFEST_CLOSE, MANIFEST_OPEN, build_manifest, cap_manifest
 from memvm.resources.rules import RuleMode, rules_text
 from pydantic import BaseModel
 
@@ -28,15 +28,16 @@ async def render_developer_message(
     engine: Engine, *, namespace: str, session: str, mode: RuleMode, system_prompt: str | None = None
 ) -> DeveloperMessage:
     """System prompt (optional), rules, manifest and context; passive mode sends the context alone."""
-    view = await engine.working_set(namespace=namespace, session=session)
+    # One snapshot for the manifest and the context, so the two never disagree.
+    memory = await engine.memory_map(namespace=namespace, session=session)
     sections = [system_prompt] if system_prompt else []
     if mode is not RuleMode.PASSIVE:
-        manifest = await render_manifest(engine, namespace=namespace, session=session)
+        manifest = cap_manifest(build_manifest(memory), engine)
         sections += [
             rules_text(mode, max_faults_per_turn=engine.config.max_faults_per_turn),
             f"{MANIFEST_OPEN}\n{manifest}\n{MANIFEST_CLOSE}",
         ]
-    sections.append(render_context(view))
+    sections.append(render_context(memory.view))
     text = SECTION_SEPARATOR.join(sections)
     return DeveloperMessage(
         mode=mode, text=text, tokens=engine.counter.count(text), budget_tokens=engine.config.budget_tokens

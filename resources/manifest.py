@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from memvm.engine import Engine
+from memvm.engine.models import MemoryMap
 
 MANIFEST_OPEN = "<VM:MANIFEST_JSON>"
 MANIFEST_CLOSE = "</VM:MANIFEST_JSON>"
@@ -20,15 +21,11 @@ def _dump(manifest: dict[str, Any]) -> str:
     return json.dumps(manifest, ensure_ascii=False, separators=(",", ":"))
 
 
-async def build_manifest(engine: Engine, *, namespace: str, session: str) -> dict[str, Any]:
+def build_manifest(memory: MemoryMap) -> dict[str, Any]:
     """The manifest as a dict, before the token cap is applied."""
-    view = await engine.working_set(namespace=namespace, session=session)
-    available = await engine.available_pages(
-        namespace=namespace, session=session, limit=engine.config.manifest_max_pages
-    )
-    counts = await engine.counts(namespace=namespace, session=session)
+    view, available, counts = memory.view, memory.available, memory.counts
     return {
-        "session": session,
+        "session": view.session,
         "turn": view.turn,
         "working_set": [{"page_id": e.page_id, "level": e.level, "tokens": e.tokens} for e in view.entries],
         "available_pages": [
@@ -75,4 +72,5 @@ def cap_manifest(manifest: dict[str, Any], engine: Engine) -> str:
 
 
 async def render_manifest(engine: Engine, *, namespace: str, session: str) -> str:
-    return cap_manifest(await build_manifest(engine, namespace=namespace, session=session), engine)
+    memory = await engine.memory_map(namespace=namespace, session=session)
+    return cap_manifest(build_manifest(memory), engine)

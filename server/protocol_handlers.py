@@ -20,7 +20,6 @@ from mcp_types import (
     SubscribeRequestParams,
     UnsubscribeRequestParams,
 )
-from memvm.engine.names import page_ids, session_names
 from memvm.resources.rules import RuleMode
 from memvm.server.app_state import Runtime
 
@@ -65,9 +64,13 @@ async def complete(ctx: ServerRequestContext[Runtime, Any], params: CompleteRequ
     typed = params.argument.value
     values: list[str] = []
     if isinstance(params.ref, ResourceTemplateReference) and params.argument.name == "session":
-        values = await session_names(runtime.engine.db, runtime.namespace, typed, MAX_COMPLETIONS + 1)
+        values = await runtime.engine.session_names(
+            namespace=runtime.namespace, prefix=typed, limit=MAX_COMPLETIONS + 1
+        )
     elif isinstance(params.ref, ResourceTemplateReference) and params.argument.name == "page_id":
-        values = await page_ids(runtime.engine.db, runtime.namespace, typed, MAX_COMPLETIONS + 1)
+        values = await runtime.engine.page_ids(
+            namespace=runtime.namespace, prefix=typed, limit=MAX_COMPLETIONS + 1
+        )
     elif isinstance(params.ref, PromptReference) and params.argument.name == "mode":
         values = [mode.value for mode in RuleMode if mode.value.startswith(typed)]
     return CompleteResult(

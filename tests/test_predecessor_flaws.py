@@ -114,7 +114,7 @@ async def test_flaw_memory_grows_with_pages_and_eviction_frees_none(open_engine)
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert (await engine.counts(namespace=NS, session="s"))["pages"] == 1_200
+    assert (await engine.memory_map(namespace=NS, session="s")).counts["pages"] == 1_200
     # The predecessor held ~5 KB per page in RAM (5 MB here); memvm's pages live on disk.
     assert grown < 512 * 1024
 

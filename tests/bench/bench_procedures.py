@@ -111,7 +111,8 @@ async def main(calls: int) -> None:
             started = time.perf_counter()
             await fill(engine, calls - 2_000)
             await record_tail(engine, 2_000)
-            (logged,) = await engine.db.fetchone("SELECT count(*) FROM tool_calls")
+            async with engine.db.read() as conn:
+                (logged,) = await conn.one("SELECT count(*) FROM tool_calls")
             print(f"logged calls: {logged:,} (filled in {time.perf_counter() - started:.0f} s)")
 
             async def hints(**ask) -> None:
@@ -119,12 +120,16 @@ async def main(calls: int) -> None:
                 render_hints(knowledge, engine.counter, 600)
 
             async def baseline() -> None:
-                await engine.db.fetchall(
+                async with engine.db.read() as conn:
+                    await baseline_queries(conn)
+
+            async def baseline_queries(conn) -> None:
+                await conn.all(
                     "SELECT tool, count(*), avg(outcome = 'success'), avg(duration_ms) FROM tool_calls "
                     "WHERE namespace = ? AND tool IN (?, ?, ?, ?, ?) GROUP BY tool",
                     (NS, *TOOLS[:5]),
                 )
-                await engine.db.fetchall(
+                await conn.all(
                     "SELECT tool, error_signature, count(*) AS n FROM tool_calls WHERE namespace = ? "
                     "AND error_signature IS NOT NULL GROUP BY tool, error_signature ORDER BY n DESC LIMIT 15",
                     (NS,),

@@ -70,14 +70,15 @@ async def run_haystack(
     for question in haystack.questions:
         for name, tuning in tunings.items():
             started = time.perf_counter()
-            found = await search_pages(
-                engine.db,
-                namespace=NS,
-                viewer_session="bench",
-                query=question.text,
-                limit=DEPTH,
-                tuning=tuning,
-            )
+            async with engine.db.read() as conn:
+                found = await search_pages(
+                    conn,
+                    namespace=NS,
+                    viewer_session="bench",
+                    query=question.text,
+                    limit=DEPTH,
+                    tuning=tuning,
+                )
             millis = (time.perf_counter() - started) * 1000
             scores[name].append(score(question, [page_of.get(hit.page_id) for hit in found.results], millis))
     return scores

@@ -27,18 +27,17 @@ async def test_blank_database_is_migrated_and_records_every_version(engine, db_p
 
 async def test_migrating_twice_is_a_no_op(engine):
     assert await migrate(engine.db) == []
-    assert await applied_versions(engine.db.writer) == [m.version for m in MIGRATIONS]
+    async with engine.db.read() as conn:
+        assert await applied_versions(conn) == [m.version for m in MIGRATIONS]
 
 
 async def test_every_connection_sets_its_pragmas(engine):
-    # The writer waits a short slice inside SQLite and the engine retries; the reader just waits.
-    for conn, busy_ms in ((engine.db.writer, 100), (engine.db._reader, 10_000)):
-        async with conn.execute("PRAGMA busy_timeout") as cur:
-            assert (await cur.fetchone())[0] == busy_ms
-        async with conn.execute("PRAGMA foreign_keys") as cur:
-            assert (await cur.fetchone())[0] == 1
-        async with conn.execute("PRAGMA synchronous") as cur:
-            assert (await cur.fetchone())[0] == 2  # FULL
+    # The writer waits a short slice inside SQLite and the engine retries; readers just wait.
+    async with engine.db.read() as reads, engine.db.write() as writes:
+        for conn, busy_ms in ((writes, 100), (reads, 10_000)):
+            assert (await conn.one("PRAGMA busy_timeout"))[0] == busy_ms
+            assert (await conn.one("PRAGMA foreign_keys"))[0] == 1
+            assert (await conn.one("PRAGMA synchronous"))[0] == 2  # FULL
 
 
 async def test_a_foreign_sqlite_file_is_refused_and_left_untouched(db_path):

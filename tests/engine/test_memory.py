@@ -88,7 +88,7 @@ async def test_page_counts_follow_writes_and_forgets_and_are_rebuilt_for_older_f
         session="s",
         page_id=(await engine.search(namespace=NS, session="s", query="orchard")).results[0].page_id,
     )
-    assert (await engine.counts(namespace=NS, session="s"))["pages"] == 4
+    assert (await engine.memory_map(namespace=NS, session="s")).counts["pages"] == 4
     assert (await engine.search(namespace="other", session="s", query="hello")).total_pages == 1
     await engine.close()
     # A file from before the counts were kept: the migration counts what is there.
@@ -98,5 +98,5 @@ async def test_page_counts_follow_writes_and_forgets_and_are_rebuilt_for_older_f
             "DROP TABLE page_counts; DELETE FROM schema_migrations WHERE version = 4;"
         )
     reopened = await open_engine()
-    assert (await reopened.counts(namespace=NS, session="s"))["pages"] == 4
-    assert (await reopened.counts(namespace="other", session="s"))["pages"] == 1
+    assert (await reopened.memory_map(namespace=NS, session="s")).counts["pages"] == 4
+    assert (await reopened.memory_map(namespace="other", session="s")).counts["pages"] == 1

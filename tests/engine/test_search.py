@@ -129,9 +129,10 @@ async def test_a_speakers_name_finds_their_lines(engine):
 
 async def search_tuned(engine, query: str, tuning: SearchTuning, limit: int = 5) -> list[SearchHit]:
     """search_pages over the engine's pages with `tuning` in place of the engine's own settings."""
-    found = await search_pages(
-        engine.db, namespace=NS, viewer_session="s", query=query, limit=limit, tuning=tuning
-    )
+    async with engine.db.read() as conn:
+        found = await search_pages(
+            conn, namespace=NS, viewer_session="s", query=query, limit=limit, tuning=tuning
+        )
     return found.results
 
 

@@ -194,7 +194,8 @@ async def test_eviction_chooses_what_the_reference_model_chooses(open_engine, cl
         clock.advance(rng.choice([0, 1, 5]))
     checked = 0
     for _ in range(80):
-        rows = await engine.db.fetchall(_SNAPSHOT, (NS, "s"))
+        async with engine.db.read() as conn:
+            rows = await conn.all(_SNAPSHOT, (NS, "s"))
         mapped = {row["page_id"] for row in rows}
         page_id = rng.choice(page_ids)
         if page_id in mapped:
