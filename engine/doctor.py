@@ -105,10 +105,12 @@ def _memvm_checks(conn: sqlite3.Connection, found: Diagnosis) -> None:
     if dangling:
         found.problems.append(f"{len(dangling)} rows point at rows that are gone (foreign_key_check)")
 
-    # The per-namespace page counts are kept by triggers; they must agree with the pages.
+    # The per-namespace page counts and lengths (search statistics) are kept by triggers; they
+    # must agree with the pages.
     drift = conn.execute(
-        "SELECT count(*) FROM (SELECT namespace, count(*) AS n FROM pages GROUP BY namespace) AS real "
-        "LEFT JOIN page_counts USING (namespace) WHERE page_counts.pages IS NOT real.n"
+        "SELECT count(*) FROM (SELECT namespace, count(*) AS n, sum(search_chars) AS chars FROM pages "
+        "GROUP BY namespace) AS real LEFT JOIN page_counts USING (namespace) "
+        "WHERE page_counts.pages IS NOT real.n OR page_counts.chars IS NOT real.chars"
     ).fetchone()[0]
     found.checks["page_counts"] = "ok" if drift == 0 else f"{drift} namespaces off"
     if drift:

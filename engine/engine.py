@@ -48,6 +48,7 @@ from memvm.engine.pages import get_page
 from memvm.engine.procedures import procedural_knowledge
 from memvm.engine.search import search_pages
 from memvm.engine.sessions import begin_turn, read_session, touch_session
+from memvm.engine.terms import Stemmer
 from memvm.engine.tokens import TokenCounter
 from memvm.engine.working_set import line_cost, view_entries
 
@@ -59,6 +60,7 @@ class Engine:
         self.counter = counter
         self.clock = clock
         self._writer = memory.Writer(db=db, config=config, counter=counter, clock=clock)
+        self.stemmer = Stemmer()
 
     @classmethod
     async def open(
@@ -80,6 +82,7 @@ class Engine:
 
     async def close(self) -> None:
         await self.db.close()
+        self.stemmer.close()
 
     @property
     def page_budget(self) -> int:
@@ -140,6 +143,7 @@ class Engine:
                 modality=modality,
                 only_session=session if scope is SearchScope.SESSION else None,
                 tuning=self.config.search,
+                stemmer=self.stemmer,
             )
 
     async def begin_turn(self, *, namespace: str, session: str) -> TurnResult:

@@ -387,7 +387,94 @@ _SPEAKER_INDEX = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_INITIAL, _GUARDS, _PROCEDURES, _PAGE_COUNTS, _SPEAKER_INDEX)
+# Generated ids (msg_000123, note_000007, ...) say nothing a query would ask for, and "note" or
+# "tool" in a question would match every page of that type; a caller's key ("coffee-order") is
+# the page's name, and is searched like its text.
+_GENERATED_ID = " OR ".join(
+    f"page_id GLOB '{prefix}_[0-9][0-9][0-9][0-9][0-9][0-9]*'"
+    for prefix in ("msg", "tool", "claim", "note", "pref", "sum", "proc")
+)
+
+_SEARCH_STATISTICS = Migration(
+    version=6,
+    name="keys in the full-text index, per-namespace search statistics",
+    statements=(
+        f"""ALTER TABLE pages ADD COLUMN search_key TEXT
+            GENERATED ALWAYS AS (CASE WHEN {_GENERATED_ID} THEN NULL ELSE page_id END) VIRTUAL""",
+        # A page's length for BM25, in characters of what is indexed: the ranking compares it with
+        # its namespace's average only, so characters serve as well as tokens and SQL can count them.
+        """ALTER TABLE pages ADD COLUMN search_chars INTEGER
+            GENERATED ALWAYS AS (length(content) + coalesce(length(speaker), 0)
+                                 + coalesce(length(search_key), 0)) VIRTUAL""",
+        # Ranking statistics per namespace (pages and their total length), so that one tenant's
+        # scores never depend on what another has stored.
+        "ALTER TABLE page_counts ADD COLUMN chars INTEGER NOT NULL DEFAULT 0",
+        """UPDATE page_counts SET chars = coalesce(
+               (SELECT sum(search_chars) FROM pages WHERE pages.namespace = page_counts.namespace), 0)""",
+        "DROP TRIGGER pages_count_insert",
+        "DROP TRIGGER pages_count_delete",
+        """
+        CREATE TRIGGER pages_count_insert AFTER INSERT ON pages BEGIN
+            INSERT INTO page_counts (namespace, pages, chars) VALUES (new.namespace, 1, new.search_chars)
+            ON CONFLICT (namespace) DO UPDATE SET pages = pages + 1, chars = chars + excluded.chars;
+        END
+        """,
+        """
+        CREATE TRIGGER pages_count_delete AFTER DELETE ON pages BEGIN
+            UPDATE page_counts SET pages = pages - 1, chars = chars - old.search_chars
+            WHERE namespace = old.namespace;
+        END
+        """,
+        """
+        CREATE TRIGGER pages_count_update AFTER UPDATE OF content, metadata ON pages BEGIN
+            UPDATE page_counts SET chars = chars - old.search_chars + new.search_chars
+            WHERE namespace = new.namespace;
+        END
+        """,
+        "DROP TRIGGER pages_fts_insert",
+        "DROP TRIGGER pages_fts_delete",
+        "DROP TRIGGER pages_fts_update",
+        "DROP TABLE pages_fts",
+        """
+        CREATE VIRTUAL TABLE pages_fts USING fts5(
+            content, speaker, search_key, content='pages', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        )
+        """,
+        # Each occurrence of a term with its page: BM25's term frequencies, read term by term.
+        "CREATE VIRTUAL TABLE pages_terms USING fts5vocab(pages_fts, instance)",
+        """
+        CREATE TRIGGER pages_fts_insert AFTER INSERT ON pages BEGIN
+            INSERT INTO pages_fts (rowid, content, speaker, search_key)
+            VALUES (new.rowid, new.content, new.speaker, new.search_key);
+        END
+        """,
+        """
+        CREATE TRIGGER pages_fts_delete AFTER DELETE ON pages BEGIN
+            INSERT INTO pages_fts (pages_fts, rowid, content, speaker, search_key)
+            VALUES ('delete', old.rowid, old.content, old.speaker, old.search_key);
+        END
+        """,
+        """
+        CREATE TRIGGER pages_fts_update AFTER UPDATE OF content, metadata ON pages BEGIN
+            INSERT INTO pages_fts (pages_fts, rowid, content, speaker, search_key)
+            VALUES ('delete', old.rowid, old.content, old.speaker, old.search_key);
+            INSERT INTO pages_fts (rowid, content, speaker, search_key)
+            VALUES (new.rowid, new.content, new.speaker, new.search_key);
+        END
+        """,
+        "INSERT INTO pages_fts (pages_fts) VALUES ('rebuild')",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _INITIAL,
+    _GUARDS,
+    _PROCEDURES,
+    _PAGE_COUNTS,
+    _SPEAKER_INDEX,
+    _SEARCH_STATISTICS,
+)
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)
 

@@ -207,6 +207,7 @@ class SearchHit(BaseModel):
 class SearchResult(BaseModel):
     results: list[SearchHit]
     total_pages: int
+    message: str | None = Field(None, description="Set when nothing was found: why, and what to try instead.")
 
 
 class RememberResult(BaseModel):

@@ -1,25 +1,34 @@
-"""Full-text search: FTS5 BM25 with porter stemming, ranked globally across the namespace.
+"""Full-text search: BM25 over an FTS5 index with porter stemming, ranked within the namespace.
 
 Bound parameters do not stop FTS5's own query syntax, so the MATCH string is never the user's
 text: it is rebuilt from word terms, each one double-quoted, joined with OR. Nothing a caller
 types (`alpha OR`, `-x`, `NEAR(`, `"`, `*`, `content:`) can become an operator or a column
 filter, and the namespace filter lives in SQL WHERE, never in the MATCH string.
+
+BM25 is computed here from the namespace's own statistics (its pages, their average length, how
+many of them hold each term), never from the whole file's as FTS5's bm25() would: a tenant's
+scores must not move when another tenant writes, or they would tell it what the other stores.
 """
 
+import math
 import re
+from collections import defaultdict
+from dataclasses import dataclass
 
 from memvm.engine.config import SearchTuning
 from memvm.engine.db import Reads, Row
 from memvm.engine.levels import collapse
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
 from memvm.engine.pages import level_tokens
-from memvm.engine.stopwords import STOPWORDS
+from memvm.engine.terms import Stemmer, match_expression, query_terms
 
-# Words as unicode61 sees them: letters, digits and marks; everything else separates terms.
-_TERM = re.compile(r"[^\W_]+", re.UNICODE)
-_MAX_TERMS = 32
 _MAX_ID_CANDIDATES = 8
 _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+
+# BM25's usual constants: term-frequency saturation and length normalisation.
+_K1 = 1.2
+_B = 0.75
 
 # What a hit reports of its page, and at which level the viewer's working set holds it (if it does).
 _HIT_COLUMNS = """p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
@@ -28,28 +37,22 @@ _MAPPED_IN_VIEWER = (
     "LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?"
 )
 
-# Rank first, then dress only the winners: snippet() and the working-set join cost as much as the
-# ranking itself when they run for every match, and all but a few matches are thrown away. Each
-# candidate comes with its session, its speaker and the rowids of the pages up to `reach` before and
-# after it in its session ({neighbours}), for the re-scoring in `rescore`.
-_RANK = """
-WITH top AS (
-    SELECT pages_fts.rowid AS rowid, -bm25(pages_fts) AS score
-    {source}
-    ORDER BY bm25(pages_fts), pages_fts.rowid
-    LIMIT ?
-)
-SELECT top.rowid, top.score, p.session, p.speaker, p.role, p.tokens_full{neighbours}
-FROM top JOIN pages p ON p.rowid = top.rowid
-WHERE p.namespace = ?
+# Every occurrence of the query's stems in the namespace's pages, counted per page and stem: the
+# term frequencies, and (by the pages each stem is on) the document frequencies of BM25.
+_POSTINGS = """
+SELECT t.doc AS rowid, t.term AS stem, count(*) AS tf, p.search_chars AS chars,
+       p.type, p.modality, p.session
+FROM pages_terms t JOIN pages p ON p.rowid = t.doc
+WHERE t.term IN ({marks}) AND p.namespace = ?
+GROUP BY t.doc, t.term
 """
-# Which matches are ranked: those of the namespace (and filters), joined page by page; or, when
-# the namespace holds every page of the file and nothing is filtered, all of them without the
-# join, which is a third of a search at 100,000 pages. The outer WHERE above still drops any page
-# of another namespace written in between, so no foreign page can slip in.
-_IN_NAMESPACE = """FROM pages_fts JOIN pages p ON p.rowid = pages_fts.rowid
-    WHERE pages_fts MATCH ? AND p.namespace = ? {filters}"""
-_WHOLE_FILE = "FROM pages_fts WHERE pages_fts MATCH ?"
+
+# The best-scoring pages with what re-scoring needs: session, speaker, role, length, and the
+# rowids of the pages up to `reach` before and after each in its session ({neighbours}).
+_CANDIDATES = """
+SELECT p.rowid, p.session, p.speaker, p.role, p.tokens_full{neighbours}
+FROM pages p WHERE p.namespace = ? AND p.rowid IN ({marks})
+"""
 # The page `step` places before (or after) a candidate in its session, through pages_by_session.
 _NEIGHBOUR = """,
        (SELECT q.rowid FROM pages q
@@ -57,17 +60,17 @@ _NEIGHBOUR = """,
         ORDER BY q.rowid {order} LIMIT 1 OFFSET {offset}) AS {name}{step}"""
 
 
-def _rank_sql(source: str, reach: int) -> str:
+def _candidates_sql(reach: int, count: int) -> str:
     neighbours = "".join(
         _NEIGHBOUR.format(sign=sign, order=order, offset=step - 1, name=name, step=step)
         for step in range(1, reach + 1)
         for sign, order, name in (("<", "DESC", "before"), (">", "ASC", "after"))
     )
-    return _RANK.format(source=source, neighbours=neighbours)
+    return _CANDIDATES.format(neighbours=neighbours, marks=", ".join("?" * count))
 
 
-# The pages drive the join (their rowids come from _RANK): with the full-text table first, SQLite
-# ran the whole match again for every page, four times slower.
+# The pages drive the join (their rowids come from the ranking): with the full-text table first,
+# SQLite ran the whole match again for every page.
 _DRESS = f"""
 SELECT {_HIT_COLUMNS}, snippet(pages_fts, 0, '', '', '…', 24) AS snippet, w.level AS mapped_level
 FROM pages p
@@ -88,59 +91,73 @@ EXACT_ID_SCORE = 1_000_000.0
 
 DEFAULT_TUNING = SearchTuning()
 
-# bm25() runs for every page a term is on, so in a large namespace a term on thousands of pages
-# costs most of a search (40 ms at 100,000 pages) while it weighs least (its inverse document
-# frequency is low). Such terms are left out of the ranking when the query has rarer ones; a query
-# of common terms only asks for pages holding all of them first. Namespaces of up to this many
-# pages, and queries without a common term, are ranked on every term as before.
+# Scoring reads every occurrence of every term it ranks by, so in a large namespace a term on
+# thousands of pages costs most of a search while it weighs least (its inverse document frequency
+# is low). Such terms are left out of the ranking when the query has rarer ones; a query of
+# common terms only is ranked over the pages holding all of them. Namespaces of up to this many
+# pages, and queries without a common term, are ranked on every term.
 COMMON_PAGES = 500
-# Counted over the whole file, as FTS5 counts for BM25's inverse document frequency: walking only
-# the full-text index, up to the threshold, costs a fraction of a millisecond per term.
-_CAPPED_COUNT = "SELECT (SELECT count(*) FROM (SELECT 1 FROM pages_fts WHERE pages_fts MATCH ? LIMIT {cap}))"
-# The pages of the namespace that hold every term, up to `cap` of them.
+# The namespace's pages holding a match, counted no further than `cap`. CROSS JOIN keeps the
+# full-text index outermost; left to choose, SQLite walked the namespace's pages and ran the
+# match once for each of them (seconds at 100,000 pages).
 _CAPPED_IN_NAMESPACE = """
 SELECT count(*) FROM (
     SELECT 1 FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
     WHERE pages_fts MATCH ? AND p.namespace = ? LIMIT {cap})"""
+# The namespace's pages holding every common term, when those are all a query has.
+_ALL_OF = """
+SELECT pages_fts.rowid FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
+WHERE pages_fts MATCH ? AND p.namespace = ?"""
+
+# The namespace's pages and their total length: BM25's collection statistics.
+_COLLECTION = "SELECT pages, chars FROM page_counts WHERE namespace = ?"
 
 
-async def _ranking_match(conn: Reads, namespace: str, terms: list[str], total: int, limit: int) -> str:
-    """The MATCH expression to rank with: every term, unless common terms make that slow (above)."""
-    everything = match_expression(terms)
+@dataclass(frozen=True)
+class _Ranking:
+    """The terms to score by, and, for a query of common terms only, the pages to score."""
+
+    terms: list[str]
+    within: set[int] | None
+
+
+async def _ranking(conn: Reads, namespace: str, terms: list[str], total: int, limit: int) -> _Ranking:
+    """The terms to rank by: every one, unless common terms make that slow (above)."""
     if total <= COMMON_PAGES:
-        return everything
-    # One trip: each term's page count in the namespace, counted no further than the threshold.
-    counts = await conn.all(
-        " UNION ALL ".join([_CAPPED_COUNT.format(cap=COMMON_PAGES + 1)] * len(terms)),
-        [match_expression([term]) for term in terms],
-    )
-    rare = [term for term, (count,) in zip(terms, counts, strict=True) if count <= COMMON_PAGES]
+        return _Ranking(terms, None)
+    rare = []
+    for term in terms:
+        row = await conn.one(
+            _CAPPED_IN_NAMESPACE.format(cap=COMMON_PAGES + 1), (match_expression([term]), namespace)
+        )
+        if row is not None and row[0] <= COMMON_PAGES:
+            rare.append(term)
     if rare:
-        return match_expression(rare)
+        return _Ranking(rare, None)
     together = " AND ".join(match_expression([term]) for term in terms)
-    # CROSS JOIN keeps the full-text index outermost; left to choose, SQLite walked the namespace's
-    # pages and ran the match once for each of them (seconds at 100,000 pages).
-    found = await conn.one(_CAPPED_IN_NAMESPACE.format(cap=limit), (together, namespace))
-    return together if found and found[0] >= limit else everything
+    found = {row[0] for row in await conn.all(_ALL_OF, (together, namespace))}
+    return _Ranking(terms, found if len(found) >= limit else None)
 
 
-# The namespace's pages, and the file's.
-_TOTAL = """SELECT coalesce((SELECT pages FROM page_counts WHERE namespace = ?), 0),
-                  coalesce((SELECT sum(pages) FROM page_counts), 0)"""
+def _bm25(postings: list[Row], pages: int, chars: int) -> dict[int, float]:
+    """Each page's BM25 score over `postings`, with the namespace's `pages` and total `chars`.
 
-
-def query_terms(text: str) -> list[str]:
-    """The distinct, lower-cased, non-stopword terms of `text`, in order, at most 32."""
-    seen: dict[str, None] = {}
-    for term in _TERM.findall(text.lower()):
-        if term not in STOPWORDS and term not in seen:
-            seen[term] = None
-    return list(seen)[:_MAX_TERMS]
-
-
-def match_expression(terms: list[str]) -> str:
-    """An FTS5 query that ORs each term as a quoted string: no operator survives quoting."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    The inverse document frequency is Lucene's, log(1 + (N - n + 0.5) / (n + 0.5)), which stays
+    positive: FTS5's floors at 1e-6 a term on more than half the pages, so that in a namespace of
+    one to three pages every score was about 1e-6 and their order arbitrary.
+    """
+    holding: dict[str, int] = defaultdict(int)
+    for row in postings:
+        holding[row["stem"]] += 1
+    average = max(1.0, chars / max(1, pages))
+    scores: dict[int, float] = defaultdict(float)
+    for row in postings:
+        found = holding[row["stem"]]
+        idf = math.log(1 + (pages - found + 0.5) / (found + 0.5))
+        tf = row["tf"]
+        norm = _K1 * (1 - _B + _B * row["chars"] / average)
+        scores[row["rowid"]] += idf * tf * (_K1 + 1) / (tf + norm)
+    return scores
 
 
 def _id_candidates(text: str) -> list[str]:
@@ -154,21 +171,31 @@ def _id_candidates(text: str) -> list[str]:
     return candidates[:_MAX_ID_CANDIDATES]
 
 
-def _filters(
-    page_type: PageType | None, modality: Modality | None, session: str | None
-) -> tuple[str, list[object]]:
-    clauses: list[str] = []
-    params: list[object] = []
-    if page_type is not None:
-        clauses.append("AND p.type = ?")
-        params.append(page_type.value)
-    if modality is not None:
-        clauses.append("AND p.modality = ?")
-        params.append(modality.value)
-    if session is not None:
-        clauses.append("AND p.session = ?")
-        params.append(session)
-    return " ".join(clauses), params
+@dataclass(frozen=True)
+class _Filters:
+    page_type: PageType | None
+    modality: Modality | None
+    session: str | None
+
+    def sql(self) -> tuple[str, list[object]]:
+        clauses: list[str] = []
+        params: list[object] = []
+        for column, value in (
+            ("type", self.page_type),
+            ("modality", self.modality),
+            ("session", self.session),
+        ):
+            if value is not None:
+                clauses.append(f"AND p.{column} = ?")
+                params.append(str(value))
+        return " ".join(clauses), params
+
+    def admit(self, row: Row) -> bool:
+        return (
+            (self.page_type is None or row["type"] == self.page_type.value)
+            and (self.modality is None or row["modality"] == self.modality.value)
+            and (self.session is None or row["session"] == self.session)
+        )
 
 
 # Pronouns that make a query about one side of the conversation (see SearchTuning.role_boost).
@@ -189,10 +216,9 @@ def addressed_role(query: str) -> Role | None:
 
 
 def rescore(
-    candidates: list[Row], terms: list[str], role: Role | None, tuning: SearchTuning
+    candidates: list[Row], bm25: dict[int, float], terms: list[str], role: Role | None, tuning: SearchTuning
 ) -> dict[int, float]:
     """Each candidate's BM25 score with the bonuses of `tuning` (see SearchTuning for why each helps)."""
-    bm25 = {row["rowid"]: float(row["score"]) for row in candidates}
     session_best: dict[str, float] = {}
     for row in candidates:
         session_best[row["session"]] = max(session_best.get(row["session"], 0.0), bm25[row["rowid"]])
@@ -239,6 +265,7 @@ async def search_pages(
     viewer_session: str,
     query: str,
     limit: int,
+    stemmer: Stemmer,
     page_type: PageType | None = None,
     modality: Modality | None = None,
     only_session: str | None = None,
@@ -246,43 +273,95 @@ async def search_pages(
 ) -> SearchResult:
     """The `limit` best pages for `query`: an exact page id first, then by score.
 
-    `score` is higher for better matches: BM25 (negated, so higher is better) with the bonuses of
-    `tuning` (neighbours, speaker, role, session); an exact id match scores EXACT_ID_SCORE.
+    `score` is higher for better matches: BM25 with the bonuses of `tuning` (neighbours,
+    speaker, role, session); an exact id match scores EXACT_ID_SCORE. All within one read
+    transaction, so the ranking and the snippets see the same pages.
     """
-    filters, filter_params = _filters(page_type, modality, only_session)
-    hits: list[SearchHit] = []
-    candidates = _id_candidates(query)
-    if candidates:
-        marks = ", ".join("?" for _ in candidates)
-        rows = await conn.all(
-            _BY_ID.format(marks=marks, filters=filters),
-            (viewer_session, namespace, *candidates, *filter_params),
-        )
-        order = {page_id: i for i, page_id in enumerate(candidates)}
-        for row in sorted(rows, key=lambda r: order[r["page_id"]]):
-            hits.append(_hit(row, score=EXACT_ID_SCORE))
+    filters = _Filters(page_type, modality, only_session)
+    hits = await _exact_ids(conn, namespace, viewer_session, query, filters)
+    collection = await conn.one(_COLLECTION, (namespace,))
+    pages, chars = (int(collection[0]), int(collection[1])) if collection else (0, 0)
     terms = query_terms(query)
-    counts = await conn.one(_TOTAL, (namespace,))
-    total, in_file = (int(counts[0]), int(counts[1])) if counts else (0, 0)
     if terms and len(hits) < limit:
-        match = await _ranking_match(conn, namespace, terms, total, limit)
+        ranking = await _ranking(conn, namespace, terms, pages, limit)
+        stems = stemmer.stems(ranking.terms)
+        postings = (
+            await conn.all(_POSTINGS.format(marks=", ".join("?" * len(stems))), (*stems, namespace))
+            if stems
+            else []
+        )
+        bm25 = _bm25(postings, pages, chars)
+        admitted = {
+            row["rowid"]
+            for row in postings
+            if filters.admit(row) and (ranking.within is None or row["rowid"] in ranking.within)
+        }
         depth = max(tuning.depth, limit)
-        if filters or total != in_file:
-            source = _IN_NAMESPACE.format(filters=filters)
-            params: tuple[object, ...] = (match, namespace, *filter_params, depth, namespace)
-        else:
-            source, params = _WHOLE_FILE, (match, depth, namespace)
-        matches = await conn.all(_rank_sql(source, tuning.neighbour_reach), params)
-        scores = rescore(matches, terms, addressed_role(query), tuning)
-        seen = {hit.page_id for hit in hits}
-        best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(hits)]
-        if best:
-            rows = await conn.all(
-                _DRESS.format(marks=", ".join("?" * len(best))), (viewer_session, *best, match)
-            )
-            by_rowid = {row["rowid"]: row for row in rows}
-            for rowid in best:
-                row = by_rowid[rowid]
-                if row["page_id"] not in seen:
-                    hits.append(_hit(row, score=round(scores[rowid], 6)))
-    return SearchResult(results=hits[:limit], total_pages=total)
+        top = sorted(admitted, key=lambda rowid: (-bm25[rowid], rowid))[:depth]
+        if top:
+            candidates = await conn.all(_candidates_sql(tuning.neighbour_reach, len(top)), (namespace, *top))
+            scores = rescore(candidates, bm25, terms, addressed_role(query), tuning)
+            hits += await _dressed(conn, scores, hits, viewer_session, ranking.terms, limit)
+    results = hits[:limit]
+    message = None if results else _nothing_found(pages, terms, filters)
+    return SearchResult(results=results, total_pages=pages, message=message)
+
+
+def _nothing_found(pages: int, terms: list[str], filters: _Filters) -> str:
+    """Why a search found nothing, in words, with what to try next: never a bare empty list."""
+    if pages == 0:
+        return "Nothing is stored in this memory yet, so there is nothing to find."
+    if not terms:
+        return (
+            "The query has no word to search for (only common words such as 'what' or 'the', or "
+            "none at all): ask with words the page itself would contain, or a page id."
+        )
+    narrowed = [
+        name
+        for name, value in (("type", filters.page_type), ("modality", filters.modality))
+        if value is not None
+    ] + (["scope=session"] if filters.session is not None else [])
+    widen = f" Drop {' and '.join(narrowed)} to search everything." if narrowed else ""
+    return (
+        f"No page matches these words among the {pages} stored.{widen} Try other words (a synonym, "
+        "a name, a date or a place), fewer words, or read the manifest to see what is stored; "
+        "this does not mean the topic never came up."
+    )
+
+
+async def _exact_ids(
+    conn: Reads, namespace: str, viewer_session: str, query: str, filters: _Filters
+) -> list[SearchHit]:
+    """The pages whose id the query names, in the query's order."""
+    candidates = _id_candidates(query)
+    if not candidates:
+        return []
+    clauses, params = filters.sql()
+    marks = ", ".join("?" for _ in candidates)
+    rows = await conn.all(
+        _BY_ID.format(marks=marks, filters=clauses), (viewer_session, namespace, *candidates, *params)
+    )
+    order = {page_id: i for i, page_id in enumerate(candidates)}
+    return [_hit(row, score=EXACT_ID_SCORE) for row in sorted(rows, key=lambda r: order[r["page_id"]])]
+
+
+async def _dressed(
+    conn: Reads,
+    scores: dict[int, float],
+    found: list[SearchHit],
+    viewer_session: str,
+    terms: list[str],
+    limit: int,
+) -> list[SearchHit]:
+    """The best-scoring pages not already `found`, with snippets and their place in the viewer's set."""
+    best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(found)]
+    rows = await conn.all(
+        _DRESS.format(marks=", ".join("?" * len(best))), (viewer_session, *best, match_expression(terms))
+    )
+    by_rowid = {row["rowid"]: row for row in rows}
+    seen = {hit.page_id for hit in found}
+    return [
+        _hit(by_rowid[rowid], score=round(scores[rowid], 6))
+        for rowid in best
+        if by_rowid[rowid]["page_id"] not in seen
+    ]

@@ -21,7 +21,7 @@ FORMAT = "memvm-export"
 FORMAT_VERSION = 1
 # Kept by triggers from the pages, or SQLite's and FTS5's own: never exported, never imported.
 _DERIVED = {"page_counts", "schema_migrations"}
-_DERIVED_PREFIXES = ("sqlite_", "pages_fts")
+_DERIVED_PREFIXES = ("sqlite_", "pages_fts", "pages_terms")
 
 
 class TransferError(Exception):

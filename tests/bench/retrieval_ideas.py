@@ -78,6 +78,7 @@ async def run_haystack(
                     query=question.text,
                     limit=DEPTH,
                     tuning=tuning,
+                    stemmer=engine.stemmer,
                 )
             millis = (time.perf_counter() - started) * 1000
             scores[name].append(score(question, [page_of.get(hit.page_id) for hit in found.results], millis))

@@ -4,7 +4,8 @@ from hypothesis import strategies as st
 from memvm.engine import migrations, search
 from memvm.engine.config import SearchTuning
 from memvm.engine.models import IngestMessage, PageType, Role, SearchHit, SearchScope
-from memvm.engine.search import EXACT_ID_SCORE, addressed_role, match_expression, query_terms, search_pages
+from memvm.engine.search import EXACT_ID_SCORE, addressed_role, search_pages
+from memvm.engine.terms import match_expression, query_terms
 
 from tests.conftest import NS, assistant, long_text, note, user
 
@@ -131,7 +132,13 @@ async def search_tuned(engine, query: str, tuning: SearchTuning, limit: int = 5)
     """search_pages over the engine's pages with `tuning` in place of the engine's own settings."""
     async with engine.db.read() as conn:
         found = await search_pages(
-            conn, namespace=NS, viewer_session="s", query=query, limit=limit, tuning=tuning
+            conn,
+            namespace=NS,
+            viewer_session="s",
+            query=query,
+            limit=limit,
+            tuning=tuning,
+            stemmer=engine.stemmer,
         )
     return found.results
 
@@ -273,3 +280,97 @@ async def test_a_speaker_the_query_names_lifts_that_speakers_pages(open_engine):
     others_off = {"neighbour_weight": 0.0, "session_weight": 0.0}
     assert await first(SearchTuning(**others_off, speaker_boost=0.0)) == "I painted the fence."
     assert (await first(SearchTuning(**others_off))).startswith("I painted a sunrise")
+
+
+def test_clitics_leave_no_stray_terms_in_a_query():
+    assert query_terms("What is Melanie's hobby?") == ["melanie", "hobby"]
+    assert query_terms("Melanie\u2019s hobby") == ["melanie", "hobby"]
+    assert query_terms("they're sure we'll go, I've said I'd come, I'm in, don't worry") == [
+        "sure",
+        "go",
+        "said",
+        "come",
+        "worry",
+    ]
+    # A letter that is a word of its own stays: only what follows an apostrophe is a clitic.
+    assert query_terms("vitamin d and plan s") == ["vitamin", "d", "plan", "s"]
+
+
+async def test_a_possessive_finds_its_owner_not_every_page_with_an_apostrophe(engine):
+    owner = await engine.remember(namespace=NS, session="s", page=note("Melanie's hobby is pottery."))
+    for text in ("That's fine.", "Let's go there.", "It's late and she's tired.", "What's next?"):
+        await engine.remember(namespace=NS, session="s", page=note(text))
+    found = await engine.search(namespace=NS, session="s", query="Melanie's hobby", limit=5)
+    assert [hit.page_id for hit in found.results] == [owner.page_id]
+
+
+async def test_a_remembered_key_is_searchable_by_its_words(engine):
+    await engine.remember(namespace=NS, session="s", page=note("Black, no sugar."), key="coffee-order")
+    await engine.remember(namespace=NS, session="s", page=note("The order of the meeting items."))
+    found = await engine.search(namespace=NS, session="s", query="coffee", limit=5)
+    assert [hit.page_id for hit in found.results] == ["coffee-order"]
+
+
+async def test_generated_ids_are_not_searched_as_words(engine):
+    await engine.remember(namespace=NS, session="s", page=note("a line about lunch"))
+    found = await engine.search(namespace=NS, session="s", query="note", limit=5)
+    assert found.results == []
+
+
+async def test_scores_in_one_namespace_do_not_move_when_another_namespace_writes(engine):
+    lines = [
+        "the otters in the river hold hands while they sleep",
+        "a report on river pollution and the otters",
+        "my vault code is in the blue notebook",
+        "the vault of the cathedral was painted blue",
+        "otters eat fish and crabs",
+    ]
+    for line in lines:
+        await engine.remember(namespace="alice", session="s", page=note(line))
+    queries = ["otters river", "vault code", "blue", "fish crabs otters", "cathedral"]
+
+    async def ranked() -> list[list[tuple[str, float]]]:
+        return [
+            [
+                (hit.page_id, hit.score)
+                for hit in (await engine.search(namespace="alice", session="s", query=q, limit=5)).results
+            ]
+            for q in queries
+        ]
+
+    before = await ranked()
+    for index in range(60):
+        text = f"otters vault blue river {index} otters otters cathedral fish"
+        await engine.remember(namespace="mallory", session="s", page=note(text))
+    after = await ranked()
+    assert after == before
+    assert all(results for results in before)
+
+
+async def test_a_namespace_of_a_few_pages_ranks_the_better_match_first(engine):
+    best = await engine.remember(namespace=NS, session="s", page=note("a red apple pie"))
+    await engine.remember(namespace=NS, session="s", page=note("a green apple"))
+    await engine.remember(namespace=NS, session="s", page=note("a red car in the street"))
+    found = await engine.search(namespace=NS, session="s", query="red apple", limit=5)
+    assert found.results[0].page_id == best.page_id
+    assert all(hit.score > 0.05 for hit in found.results)
+    scores = [hit.score for hit in found.results]
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[1]
+    alone = await engine.search(namespace=NS, session="s", query="pie", limit=5)
+    assert alone.results[0].score > 0.05
+
+
+async def test_an_empty_result_says_why_and_what_to_try(engine):
+    empty = await engine.search(namespace=NS, session="s", query="anything")
+    assert empty.results == [] and "Nothing is stored" in empty.message
+    await engine.remember(namespace=NS, session="s", page=note("the garden gate is green"))
+    missing = await engine.search(namespace=NS, session="s", query="submarine")
+    assert missing.results == []
+    assert "No page matches" in missing.message and "manifest" in missing.message
+    assert "Drop" not in missing.message
+    filtered = await engine.search(namespace=NS, session="s", query="garden", page_type=PageType.CLAIM)
+    assert filtered.results == [] and "Drop type" in filtered.message
+    stopwords = await engine.search(namespace=NS, session="s", query="what is the")
+    assert stopwords.results == [] and "no word to search for" in stopwords.message
+    found = await engine.search(namespace=NS, session="s", query="garden")
+    assert found.results and found.message is None

@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 from memvm.engine import Engine
+from memvm.engine.migrations import SCHEMA_VERSION
 from memvm.engine.models import Level, ToolOutcome
 from memvm.engine.transfer import memory_tables
 from memvm.server.cli import main
@@ -129,7 +130,10 @@ def test_export_of_one_namespace_holds_only_its_rows(filled, tmp_path):
     [
         (lambda lines: lines[:-1], "cut short"),
         (lambda lines: lines[:1] + lines[2:], "end line counts"),
-        (lambda lines: [lines[0].replace('"schema":5', '"schema":4'), *lines[1:]], "schema 4"),
+        (
+            lambda lines: [lines[0].replace(f'"schema":{SCHEMA_VERSION}', '"schema":4'), *lines[1:]],
+            "schema 4",
+        ),
         (lambda lines: ["{}", *lines[1:]], "not a memvm export"),
         (lambda lines: [*lines[:3], "not json", *lines[3:]], "line 4: not JSON"),
         (lambda lines: [*lines[:2], lines[2].replace('"namespace"', '"tenant"'), *lines[3:]], "line 3"),
@@ -161,7 +165,7 @@ def test_import_refuses_a_database_that_already_holds_memory(filled, tmp_path, c
 def test_doctor_reports_a_healthy_file(filled, capsys):
     assert run("doctor", "--db", filled) == 0
     report = capsys.readouterr().out
-    assert "schema 5 (this memvm: 5)" in report and report.rstrip().endswith("healthy")
+    assert f"schema {SCHEMA_VERSION} (this memvm: {SCHEMA_VERSION})" in report and report.rstrip().endswith("healthy")
     assert run("doctor", "--db", filled, "--json") == 0
     found = json.loads(capsys.readouterr().out)
     assert found["healthy"] and found["pages"] > 0 and found["namespaces"] == 2
@@ -194,7 +198,7 @@ def break_search_index(conn: sqlite3.Connection) -> None:
             "integrity-check failed",
         ),
         (lambda conn: conn.execute("UPDATE page_counts SET pages = pages + 7"), "page_counts", "page counts"),
-        (lambda conn: conn.execute("DELETE FROM schema_migrations WHERE version = 5"), None, "serve it once"),
+        (lambda conn: conn.execute("DELETE FROM schema_migrations WHERE version = ?", (SCHEMA_VERSION,)), None, "serve it once"),
     ],
     ids=["unindexed-page", "index-blocks", "page-counts", "old-schema"],
 )
