@@ -3,7 +3,7 @@
 from enum import StrEnum
 
 from memvm.engine.guard_config import GuardConfig
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Synchronous(StrEnum):
@@ -76,3 +76,26 @@ class EngineConfig(BaseModel):
     read_only: bool = False
     guards: GuardConfig = Field(default_factory=GuardConfig)
     search: SearchTuning = Field(default_factory=SearchTuning)
+
+    @property
+    def page_budget(self) -> int:
+        """Tokens left for page lines once the reserved part (rules, manifest) is set aside."""
+        return self.budget_tokens - self.reserved_tokens
+
+    @property
+    def smallest_page_budget(self) -> int:
+        """Room for one page line at level 3: its reference, and its role or type and id."""
+        return self.reference_max_tokens + 16
+
+    @model_validator(mode="after")
+    def _room_for_a_page(self) -> "EngineConfig":
+        # A budget the reserve eats whole would start a server where nothing can ever be loaded
+        # and every try costs a fault: refuse it, saying what would do.
+        if self.page_budget < self.smallest_page_budget:
+            raise ValueError(
+                f"a budget of {self.budget_tokens:,} tokens leaves {max(0, self.page_budget):,} for pages "
+                f"once the {self.reserved_tokens:,} reserved for the rules and the manifest are set aside, "
+                f"and one page needs {self.smallest_page_budget}: give at least "
+                f"{self.reserved_tokens + self.smallest_page_budget:,} (the default is 32,000)"
+            )
+        return self

@@ -84,11 +84,6 @@ class Engine:
         await self.db.close()
         self.stemmer.close()
 
-    @property
-    def page_budget(self) -> int:
-        """Tokens left for page lines once the reserved part (rules, manifest) is set aside."""
-        return self.config.budget_tokens - self.config.reserved_tokens
-
     async def remember(
         self, *, namespace: str, session: str, page: NewPage, key: str | None = None
     ) -> RememberResult:
@@ -108,7 +103,13 @@ class Engine:
         return await memory.forget(self._writer, namespace=namespace, session=session, page_id=page_id)
 
     async def page_fault(
-        self, *, namespace: str, session: str, page_id: str, target_level: Level = Level.ABSTRACT
+        self,
+        *,
+        namespace: str,
+        session: str,
+        page_id: str,
+        target_level: Level = Level.ABSTRACT,
+        host_session: str | None = None,
     ) -> FaultResult:
         return await faults.page_fault(
             self.db,
@@ -119,6 +120,7 @@ class Engine:
             session=session,
             page_id=page_id,
             target_level=target_level,
+            host_session=host_session,
         )
 
     async def search(

@@ -2,19 +2,21 @@
 
 A page already mapped at the same or a finer level costs nothing: its content comes back, no fault
 is charged and no tokens are added twice. A new mapping, or an upgrade to a finer level, is a
-fault, limited per turn. A page that cannot fit says so (`mapped=false` and why); it never
-claims success.
+fault, limited per turn. A level that cannot fit is never handed over: the page is mapped at the
+finest coarser level that fits, and says so, or at none (`mapped=false`, no content, nothing
+charged), with why and what would make room.
 """
 
+import anyio
 from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.db import Database
 from memvm.engine.errors import FaultLimitReached, PageNotFound
 from memvm.engine.models import Actor, EvictedPage, FaultResult, Level, Page
 from memvm.engine.pages import get_page, touch_page
-from memvm.engine.sessions import charge_fault, get_session, touch_session
+from memvm.engine.sessions import charge_fault, get_session, read_session, touch_session
 from memvm.engine.tokens import TokenCounter
-from memvm.engine.working_set import WorkingSet, get_mapping
+from memvm.engine.working_set import Bodies, WorkingSet, body_tokens, get_mapping
 
 _USED = """
 SELECT coalesce(sum(line_tokens + 1), 0) FROM working_set WHERE namespace = ? AND session = ?
@@ -31,79 +33,92 @@ async def page_fault(
     session: str,
     page_id: str,
     target_level: Level,
+    host_session: str | None = None,
 ) -> FaultResult:
+    """Map the page at `target_level`, or at the finest coarser level that fits, or nowhere.
+
+    No reply carries more than the working set could hold: a level that does not fit is never
+    returned. A fault that maps nothing is not charged. `host_session` is the session whose
+    working set the host shows; a fault into a session that did not exist yet says so.
+    """
+    levels = [Level(level) for level in range(target_level, Level.REFERENCE + 1)]
+    # A long page's line takes a fifth of a second to count: count it before taking the lock
+    # (and off the event loop), and again inside only if the page changed in between.
+    async with db.read() as conn:
+        seen = await get_page(conn, namespace, page_id)
+    if seen is None:
+        raise PageNotFound(page_id)
+    bodies = await _bodies(seen, levels, counter)
     now = clock.now()
     async with db.write() as conn:
+        new_session = await read_session(conn, namespace, session) is None
         state = await touch_session(conn, namespace, session, now, config.turn_idle_seconds)
         page = await get_page(conn, namespace, page_id)
         if page is None:
             raise PageNotFound(page_id)
+        if page.levels != seen.levels:
+            bodies = await _bodies(page, levels, counter)
         current = await get_mapping(conn, namespace, session, page.rowid)
         working_set = WorkingSet(
             conn,
             namespace=namespace,
             session=session,
             turn=state.turn,
-            capacity=config.budget_tokens - config.reserved_tokens,
+            capacity=config.page_budget,
             counter=counter,
             now=now,
         )
         already_mapped = current is not None and current.level <= target_level
-        mapped, reason, evicted = True, None, list[EvictedPage]()
+        level: Level | None = target_level
+        reason, evicted = None, list[EvictedPage]()
         if already_mapped:
             await working_set.refresh(page.rowid)
         else:
             if state.faults_this_turn >= config.max_faults_per_turn:
                 raise FaultLimitReached(config.max_faults_per_turn, state.turn, config.turn_idle_seconds)
             placement = await working_set.place(
-                page, target_level, actor=Actor.MODEL, cause="page_fault", faulted=True
+                page, levels, actor=Actor.MODEL, cause="page_fault", faulted=True, bodies=bodies
             )
-            mapped, reason, evicted = placement.mapped, placement.reason, placement.evicted
-            await charge_fault(conn, namespace, session)
-        await touch_page(conn, namespace, page.rowid, now)
+            level, reason, evicted = placement.level, placement.reason, placement.evicted
+            if placement.changed:
+                await charge_fault(conn, namespace, session)
+            else:
+                already_mapped = placement.mapped
+        if level is not None:
+            await touch_page(conn, namespace, page.rowid, now)
         state = await get_session(conn, namespace, session)
         used = await conn.one(_USED, (namespace, session))
-    return _result(
-        page,
-        target_level,
-        config=config,
-        mapped=mapped or already_mapped,
-        already_mapped=already_mapped,
-        reason=reason,
-        evicted=evicted,
-        faults_left=max(0, config.max_faults_per_turn - state.faults_this_turn),
-        used=int(used[0]) if used else 0,
-    )
-
-
-def _result(
-    page: Page,
-    level: Level,
-    *,
-    config: EngineConfig,
-    used: int,
-    mapped: bool,
-    already_mapped: bool,
-    reason: str | None,
-    evicted: list[EvictedPage],
-    faults_left: int,
-) -> FaultResult:
+    notice = None
+    if new_session and host_session is not None and session != host_session:
+        notice = (
+            f"There was no session '{session}': this call started it, with a working set of its own "
+            f"that your host does not show (it shows '{host_session}'). Leave out session to use yours."
+        )
     return FaultResult(
         page_id=page.page_id,
-        level=int(level),
-        content=page.content(level),
-        tokens=page.tokens.at(level),
+        level=None if level is None else int(level),
+        requested_level=int(target_level),
+        content="" if level is None else page.content(level),
+        tokens=0 if level is None else page.tokens.at(level),
         type=page.type,
         role=page.role,
         modality=page.modality,
         session=page.session,
+        working_set_session=session,
         created_at=page.created_at,
         provenance=page.provenance,
-        mapped=mapped,
+        mapped=level is not None,
         already_mapped=already_mapped,
         reason=reason,
+        notice=notice,
         evicted=evicted,
-        faults_left=faults_left,
-        working_set_tokens=config.reserved_tokens + used,
+        faults_left=max(0, config.max_faults_per_turn - state.faults_this_turn),
+        working_set_tokens=config.reserved_tokens + (int(used[0]) if used else 0),
+        reserved_tokens=config.reserved_tokens,
+        page_budget_tokens=config.page_budget,
         budget_tokens=config.budget_tokens,
     )
+
+
+async def _bodies(page: Page, levels: list[Level], counter: TokenCounter) -> Bodies:
+    return await anyio.to_thread.run_sync(lambda: body_tokens(page.levels, levels, counter))

@@ -39,7 +39,10 @@ from memvm.engine.pages import (
 )
 from memvm.engine.sessions import begin_turn, get_session, touch_session
 from memvm.engine.tokens import TokenCounter
-from memvm.engine.working_set import WorkingSet, get_mapping, sessions_mapping
+from memvm.engine.working_set import Bodies, WorkingSet, body_tokens, get_mapping, sessions_mapping
+
+# A page pinned into context goes in as an abstract, or as a reference where that does not fit.
+PINNED_LEVELS = (Level.ABSTRACT, Level.REFERENCE)
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class Writer:
             namespace=namespace,
             session=session,
             turn=turn,
-            capacity=self.config.budget_tokens - self.config.reserved_tokens,
+            capacity=self.config.page_budget,
             counter=self.counter,
             now=self.clock.now(),
         )
@@ -82,6 +85,13 @@ class Writer:
     async def levels_off_loop(self, pages: Sequence[NewPage]) -> list[Levels]:
         # Tokenising a long text takes milliseconds: keep it off the event loop.
         return await anyio.to_thread.run_sync(lambda: [self.levels(page) for page in pages])
+
+    async def bodies_off_loop(self, texts: Sequence[Sequence[str]], levels: Sequence[Level]) -> list[Bodies]:
+        """The context-line bodies' tokens of each page's `texts` at `levels`, off the event loop
+        and before the write lock is taken: a long page takes a fifth of a second to count."""
+        return await anyio.to_thread.run_sync(
+            lambda: [body_tokens(page_texts, levels, self.counter) for page_texts in texts]
+        )
 
 
 async def remember(
@@ -121,7 +131,7 @@ async def remember(
             )
         if page.pinned:
             await working_set.place(
-                stored, Level.ABSTRACT, actor=Actor.MODEL, cause="pinned by remember", faulted=False
+                stored, PINNED_LEVELS, actor=Actor.MODEL, cause="pinned by remember", faulted=False
             )
     return RememberResult(page_id=stored.page_id, created=existing is None, tokens=levels.tokens.as_dict())
 
@@ -143,11 +153,12 @@ async def ingest(
         for message in messages
     ]
     all_levels = await writer.levels_off_loop(pages)
+    all_bodies = await writer.bodies_off_loop([levels.texts for levels in all_levels], list(Level))
     now = writer.clock.now()
     page_ids = []
     async with writer.db.write() as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
-        for page, levels in zip(pages, all_levels, strict=True):
+        for page, levels, bodies in zip(pages, all_levels, all_bodies, strict=True):
             if page.role is Role.USER:
                 state = await begin_turn(conn, namespace, session, now)
                 await register_user_numbers(conn, namespace, session, page.content)
@@ -162,9 +173,10 @@ async def ingest(
                 turn=state.turn,
                 now=now,
             )
-            # The conversation so far belongs in context; older pages make room as usual.
+            # The conversation so far belongs in context, in full where it fits (else as fine as
+            # fits); older pages make room as usual.
             await writer.working_set(conn, namespace, session, state.turn).place(
-                stored, Level.FULL, actor=Actor.HOST, cause="ingest", faulted=False
+                stored, list(Level), actor=Actor.HOST, cause="ingest", faulted=False, bodies=bodies
             )
             page_ids.append(page_id)
     return IngestResult(page_ids=page_ids, turn=state.turn)
@@ -185,9 +197,9 @@ async def pin_page(writer: Writer, *, namespace: str, session: str, page_id: str
         await working_set.log(page_id, kind, before=level, after=level, actor=Actor.HOST, cause="pin_page")
         if pinned and mapping is None:
             placement = await working_set.place(
-                page, Level.ABSTRACT, actor=Actor.HOST, cause="pin_page", faulted=False
+                page, PINNED_LEVELS, actor=Actor.HOST, cause="pin_page", faulted=False
             )
-            level = Level.ABSTRACT if placement.mapped else None
+            level = placement.level
     return PageState(
         page_id=page.page_id,
         session=page.session,

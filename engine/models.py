@@ -172,21 +172,29 @@ class EvictedPage(BaseModel):
 
 class FaultResult(BaseModel):
     page_id: str
-    level: int
+    level: int | None = Field(
+        description="The level of `content`: the one asked for, a coarser one when that did not fit, "
+        "or null when no level fits (content is then empty)."
+    )
+    requested_level: int
     content: str
     tokens: int
     type: PageType
     role: Role | None
     modality: Modality
-    session: str
+    session: str = Field(description="The session the page was written in.")
+    working_set_session: str = Field(description="The session whose working set the page was loaded into.")
     created_at: float
     provenance: str
     mapped: bool
     already_mapped: bool
-    reason: str | None = None
+    reason: str | None = Field(None, description="Why the page is not in context at the level asked for.")
+    notice: str | None = Field(None, description="Something about this call worth knowing (a new session).")
     evicted: list[EvictedPage]
     faults_left: int
-    working_set_tokens: int
+    working_set_tokens: int = Field(description="Reserved tokens plus the page lines now in context.")
+    reserved_tokens: int = Field(description="Set aside within the budget for the rules and the manifest.")
+    page_budget_tokens: int = Field(description="What is left for page lines: budget minus reserve.")
     budget_tokens: int
 
 

@@ -7,7 +7,7 @@ weighs page type. Pinned pages and pages faulted in the current turn are never t
 change goes to the append-only mutation log.
 """
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 
 from memvm.engine.db import Reads, Row, Writes
@@ -115,6 +115,15 @@ WHERE namespace = ? AND session = ? AND page_rowid = ?
 
 _UNMAP = "DELETE FROM working_set WHERE namespace = ? AND session = ? AND page_rowid = ?"
 
+# What the working set cannot give up: pinned pages (how many, and their tokens), and pages
+# faulted in this turn (?3).
+_HELD = """
+SELECT count(*) FILTER (WHERE p.pinned), coalesce(sum(w.line_tokens + 1) FILTER (WHERE p.pinned), 0),
+       coalesce(sum(w.line_tokens + 1) FILTER (WHERE NOT p.pinned AND w.faulted_turn = ?3), 0)
+FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
+WHERE w.namespace = ?1 AND w.session = ?2
+"""
+
 _SESSIONS_MAPPING = "SELECT session, level FROM working_set WHERE namespace = ? AND page_rowid = ?"
 
 _LOG = """
@@ -136,9 +145,41 @@ def line_prefix(page_type: PageType, role: Role | None) -> str:
     return TYPE_PREFIX[page_type]
 
 
+def line_head(page_id: str, page_type: PageType, role: Role | None) -> str:
+    """The start of a page's context line: its role or type, and its id."""
+    return f"{line_prefix(page_type, role)} {page_id}:"
+
+
+def line_body(text: str) -> str:
+    """The rest of the line: the text at the mapped level, on one line.
+
+    It starts with a space after the head's colon, where the tokenizer always starts a new piece,
+    so a line's tokens are the head's plus the body's: a long page's body is counted once, before
+    any lock is taken, and never again while the write lock is held.
+    """
+    return f" {collapse(text)}"
+
+
 def context_line(page_id: str, page_type: PageType, role: Role | None, text: str) -> str:
     """The one line a mapped page occupies in the packed context."""
-    return f"{line_prefix(page_type, role)} {page_id}: {collapse(text)}"
+    return line_head(page_id, page_type, role) + line_body(text)
+
+
+# The tokens of a page's context-line body, per level.
+Bodies = dict[Level, int]
+
+
+def body_tokens(texts: Sequence[str], levels: Iterable[Level], counter: TokenCounter) -> Bodies:
+    """The tokens of the line body at each of `levels` (see line_body), from the level `texts`:
+    slow for a long page."""
+    counted: dict[str, int] = {}
+    found = {}
+    for level in levels:
+        text = texts[level]
+        if text not in counted:
+            counted[text] = counter.count(line_body(text))
+        found[level] = counted[text]
+    return found
 
 
 def page_line(page: Page, level: Level) -> str:
@@ -199,12 +240,19 @@ def _slot(row: Row) -> _Slot:
 
 @dataclass(frozen=True)
 class Placement:
-    """What mapping one page did: whether it fit, what it displaced, and why not if it did not."""
+    """What mapping one page did: at which level it fit (None: at none), what it displaced, and
+    why not at the level asked for."""
 
-    mapped: bool
+    level: Level | None
     evicted: list[EvictedPage]
     reason: str | None
     page_tokens: int
+    # Whether the working set changed: False when nothing fit, or only where the page already was.
+    changed: bool
+
+    @property
+    def mapped(self) -> bool:
+        return self.level is not None
 
 
 class WorkingSet:
@@ -229,21 +277,41 @@ class WorkingSet:
         self._counter = counter
         self._now = now
 
-    async def place(self, page: Page, level: Level, *, actor: Actor, cause: str, faulted: bool) -> Placement:
-        """Map `page` at `level` (or move it there), making room if needed; never overfill."""
-        line_tokens = self._counter.count(page_line(page, level))
+    async def place(
+        self,
+        page: Page,
+        levels: Sequence[Level],
+        *,
+        actor: Actor,
+        cause: str,
+        faulted: bool,
+        bodies: Bodies | None = None,
+    ) -> Placement:
+        """Map `page` at the first of `levels` that fits (or move it there), making room if needed.
+
+        Never overfills. `bodies` are the line bodies' tokens (body_tokens), counted by the caller
+        off the event loop and outside the lock; without them they are counted here, which is only
+        for short texts.
+        """
+        bodies = bodies if bodies is not None else body_tokens(page.levels, levels, self._counter)
+        head = self._counter.count(line_head(page.page_id, page.type, page.role))
         row = await self._conn.one(_ROOM, (self._namespace, self._session, page.rowid))
         assert row is not None  # an aggregate always yields a row
         used, current_level = row[0], None if row[1] is None else Level(row[1])
-        need = line_cost(line_tokens)
-        plan = await self._plan_room(page.rowid, need - (self._capacity - used))
-        if plan is None:
-            reason = (
-                f"the page needs {need} tokens at level {int(level)} but only "
-                f"{self._capacity - used} of the {self._capacity}-token page budget are free and the rest "
-                "is pinned or was faulted this turn; try a coarser target_level or unpin pages"
-            )
-            return Placement(mapped=False, evicted=[], reason=reason, page_tokens=used)
+        # Only levels finer than where the page already is would change anything.
+        tries = [level for level in levels if current_level is None or level < current_level]
+        for level in tries:
+            line_tokens = head + bodies[level]
+            need = line_cost(line_tokens)
+            plan = await self._plan_room(page.rowid, need - (self._capacity - used))
+            if plan is not None:
+                break
+        else:
+            if current_level is not None:
+                stays = self._coarser(levels[0], head + bodies[levels[0]], current_level, "it stays at")
+                return Placement(current_level, [], stays, used, changed=False)
+            nowhere = await self._no_room(line_cost(head + bodies[levels[-1]]))
+            return Placement(level=None, evicted=[], reason=nowhere, page_tokens=used, changed=False)
         evicted = await self._apply(plan, cause=f"make room for {page.page_id}")
         await self._conn.execute(
             _UPSERT,
@@ -266,7 +334,41 @@ class WorkingSet:
             line_cost(s.mapping.line_tokens) - (line_cost(s.line_tokens) if s.level is not None else 0)
             for s in plan
         )
-        return Placement(mapped=True, evicted=evicted, reason=None, page_tokens=used - freed + need)
+        coarser = level != levels[0]
+        reason = self._coarser(levels[0], head + bodies[levels[0]], level, "it was mapped at") if coarser else None
+        return Placement(level, evicted, reason, used - freed + need, changed=True)
+
+    def _coarser(self, wanted: Level, wanted_tokens: int, level: Level, verb: str) -> str:
+        return (
+            f"At level {int(wanted)} the page needs {line_cost(wanted_tokens):,} tokens, more than the "
+            f"working set can make room for in its {self._capacity:,}-token page budget; {verb} level "
+            f"{int(level)} instead. search_pages finds the parts of it you need."
+        )
+
+    async def _no_room(self, need: int) -> str:
+        """Why a page fits at no level, naming only what would really make room."""
+        row = await self._conn.one(_HELD, (self._namespace, self._session, self._turn))
+        assert row is not None  # an aggregate always yields a row
+        pinned, pinned_tokens, faulted_tokens = row
+        if need > self._capacity:
+            return (
+                f"Even at level 3 the page needs {need:,} tokens, more than the whole {self._capacity:,}-token "
+                "page budget: answer from its search snippet, or ask the operator for a larger budget."
+            )
+        held = []
+        if pinned:
+            held.append(
+                f"{pinned} pinned page{'s hold' if pinned > 1 else ' holds'} {pinned_tokens:,} tokens "
+                "(unpin one with pin_page, pinned false)"
+            )
+        if faulted_tokens:
+            held.append(
+                f"pages loaded this turn hold {faulted_tokens:,} tokens (they can move at the next turn)"
+            )
+        return (
+            f"Even at level 3 the page needs {need:,} tokens, and no more can be freed in the "
+            f"{self._capacity:,}-token page budget: " + "; ".join(held) + ". Nothing was loaded or charged."
+        )
 
     async def unmap(self, rowid: int) -> None:
         await self._conn.execute(_UNMAP, (self._namespace, self._session, rowid))

@@ -27,4 +27,5 @@ def reserved_tokens(config: EngineConfig, counter: TokenCounter) -> int:
 def with_reserve(config: EngineConfig) -> EngineConfig:
     """`config` with `reserved_tokens` set for what memvm's renderers actually send."""
     counter = TokenCounter(config.encoding)
-    return config.model_copy(update={"reserved_tokens": reserved_tokens(config, counter)})
+    # Validated again (model_copy would not): a budget the reserve leaves no room in is refused.
+    return EngineConfig(**{**dict(config), "reserved_tokens": reserved_tokens(config, counter)})

@@ -43,6 +43,8 @@ def build_manifest(memory: MemoryMap) -> dict[str, Any]:
             "max_faults_per_turn": view.max_faults_per_turn,
             "faults_left": view.faults_left,
             "budget_tokens": view.budget_tokens,
+            "reserved_tokens": view.reserved_tokens,
+            "page_budget_tokens": view.budget_tokens - view.reserved_tokens,
             "working_set_tokens": view.reserved_tokens + view.page_tokens,
             "prefer_levels": PREFER_LEVELS,
         },

@@ -22,6 +22,7 @@ from memvm.server.cli_ops import add_operations, run_operation
 from memvm.server.http import Transport, http_options, is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile, default_db_path
 from memvm.server.tokens import TokenFileError, load_tokens
+from pydantic import ValidationError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -120,8 +121,6 @@ class SettingsError(Exception):
 
 
 def _guards(args: argparse.Namespace) -> GuardConfig:
-    from pydantic import ValidationError
-
     preset = GuardConfig.preset(GuardPreset(args.guards))
     if not args.guard_config:
         return preset
@@ -139,6 +138,8 @@ def _guards(args: argparse.Namespace) -> GuardConfig:
 
 
 def _settings(args: argparse.Namespace) -> ServerSettings:
+    from memvm.resources.budget import with_reserve
+
     db = args.db or str(default_db_path())
     if db != ":memory:":
         Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -147,15 +148,17 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
         namespace=args.namespace,
         session=args.session,
         tools=ToolProfile(args.tools),
-        engine=EngineConfig(
-            encoding=args.encoding,
-            budget_tokens=args.budget_tokens,
-            max_faults_per_turn=args.max_faults_per_turn,
-            turn_idle_seconds=args.turn_idle_seconds,
-            synchronous=Synchronous(args.synchronous),
-            max_db_mb=args.max_db_mb,
-            read_only=args.read_only,
-            guards=_guards(args),
+        engine=with_reserve(
+            EngineConfig(
+                encoding=args.encoding,
+                budget_tokens=args.budget_tokens,
+                max_faults_per_turn=args.max_faults_per_turn,
+                turn_idle_seconds=args.turn_idle_seconds,
+                synchronous=Synchronous(args.synchronous),
+                max_db_mb=args.max_db_mb,
+                read_only=args.read_only,
+                guards=_guards(args),
+            )
         ),
         tokens=load_tokens(args.tokens) if args.tokens else None,
     )
@@ -189,16 +192,24 @@ def _check_listening(args: argparse.Namespace) -> None:
         )
 
 
+def _invalid_settings(exc: ValidationError) -> str:
+    """One line for settings that do not validate: the fields at fault, or what a whole-settings
+    check says (a budget with no room for pages)."""
+    whole = [str(e["msg"]).removeprefix("Value error, ") for e in exc.errors() if not e["loc"]]
+    if whole:
+        return "; ".join(whole)
+    fields = ", ".join(str(e["loc"][-1]) for e in exc.errors())
+    return f"invalid setting ({fields}); see memvm serve --help"
+
+
 def serve(args: argparse.Namespace) -> int:
     from memvm.server.app import build_server
-    from pydantic import ValidationError
 
     try:
         _check_listening(args)
         settings = _settings(args)
     except ValidationError as exc:
-        fields = ", ".join(str(e["loc"][-1]) for e in exc.errors())
-        print(f"memvm: invalid setting ({fields}); see memvm serve --help", file=sys.stderr)
+        print(f"memvm: {_invalid_settings(exc)}", file=sys.stderr)
         return 2
     except (SettingsError, TokenFileError) as exc:
         print(f"memvm: {exc}", file=sys.stderr)

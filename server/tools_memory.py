@@ -43,6 +43,7 @@ async def page_fault(
         session=runtime.session(session),
         page_id=page_id,
         target_level=Level(target_level),
+        host_session=runtime.default_session,
     )
     if not result.already_mapped:
         await working_set_changed(ctx, runtime.session(session))

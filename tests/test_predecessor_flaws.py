@@ -50,13 +50,16 @@ async def test_flaw_refault_charged_again_and_counted_twice(engine):
 
 
 async def test_flaw_fault_reports_success_when_the_page_could_not_be_mapped(open_engine):
-    engine = await open_engine(budget_tokens=1_000, reserved_tokens=950)
+    engine = await open_engine(budget_tokens=1_000, reserved_tokens=940)
+    # A pinned page holds the room no level of the next page fits in.
+    await engine.remember(namespace=NS, session="s", page=note(long_text("weir", 20), pinned=True))
+    before = (await engine.working_set(namespace=NS, session="s")).entries
     stored = await engine.remember(namespace=NS, session="s", page=note(long_text("dam", 20)))
     result = await engine.page_fault(
         namespace=NS, session="s", page_id=stored.page_id, target_level=Level.FULL
     )
-    assert result.mapped is False and result.reason
-    assert (await engine.working_set(namespace=NS, session="s")).entries == []
+    assert result.mapped is False and result.reason and result.content == ""
+    assert (await engine.working_set(namespace=NS, session="s")).entries == before
 
 
 async def test_flaw_search_stops_at_the_first_limit_hits_before_sorting(engine):

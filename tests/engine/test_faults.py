@@ -1,6 +1,9 @@
+import re
+
 import pytest
 from memvm.engine.errors import FaultLimitReached, PageNotFound
 from memvm.engine.models import Level
+from memvm.engine.working_set import line_cost, page_line
 
 from tests.conftest import NS, long_text, note, user
 
@@ -90,14 +93,64 @@ async def test_an_idle_gap_starts_a_new_turn_for_hosts_that_never_mark_turns(eng
     assert (await engine.session_state(namespace=NS, session="s")).turn == 1
 
 
-async def test_a_page_that_cannot_fit_reports_mapped_false_and_why(open_engine):
+async def test_a_level_that_does_not_fit_is_never_handed_over_the_finest_that_fits_is(open_engine):
     engine = await open_engine(budget_tokens=1_000, reserved_tokens=900)
     huge = await engine.remember(namespace=NS, session="s", page=note(long_text("furnace", 30)))
     result = await fault(engine, huge.page_id, Level.FULL)
-    assert result.mapped is False
-    assert "coarser target_level" in result.reason
-    assert result.content  # the content is still handed over, as data
+    page = await engine.get_page(namespace=NS, page_id=huge.page_id)
+    assert result.requested_level == 0 and result.level > 0
+    assert result.mapped is True and result.content == page.content(Level(result.level))
+    assert result.tokens <= result.page_budget_tokens == 100
+    assert f"mapped at level {result.level} instead" in result.reason
+    # It is the finest that fits: the next finer level would not have.
+    finer = engine.counter.count(page_line(page, Level(result.level - 1)))
+    assert line_cost(finer) > result.page_budget_tokens
     view = await engine.working_set(namespace=NS, session="s")
-    assert view.entries == []
-    smaller = await fault(engine, huge.page_id, Level.ABSTRACT)
-    assert smaller.mapped is True
+    assert [entry.level for entry in view.entries] == [result.level]
+    assert result.faults_left == 2
+
+
+async def test_a_page_that_fits_at_no_level_hands_over_nothing_and_costs_no_fault(open_engine):
+    engine = await open_engine(budget_tokens=1_000, reserved_tokens=940)
+    await engine.remember(namespace=NS, session="s", page=note(long_text("kiln", 30), pinned=True))
+    other = await engine.remember(namespace=NS, session="s", page=note(long_text("furnace", 30)))
+    view = await engine.working_set(namespace=NS, session="s")
+    assert view.page_tokens > 45  # the pinned abstract holds most of the 60-token page budget
+    result = await fault(engine, other.page_id, Level.FULL)
+    assert result.mapped is False and result.level is None
+    assert result.content == "" and result.tokens == 0
+    assert result.faults_left == 3
+    assert "1 pinned page holds" in result.reason and "pin_page" in result.reason
+    assert "coarser" not in result.reason and not re.search(r"-\d", result.reason)
+    assert (await engine.working_set(namespace=NS, session="s")).entries == view.entries
+
+
+async def test_no_room_names_only_what_holds_the_room(open_engine):
+    engine = await open_engine(budget_tokens=1_000, reserved_tokens=940, max_faults_per_turn=10)
+    filler = await engine.remember(namespace=NS, session="s", page=note(long_text("kiln", 30)))
+    other = await engine.remember(namespace=NS, session="s", page=note(long_text("furnace", 30)))
+    assert (await fault(engine, filler.page_id, Level.ABSTRACT)).mapped
+    result = await fault(engine, other.page_id, Level.FULL)
+    assert result.mapped is False
+    assert "loaded this turn" in result.reason and "pinned" not in result.reason
+
+
+async def test_a_fault_into_a_session_that_did_not_exist_says_so(engine):
+    stored = await engine.remember(namespace=NS, session="desk", page=note("the gate code is 4411"))
+    result = await engine.page_fault(
+        namespace=NS, session="current", page_id=stored.page_id, host_session="desk"
+    )
+    assert result.working_set_session == "current" and result.session == "desk"
+    assert "no session 'current'" in result.notice and "'desk'" in result.notice
+    again = await engine.page_fault(namespace=NS, session="desk", page_id=stored.page_id, host_session="desk")
+    assert again.notice is None
+
+
+async def test_asking_for_a_finer_level_that_does_not_fit_keeps_the_page_where_it_is_for_free(open_engine):
+    engine = await open_engine(budget_tokens=1_000, reserved_tokens=900)
+    huge = await engine.remember(namespace=NS, session="s", page=note(long_text("furnace", 30)))
+    first = await fault(engine, huge.page_id, Level.FULL)
+    again = await fault(engine, huge.page_id, Level.FULL)
+    assert again.level == first.level and again.already_mapped is True
+    assert again.faults_left == first.faults_left == 2
+    assert "stays at level" in again.reason

@@ -165,7 +165,9 @@ def test_import_refuses_a_database_that_already_holds_memory(filled, tmp_path, c
 def test_doctor_reports_a_healthy_file(filled, capsys):
     assert run("doctor", "--db", filled) == 0
     report = capsys.readouterr().out
-    assert f"schema {SCHEMA_VERSION} (this memvm: {SCHEMA_VERSION})" in report and report.rstrip().endswith("healthy")
+    assert f"schema {SCHEMA_VERSION} (this memvm: {SCHEMA_VERSION})" in report and report.rstrip().endswith(
+        "healthy"
+    )
     assert run("doctor", "--db", filled, "--json") == 0
     found = json.loads(capsys.readouterr().out)
     assert found["healthy"] and found["pages"] > 0 and found["namespaces"] == 2
@@ -198,7 +200,11 @@ def break_search_index(conn: sqlite3.Connection) -> None:
             "integrity-check failed",
         ),
         (lambda conn: conn.execute("UPDATE page_counts SET pages = pages + 7"), "page_counts", "page counts"),
-        (lambda conn: conn.execute("DELETE FROM schema_migrations WHERE version = ?", (SCHEMA_VERSION,)), None, "serve it once"),
+        (
+            lambda conn: conn.execute("DELETE FROM schema_migrations WHERE version = ?", (SCHEMA_VERSION,)),
+            None,
+            "serve it once",
+        ),
     ],
     ids=["unindexed-page", "index-blocks", "page-counts", "old-schema"],
 )

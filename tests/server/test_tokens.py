@@ -81,9 +81,14 @@ def test_a_wide_bind_keeps_dns_rebinding_protection_with_explicit_hosts():
             "refusing to listen on 192.168.1.20 without --tokens",
         ),
         (["--tokens", "whatever.json"], "--tokens applies to the HTTP transports"),
+        # A budget the reserve for the rules and the manifest eats whole: nothing could ever load.
+        (["--budget-tokens", "1000"], "a budget of 1,000 tokens leaves 0 for pages once the 1,"),
+        (["--budget-tokens", "1800"], "a budget of 1,800 tokens leaves "),
     ],
 )
-def test_serving_that_would_expose_the_memory_is_refused_with_one_line(tmp_path, flags, message):
+def test_settings_that_would_expose_the_memory_or_hold_nothing_are_refused_with_one_line(
+    tmp_path, flags, message
+):
     done = subprocess.run(
         [sys.executable, "-m", "memvm.server", "serve", "--db", str(tmp_path / "m.db"), *flags],
         capture_output=True,
