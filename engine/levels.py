@@ -15,11 +15,17 @@ from memvm.engine.stopwords import STOPWORDS
 from memvm.engine.tokens import TokenCounter
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_WORD = re.compile(r"[\w'-]+", re.UNICODE)
+_WORD = re.compile(r"[\w'\u2019-]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
 # Below this size a page is kept whole at level 1: cutting it would save almost nothing.
 _REDUCE_FROM_TOKENS = 60
 _HINT_WORDS = 8
+# Words that turn what follows into its opposite. They are stopwords for search, but a hint that
+# dropped them would flip its meaning ("John is not allergic to peanuts" -> "John allergic
+# peanuts"): a coarser level may lose detail, never invert it.
+_NEGATIONS = frozenset(
+    ["not", "no", "never", "nor", "none", "without", "cannot", "nothing", "nobody", "neither", "nowhere"]
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,12 @@ def compute_levels(
         texts=(texts[0], texts[1], texts[2], texts[3]),
         tokens=LevelTokens(full=counts[0], reduced=counts[1], abstract=counts[2], reference=counts[3]),
     )
+
+
+def is_negation(word: str) -> bool:
+    """Whether `word` negates what it governs: not, no, never, ..., and the n't forms."""
+    lowered = word.lower().replace("\u2019", "'")
+    return lowered in _NEGATIONS or lowered.endswith("n't")
 
 
 def collapse(text: str) -> str:
@@ -108,6 +120,6 @@ def _reference(
 ) -> str:
     label = f"[{page_type.value}/{role.value}]" if role else f"[{page_type.value}]"
     words = _WORD.findall(abstract)
-    content_words = [w for w in words if w.lower() not in STOPWORDS] or words
+    content_words = [w for w in words if w.lower() not in STOPWORDS or is_negation(w)] or words
     hint = " ".join(content_words[:_HINT_WORDS])
     return counter.truncate(f"{label} {hint}".strip(), max_tokens)

@@ -1,6 +1,6 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memvm.engine.levels import compute_levels
+from memvm.engine.levels import compute_levels, is_negation
 from memvm.engine.models import PageType, Role
 from memvm.engine.tokens import TokenCounter
 
@@ -62,3 +62,44 @@ def test_no_level_is_ever_longer_than_the_one_below_it(content, summary, page_ty
     assert tokens.full >= tokens.reduced >= tokens.abstract >= tokens.reference
     assert tokens.abstract <= 48
     assert tokens.reference <= 16
+
+
+GOVERNED = {"allergic", "deployed", "sugar", "green", "approved", "peanuts", "tested"}
+NEGATED = st.builds(
+    lambda subject, negation, governed, rest: f"{subject} {negation} {governed} {rest}.",
+    st.sampled_from(["John", "The build", "Our team", "Maria's cat", "This release"]),
+    st.sampled_from(
+        [
+            "is not",
+            "was never",
+            "isn't",
+            "doesn\u2019t",
+            "did not",
+            "has no",
+            "can't",
+            "goes without",
+            "cannot",
+        ]
+    ),
+    st.sampled_from(sorted(GOVERNED)),
+    st.sampled_from(["to nuts", "on Fridays", "in the morning", "before the review", "at all"]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    first=NEGATED,
+    after=st.lists(st.sampled_from(long_text("harbour", 30).split(". ")), max_size=12),
+    page_type=st.sampled_from(list(PageType)),
+)
+def test_a_coarser_level_never_drops_a_negation_and_keeps_what_it_governs(first, after, page_type):
+    # The negated statement opens the page, so it reaches the abstract and the reference hint.
+    content = " ".join([first, *(f"{sentence}." for sentence in after)])
+    levels = levels_of(content, page_type=page_type, role=None)
+    governed = next(word for word in first.split() if word in GOVERNED)
+    for text in levels.texts[1:]:
+        words = [word.strip(".,").lower().replace("\u2019", "'") for word in text.split()]
+        if governed not in words:
+            continue  # detail may be lost, never inverted
+        before = words[: words.index(governed)]
+        assert any(is_negation(word) for word in before), (first, text)
