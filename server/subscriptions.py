@@ -27,6 +27,12 @@ class Subscriptions:
     def remove(self, namespace: str, uri: str, session: ServerSession) -> None:
         self._listeners[(namespace, uri)].pop(_connection(session), None)
 
+    def subscribed(self, namespace: str) -> list[str]:
+        """The URIs someone in `namespace` listens to."""
+        return [
+            uri for (owner, uri), listeners in self._listeners.items() if owner == namespace and listeners
+        ]
+
     async def notify(self, namespace: str, uri: str) -> None:
         listeners = self._listeners.get((namespace, uri))
         if not listeners:

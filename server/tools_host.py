@@ -8,7 +8,7 @@ from memvm.engine.models import ForgetResult, IngestMessage, IngestResult, PageS
 from memvm.resources.context import DeveloperMessage, render_developer_message
 from memvm.resources.rules import RuleMode
 from memvm.server.arguments import Content, PageId, SessionName, SpeakerName, SystemPrompt
-from memvm.server.notify import working_set_changed
+from memvm.server.notify import manifest_changed, working_set_changed
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -42,7 +42,9 @@ async def ingest(
 async def begin_turn(ctx: Context, session: SessionName = None) -> TurnResult:
     """Start a new turn: the page-fault allowance resets. Returns the turn number and faults left."""
     runtime = ctx.request_context.lifespan_context
-    return await runtime.engine.begin_turn(namespace=runtime.namespace, session=runtime.session(session))
+    result = await runtime.engine.begin_turn(namespace=runtime.namespace, session=runtime.session(session))
+    await manifest_changed(ctx, runtime.session(session))
+    return result
 
 
 async def pin_page(page_id: PageId, ctx: Context, pinned: bool = True) -> PageState:

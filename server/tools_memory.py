@@ -15,7 +15,7 @@ from memvm.engine.models import (
     SearchScope,
 )
 from memvm.server.arguments import Content, Key, PageId, Query, SessionName, Summary
-from memvm.server.notify import working_set_changed
+from memvm.server.notify import manifest_changed, working_set_changed
 from pydantic import Field
 
 RememberType = Literal["note", "claim", "preference", "summary", "procedure"]
@@ -112,6 +112,8 @@ async def remember(
     )
     if pin or not result.created:
         await working_set_changed(ctx, runtime.session(session))
+    else:
+        await manifest_changed(ctx, runtime.session(session))
     return result
 
 

@@ -15,6 +15,7 @@ from memvm.server.arguments import (
     ToolName,
     ToolValue,
 )
+from memvm.server.notify import manifest_changed
 from pydantic import Field
 
 
@@ -38,7 +39,7 @@ async def record_tool_outcome(
     a page (`page_id`) you can page_fault later. `runaway` says if the tool's results look stuck.
     """
     runtime = ctx.request_context.lifespan_context
-    return await runtime.engine.record_tool_outcome(
+    recorded = await runtime.engine.record_tool_outcome(
         namespace=runtime.namespace,
         session=runtime.session(session),
         call=ToolOutcome(
@@ -52,6 +53,9 @@ async def record_tool_outcome(
             goal=goal,
         ),
     )
+    if recorded.page_id is not None:  # a large result became a page the manifest may list
+        await manifest_changed(ctx, runtime.session(session))
+    return recorded
 
 
 async def get_procedural_hints(

@@ -85,3 +85,38 @@ async def test_the_server_advertises_subscribe_completion_and_logging(server):
         and capabilities.completions is not None
         and capabilities.logging is not None
     )
+
+
+async def test_manifest_subscribers_hear_when_what_it_shows_changes(server):
+    received: list = []
+
+    async def collect(message) -> None:
+        received.append(message)
+
+    current, other = "memvm://current/manifest", "memvm://sessions/planning/manifest"
+    async with Client(server, mode="legacy", message_handler=collect) as client:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await client.subscribe_resource(current)
+            await client.subscribe_resource(other)
+            stored = await updates_after(
+                client, received, lambda: client.call_tool("remember", {"content": "The gate code is 4411."})
+            )
+            page_id = (await client.call_tool("search_pages", {"query": "gate"})).structured_content[
+                "results"
+            ][0]["page_id"]
+            faulted = await updates_after(
+                client, received, lambda: client.call_tool("page_fault", {"page_id": page_id})
+            )
+            turned = await updates_after(client, received, lambda: client.call_tool("begin_turn", {}))
+            searched = await updates_after(
+                client, received, lambda: client.call_tool("search_pages", {"query": "gate"})
+            )
+            await client.unsubscribe_resource(current)
+            after = await updates_after(
+                client, received, lambda: client.call_tool("remember", {"content": "Another note."})
+            )
+    # A new page is listed by every manifest of the namespace; the fault and the turn change this one.
+    assert sorted(stored) == [current, other]
+    assert current in faulted and current in turned
+    assert searched == [] and after == [other]
