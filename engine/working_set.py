@@ -335,7 +335,9 @@ class WorkingSet:
             for s in plan
         )
         coarser = level != levels[0]
-        reason = self._coarser(levels[0], head + bodies[levels[0]], level, "it was mapped at") if coarser else None
+        reason = (
+            self._coarser(levels[0], head + bodies[levels[0]], level, "it was mapped at") if coarser else None
+        )
         return Placement(level, evicted, reason, used - freed + need, changed=True)
 
     def _coarser(self, wanted: Level, wanted_tokens: int, level: Level, verb: str) -> str:

@@ -24,6 +24,17 @@ def reserved_tokens(config: EngineConfig, counter: TokenCounter) -> int:
     return rules + config.manifest_max_tokens + framing + 4 * counter.count(SECTION_SEPARATOR)
 
 
+def surely_enough(config: EngineConfig) -> bool:
+    """Whether the budget leaves room for a page whatever the reserve counts to, known without
+    the encoding: a token is at least one byte, so the rules' and framing's bytes bound theirs."""
+    rules = max(
+        len(rules_text(mode, max_faults_per_turn=config.max_faults_per_turn).encode()) for mode in RuleMode
+    )
+    framing = len(MANIFEST_OPEN + MANIFEST_CLOSE + CONTEXT_OPEN + CONTEXT_CLOSE) + 8 * len(SECTION_SEPARATOR)
+    bound = rules + config.manifest_max_tokens + framing + 4 * len(SECTION_SEPARATOR)
+    return config.budget_tokens >= bound + config.smallest_page_budget
+
+
 def with_reserve(config: EngineConfig) -> EngineConfig:
     """`config` with `reserved_tokens` set for what memvm's renderers actually send."""
     counter = TokenCounter(config.encoding)

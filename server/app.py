@@ -8,7 +8,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from memvm.engine import Engine
-from memvm.resources.budget import with_reserve
+from memvm.resources.budget import reserved_tokens
 from memvm.server import (
     mcp_resources,
     protocol_handlers,
@@ -58,7 +58,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Runtime]) -> AsyncIterator[Runtime]:
-        engine = await Engine.open(settings.db, with_reserve(settings.engine))
+        engine = await Engine.open(settings.db, settings.engine, reserve=reserved_tokens)
         runtime = Runtime(
             engine=engine,
             process_namespace=settings.namespace,

@@ -138,8 +138,6 @@ def _guards(args: argparse.Namespace) -> GuardConfig:
 
 
 def _settings(args: argparse.Namespace) -> ServerSettings:
-    from memvm.resources.budget import with_reserve
-
     db = args.db or str(default_db_path())
     if db != ":memory:":
         Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +146,7 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
         namespace=args.namespace,
         session=args.session,
         tools=ToolProfile(args.tools),
-        engine=with_reserve(
+        engine=_room_for_pages(
             EngineConfig(
                 encoding=args.encoding,
                 budget_tokens=args.budget_tokens,
@@ -162,6 +160,19 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
         ),
         tokens=load_tokens(args.tokens) if args.tokens else None,
     )
+
+
+def _room_for_pages(config: EngineConfig) -> EngineConfig:
+    """`config`, refused (ValidationError) if its budget leaves no room for a page beside the reserve.
+
+    Counting the reserve needs the encoding, a few tenths of a second: only a small budget waits
+    for it; any other is known to be enough.
+    """
+    from memvm.resources.budget import surely_enough, with_reserve
+
+    if not surely_enough(config):
+        with_reserve(config)
+    return config
 
 
 # The tool errors speak to a model mid-call; at start the person running memvm reads this instead.

@@ -1,8 +1,13 @@
 import re
+import threading
 
 import pytest
+from memvm.engine import Engine, EngineConfig
+from memvm.engine.db import Database
 from memvm.engine.errors import FaultLimitReached, PageNotFound
+from memvm.engine.migrations import migrate
 from memvm.engine.models import Level
+from memvm.engine.tokens import TokenCounter
 from memvm.engine.working_set import line_cost, page_line
 
 from tests.conftest import NS, long_text, note, user
@@ -154,3 +159,38 @@ async def test_asking_for_a_finer_level_that_does_not_fit_keeps_the_page_where_i
     assert again.level == first.level and again.already_mapped is True
     assert again.faults_left == first.faults_left == 2
     assert "stays at level" in again.reason
+
+
+class WatchedCounter(TokenCounter):
+    """Counts as usual, and notes every long text counted on the event loop's thread or under the
+    write lock."""
+
+    def __init__(self, db_lock) -> None:
+        super().__init__()
+        self.db_lock = db_lock
+        self.stalls: list[tuple[int, str]] = []
+
+    def count(self, text: str) -> int:
+        if len(text) > 20_000:
+            if threading.current_thread() is threading.main_thread():
+                self.stalls.append((len(text), "on the event loop"))
+            if self.db_lock is not None and self.db_lock.locked():
+                self.stalls.append((len(text), "under the write lock"))
+        return super().count(text)
+
+
+async def test_a_long_page_is_counted_off_the_event_loop_and_outside_the_write_lock(db_path, clock):
+    config = EngineConfig(max_page_tokens=500_000)
+    db = await Database.open(db_path, config)
+    try:
+        await migrate(db)
+        counter = WatchedCounter(db._lock)
+        engine = Engine(db, config, counter, clock, None)
+        words = " ".join(f"line {i} of the deploy log: shard {i % 97} rebalanced" for i in range(30_000))
+        ingested = await engine.ingest(namespace=NS, session="s", messages=[user(words[:1_300_000])])
+        for level in (Level.FULL, Level.REDUCED, Level.FULL):
+            await engine.begin_turn(namespace=NS, session="s")
+            await fault(engine, ingested.page_ids[0], level)
+    finally:
+        await db.close()
+    assert counter.stalls == []
