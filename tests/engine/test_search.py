@@ -374,3 +374,23 @@ async def test_an_empty_result_says_why_and_what_to_try(engine):
     assert stopwords.results == [] and "no word to search for" in stopwords.message
     found = await engine.search(namespace=NS, session="s", query="garden")
     assert found.results and found.message is None
+
+
+async def test_a_query_of_common_terms_only_ranks_by_its_least_common_ones(engine, monkeypatch):
+    # Past the threshold every term is common; the postings budget takes the rarest ("harbour",
+    # on 6 pages) and leaves "ferry" (on 12) out of the scores.
+    monkeypatch.setattr(search, "COMMON_PAGES", 5)
+    monkeypatch.setattr(search, "POSTINGS", 8)
+    for n in range(6):
+        await engine.remember(namespace=NS, session="s", page=note(f"The ferry number {n} is late."))
+    for n in range(6):
+        await engine.remember(namespace=NS, session="s", page=note(f"The ferry {n} left the harbour."))
+    found = await engine.search(namespace=NS, session="s", query="ferry harbour", limit=5)
+    assert len(found.results) == 5 and all("harbour" in hit.snippet for hit in found.results)
+    # No page holds all three: the scores come from "late" (on 6 pages, first of the two rarest),
+    # and "harbour" would pass the budget; "ferry" is not scored.
+    alone = await engine.search(namespace=NS, session="s", query="ferry late harbour", limit=5)
+    assert len(alone.results) == 5 and all("late" in hit.snippet for hit in alone.results)
+    monkeypatch.setattr(search, "POSTINGS", 12)
+    both = await engine.search(namespace=NS, session="s", query="ferry late harbour", limit=12)
+    assert len(both.results) == 12
