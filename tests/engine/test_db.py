@@ -1,6 +1,7 @@
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from memvm.engine import Engine, EngineConfig
@@ -93,35 +94,40 @@ async def test_read_only_refuses_a_file_that_needs_a_migration(open_engine, db_p
 
 
 class LockHolder(threading.Thread):
-    """Another program's long write transaction: the file's write lock, held for `seconds`."""
+    """Another program's long write transaction: the file's write lock, held until `done()` is true.
 
-    def __init__(self, db_path, seconds: float) -> None:
+    Holding it until something has happened, rather than for a fixed time, keeps the tests below
+    independent of how busy the machine is; the minute is only a backstop against a hang.
+    """
+
+    def __init__(self, db_path, done: Callable[[], bool]) -> None:
         super().__init__()
-        self.db_path, self.seconds = db_path, seconds
-        self.taken, self.released = threading.Event(), threading.Event()
+        self.db_path, self.done = db_path, done
+        self.taken = threading.Event()
 
     def run(self) -> None:
         conn = sqlite3.connect(self.db_path, isolation_level=None)
         try:
             conn.execute("BEGIN IMMEDIATE")
             self.taken.set()
-            time.sleep(self.seconds)
+            backstop = time.monotonic() + 60
+            while not self.done() and time.monotonic() < backstop:
+                time.sleep(0.01)
             conn.execute("COMMIT")
-            self.released.set()
         finally:
             conn.close()
 
 
 async def test_a_write_waits_out_another_process_lock_by_retrying(open_engine, db_path):
     engine = await open_engine()
-    holder = LockHolder(db_path, 0.6)
+    # The lock is let go only after the engine has retried three times (three 100 ms slices).
+    holder = LockHolder(db_path, lambda: engine.db.busy_retries >= 3)
     holder.start()
     try:
         assert holder.taken.wait(10)
         stored = await engine.remember(namespace="ns", session="s", page=note("Written after the lock."))
     finally:
         holder.join()
-    # 0.6 s is six of the writer's 100 ms slices inside SQLite: the engine must have retried.
     assert engine.db.busy_retries >= 3
     page = await engine.get_page(namespace="ns", page_id=stored.page_id)
     assert page.levels[0] == "Written after the lock."
@@ -129,15 +135,16 @@ async def test_a_write_waits_out_another_process_lock_by_retrying(open_engine, d
 
 async def test_a_lock_held_past_the_busy_timeout_is_storage_busy_and_writes_nothing(open_engine, db_path):
     engine = await open_engine(busy_timeout_ms=300)
-    holder = LockHolder(db_path, 3.0)
+    # The other program holds the lock until the write has given up at its own deadline.
+    given_up = threading.Event()
+    holder = LockHolder(db_path, given_up.is_set)
     holder.start()
     try:
         assert holder.taken.wait(10)
         with pytest.raises(StorageBusy):
             await engine.remember(namespace="ns", session="s", page=note("Never written."))
-        # It gave up at its own deadline, while the other program still held the lock.
-        assert not holder.released.is_set()
     finally:
+        given_up.set()
         holder.join()
     assert engine.db.busy_retries >= 1
     found = await engine.search(namespace="ns", session="s", query="Never written")
