@@ -96,6 +96,7 @@ async def test_flaw_every_transcript_line_rendered_as_the_user(engine):
     assert lines == ["U msg_000001: Is it raining?", "A msg_000002: Yes, since noon."]
 
 
+@pytest.mark.slow
 async def test_flaw_memory_grows_with_pages_and_eviction_frees_none(open_engine):
     engine = await open_engine(budget_tokens=2_000)
     text = long_text("gravel", 3)

@@ -64,3 +64,15 @@ def test_the_vscode_example_names_the_same_command_as_the_desktop_example():
     server = json.loads(vscode)["servers"]["memvm"]
     assert server["type"] == "stdio"
     assert server["command"] == desktop["mcpServers"]["memvm"]["command"]
+
+
+def test_ci_runs_each_test_command_of_the_readme_verbatim():
+    commands = [
+        line
+        for block in re.findall(r"```sh\n(.*?)```", README, re.S)
+        for line in block.splitlines()
+        if "-m pytest" in line
+    ]
+    ci = (README_PATH.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert len(commands) == 2  # the fast stage, then the end-to-end stage
+    assert all(any(line.startswith(command) for line in ci.splitlines()) for command in commands)

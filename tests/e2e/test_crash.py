@@ -24,7 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.e2e.test_http import free_port
 from tests.e2e.writes import Acked, check_file, write_until_killed
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+# Twenty kills and restarts: about a minute here, several on a loaded machine.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(900)]
 
 TRIALS = 20
 WRITERS = 4

@@ -16,7 +16,9 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+# The two-tenant test stays in the fast stage: one real HTTP server there; the rest run with the
+# end-to-end stage.
+pytestmark = pytest.mark.anyio
 
 START_LIMIT = 60
 ALICE = "alice-token-0123456789abcdef"
@@ -133,6 +135,7 @@ async def test_a_second_token_never_sees_the_first_tokens_memory(db_path, tokens
     assert "vault" not in manifest.contents[0].text
 
 
+@pytest.mark.slow
 async def test_reading_a_foreign_page_resource_answers_like_a_missing_page(db_path, tokens):
     with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 2):
         async with client(url, ALICE) as alice:
@@ -149,6 +152,7 @@ async def test_reading_a_foreign_page_resource_answers_like_a_missing_page(db_pa
     assert errors[0].replace("private", "ID") == errors[1].replace("absent", "ID")
 
 
+@pytest.mark.slow
 async def test_bad_transport_requests_get_their_http_status(db_path, tokens, report_figure):
     # A valid opening request, so that the one thing wrong with each variant is what is refused.
     opening = INITIALIZE
@@ -186,6 +190,7 @@ async def test_bad_transport_requests_get_their_http_status(db_path, tokens, rep
     }
 
 
+@pytest.mark.slow
 async def test_reusing_another_tokens_mcp_session_id_gives_no_access_to_its_memory(db_path, tokens):
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     initialize = INITIALIZE
@@ -213,6 +218,7 @@ async def test_reusing_another_tokens_mcp_session_id_gives_no_access_to_its_memo
     assert "Otters guard" not in hijack.text
 
 
+@pytest.mark.slow
 async def test_several_clients_at_once_lose_nothing(db_path, tokens):
     with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 3):
         async with anyio.create_task_group() as group:
@@ -224,6 +230,7 @@ async def test_several_clients_at_once_lose_nothing(db_path, tokens):
     assert len(alice_found["results"]) == 30 and len(bob_found["results"]) == 30
 
 
+@pytest.mark.slow
 async def test_two_server_processes_on_one_file_lose_nothing(db_path, tokens):
     with http_server(db_path, tokens) as first, http_server(db_path, tokens) as second:
         with anyio.fail_after(START_LIMIT * 3):
@@ -235,6 +242,7 @@ async def test_two_server_processes_on_one_file_lose_nothing(db_path, tokens):
     assert len(found["results"]) == 30
 
 
+@pytest.mark.slow
 async def test_the_sse_transport_serves_each_token_its_own_namespace(db_path, tokens):
     with http_server(db_path, tokens, transport="sse") as url, anyio.fail_after(START_LIMIT * 2):
         async with Client(

@@ -16,7 +16,8 @@ import pytest
 
 from tests.e2e.test_http import START_LIMIT, free_port, wait_listening
 
-pytestmark = pytest.mark.slow
+# The first test also waits for npm to install the Node tools (up to 600 s, once).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = (

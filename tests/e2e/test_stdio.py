@@ -8,7 +8,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+# The first test (one server restart) and the refusal stay in the fast stage: one real stdio
+# subprocess there; the rest run with the end-to-end stage.
+pytestmark = pytest.mark.anyio
 
 # A 2-core machine under load can take seconds to start a Python server.
 START_LIMIT = 60
@@ -40,6 +42,7 @@ async def test_a_stdio_server_keeps_its_memory_across_a_restart(db_path):
     assert "N wifi: The wifi password is on the fridge." in working_set.contents[0].text
 
 
+@pytest.mark.slow
 async def test_guard_settings_from_the_command_line_and_their_state_survive_a_restart(db_path, tmp_path):
     overrides = tmp_path / "guards.json"
     overrides.write_text('{"tool_caps": {"send_email": 1}, "polling_tools": ["job_status"]}')
@@ -87,6 +90,7 @@ def test_an_unusable_guard_config_is_refused_with_one_line(db_path, tmp_path):
     assert done.stderr.strip().splitlines() == [f"memvm: invalid guard settings in {overrides} (grace)"]
 
 
+@pytest.mark.slow
 async def test_procedural_memory_survives_a_restart_over_stdio(db_path):
     failed = {"tool": "pay", "args": {"iban": "DE00 1"}, "outcome": "failure", "error_type": "BadIban"}
     fixed = {"tool": "pay", "args": {"iban": "DE001"}, "outcome": "success", "result": {"ok": True}}

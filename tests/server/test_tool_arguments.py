@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio.from_thread
+import pytest
 from anyio.from_thread import BlockingPortal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -158,6 +159,7 @@ def reply_text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
+@pytest.mark.slow
 def test_every_tool_answers_any_arguments_with_a_result_or_one_sentence(tmp_path, report_figure):
     db = tmp_path / "memvm.db"
     seen = {"examples": 0, "errors": 0, "hostile": 0}
