@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -246,8 +247,11 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+# What a shell reports for a program that a closed pipe ended (128 + SIGPIPE), as for `yes | head`.
+EXIT_READER_GONE = 141
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return serve(args)
     if args.command == "demo":
@@ -255,6 +259,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_demo(args.db)
     return run_operation(args)
+
+
+def _reader_gone() -> int:
+    # Whatever is still buffered can go nowhere: point stdout at the null device, so that the
+    # interpreter's last flush on the way out does not fail a second time.
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+    return EXIT_READER_GONE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    # `memvm demo | head` or `memvm export | head`: the reader leaving early ends the command
+    # quietly, as it ends any other program in a pipe, instead of with a traceback.
+    try:
+        status = _run(args)
+        sys.stdout.flush()  # here, where a closed pipe can still be caught
+    except BrokenPipeError:
+        return _reader_gone()
+    except BaseExceptionGroup as group:  # the demo's task groups wrap it
+        if group.split(BrokenPipeError)[1] is not None:
+            raise
+        return _reader_gone()
+    return status
 
 
 if __name__ == "__main__":

@@ -117,6 +117,7 @@ def _export(db: Path, out: str | None, namespace: str | None) -> int:
     try:
         if out is None:
             rows = export_to(conn, sys.stdout, namespace)
+            sys.stdout.flush()  # every row delivered (or the reader gone) before the count is claimed
         else:
             # Written beside the target and renamed, so a failed export never looks like a whole one.
             target = Path(out).expanduser()

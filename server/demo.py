@@ -6,6 +6,7 @@ records a failed call and its fix, restarts the server on the same file and show
 the bindings and the learned fix are all still there.
 """
 
+import io
 import json
 import os
 import sys
@@ -76,8 +77,15 @@ def _server(db: str) -> StdioServerParameters:
     )
 
 
+def bold(text: str) -> str:
+    """Bold on a terminal; plain when the output goes to a pipe or a file, or NO_COLOR is set."""
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        return f"\033[1m{text}\033[0m"
+    return text
+
+
 def _step(title: str) -> None:
-    print(f"\n\033[1m▶ {title}\033[0m")
+    print("\n" + bold(f"▶ {title}"))
 
 
 def _show(text: str, width: int = 100) -> None:
@@ -245,6 +253,8 @@ async def _demo(db: str) -> None:
 
 
 def run_demo(db: str | None) -> int:
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)  # watched as it runs, through `| tee` too
     with tempfile.TemporaryDirectory(prefix="memvm-demo-") as scratch:
         anyio.run(_demo, db or str(Path(scratch) / "demo.db"))
     return 0

@@ -4,6 +4,9 @@ import subprocess
 import sys
 
 import pytest
+from memvm.server.cli import EXIT_READER_GONE
+
+from tests.server.test_cli import read_then_close
 
 pytestmark = pytest.mark.slow
 
@@ -19,6 +22,7 @@ def test_the_demo_runs_end_to_end_and_shows_memory_bindings_and_fixes_surviving_
     )
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
+    assert "\x1b[" not in out  # no terminal codes in a pipe
     flat = " ".join(out.split())  # long messages are wrapped for the terminal
     assert "level 2, " in out and "level 0, " in out
     assert "Pass references instead of copied values: rate=1.0862 -> $v1" in out
@@ -32,3 +36,12 @@ def test_the_demo_runs_end_to_end_and_shows_memory_bindings_and_fixes_surviving_
     assert 'Earlier fix for "invalid date <q>: expected yyyy-mm-dd": book_table call 1 failed' in flat
     assert out.rstrip().endswith("Done: the memory, the bindings and the learned fix survived a restart.")
     assert db.exists()
+
+
+def test_the_demo_ends_quietly_when_its_reader_stops_early(tmp_path):
+    # `memvm demo | head -3`: the third line comes once the server answers; much more follows.
+    head, status, stderr = read_then_close("demo", "--db", str(tmp_path / "demo.db"), lines=3)
+    assert head[0].startswith("memvm demo — database:".encode())
+    assert head[2].startswith("▶ Started `memvm serve`".encode())
+    assert status == EXIT_READER_GONE
+    assert b"Traceback" not in stderr and b"BrokenPipeError" not in stderr, stderr.decode()[-2000:]
