@@ -5,11 +5,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.clock import ManualClock
 from memvm.engine.models import IngestMessage, NewPage, PageType, Role
 
 NS = "default"
+
+# Property tests check behaviour: hypothesis's 200 ms deadline per example and its too-slow health
+# check are timings, which a busy machine fails.
+settings.register_profile("memvm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("memvm")
 
 EngineFactory = Callable[..., Awaitable[Engine]]
 

@@ -38,7 +38,7 @@ async def test_fts_syntax_in_a_query_is_searched_as_words_never_as_operators(eng
     assert [r.page_id for r in hit.results] == ["note_000001"]
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(text=st.text(max_size=200))
 def test_the_match_expression_quotes_every_term(text):
     terms = query_terms(text)
