@@ -2,11 +2,12 @@
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from memvm.engine import Engine
 from memvm.resources.budget import reserved_tokens
 from memvm.server import (
@@ -19,9 +20,10 @@ from memvm.server import (
 )
 from memvm.server.app_state import Runtime, RuntimeHolder
 from memvm.server.errors import tool_error
+from memvm.server.sdk_internals import registered_tools
 from memvm.server.settings import ServerSettings, ToolProfile
 from memvm.server.tokens import NamespaceTokens
-from pydantic import ConfigDict
+from pydantic import create_model
 
 INSTRUCTIONS = (
     "memvm is this assistant's long-term, paged memory. Use search_pages to find earlier conversation, "
@@ -46,9 +48,13 @@ class MemvmServer(MCPServer[Runtime]):
 
 def _forbid_extra_arguments(server: MCPServer[Runtime]) -> None:
     """Unknown argument names are an error the model should see, not something silently dropped."""
-    for tool in server._tool_manager.list_tools():
+    for tool in registered_tools(server):
         loose = tool.fn_metadata.arg_model
-        strict = type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid")})
+        # The pydantic plugin types create_model's result as a class of its own, not a subclass.
+        strict = cast(
+            type[ArgModelBase],
+            create_model(loose.__name__, __base__=loose, __cls_kwargs__={"extra": "forbid"}),
+        )
         tool.fn_metadata.arg_model = strict
         tool.parameters = strict.model_json_schema(by_alias=True)
 

@@ -1,7 +1,9 @@
 """What the server holds while it runs: the engine and whose memory it serves."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from mcp.server.mcpserver import Context
 from memvm.engine import Engine
 from memvm.server.subscriptions import Subscriptions
 from memvm.server.tokens import token_namespace
@@ -49,3 +51,7 @@ class RuntimeHolder:
 
     def set(self, runtime: Runtime | None) -> None:
         self._runtime = runtime
+
+
+# What a tool or resource function receives: `ctx.request_context.lifespan_context` is the Runtime.
+ToolContext = Context[Runtime, Any]

@@ -5,13 +5,13 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from memvm.engine.errors import MemvmError
 from memvm.resources.context import render_context, render_developer_message
 from memvm.resources.manifest import render_manifest
 from memvm.resources.rules import RuleMode, rules_text
-from memvm.server.app_state import Runtime, RuntimeHolder
+from memvm.server.app_state import Runtime, RuntimeHolder, ToolContext
 from memvm.server.errors import resource_error
 from memvm.server.settings import NAME_PATTERN
 
@@ -72,7 +72,7 @@ def _checked_session(session: str) -> str:
     return session
 
 
-def register(server: MCPServer, holder: RuntimeHolder) -> None:
+def register(server: MCPServer[Runtime], holder: RuntimeHolder) -> None:
     views: dict[str, tuple[str, Callable[[Runtime, str], Awaitable[str]], str]] = {
         "manifest": (
             JSON,
@@ -96,7 +96,7 @@ def register(server: MCPServer, holder: RuntimeHolder) -> None:
         mime_type=JSON,
         description="One stored page at every level, with its metadata. Reading it does not load it.",
     )
-    async def page_resource(page_id: str, ctx: Context) -> str:
+    async def page_resource(page_id: str, ctx: ToolContext) -> str:
         return await _guarded(lambda: _page(ctx.request_context.lifespan_context, page_id))
 
     @server.prompt(
@@ -110,7 +110,7 @@ def register(server: MCPServer, holder: RuntimeHolder) -> None:
 
 
 def _register_current(
-    server: MCPServer,
+    server: MCPServer[Runtime],
     holder: RuntimeHolder,
     name: str,
     mime: str,
@@ -127,13 +127,13 @@ def _register_current(
 
 
 def _register_session_template(
-    server: MCPServer,
+    server: MCPServer[Runtime],
     name: str,
     mime: str,
     render: Callable[[Runtime, str], Awaitable[str]],
     description: str,
 ) -> None:
-    async def read(session: str, ctx: Context) -> str:
+    async def read(session: str, ctx: ToolContext) -> str:
         runtime = ctx.request_context.lifespan_context
         return await _guarded(lambda: render(runtime, _checked_session(session)))
 

@@ -1,11 +1,11 @@
 """Tell subscribers that a resource changed, in either protocol era."""
 
-from mcp.server.mcpserver import Context
+from memvm.server.app_state import ToolContext
 
 _MANIFEST = "/manifest"
 
 
-async def working_set_changed(ctx: Context, session: str) -> None:
+async def working_set_changed(ctx: ToolContext, session: str) -> None:
     """A session's working set changed, and with it the manifest that lists it."""
     runtime = ctx.request_context.lifespan_context
     for uri in _session_uris(session, runtime.default_session, "working-set"):
@@ -14,7 +14,7 @@ async def working_set_changed(ctx: Context, session: str) -> None:
     await manifest_changed(ctx, session)
 
 
-async def manifest_changed(ctx: Context, session: str) -> None:
+async def manifest_changed(ctx: ToolContext, session: str) -> None:
     """Pages, a turn or a working set changed: the manifests that show them did too.
 
     Every manifest of the namespace lists its available pages, so a page stored in one session

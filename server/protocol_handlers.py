@@ -1,7 +1,7 @@
 """Protocol requests beyond tools and resources: subscribe, logging level, completion.
 
-MCPServer serves none of these by default; they are registered on its low-level server, which
-also makes the server advertise the matching capabilities.
+MCPServer serves none of these by default; they are registered on its low-level server (see
+memvm.server.sdk_internals), which also makes the server advertise the matching capabilities.
 """
 
 import logging
@@ -22,6 +22,7 @@ from mcp_types import (
 )
 from memvm.resources.rules import RuleMode
 from memvm.server.app_state import Runtime
+from memvm.server.sdk_internals import add_request_handler
 
 MAX_COMPLETIONS = 100
 
@@ -79,8 +80,7 @@ async def complete(ctx: ServerRequestContext[Runtime, Any], params: CompleteRequ
 
 
 def register(server: MCPServer[Runtime]) -> None:
-    lowlevel = server._lowlevel_server
-    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
-    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
-    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
-    lowlevel.add_request_handler("completion/complete", CompleteRequestParams, complete)
+    add_request_handler(server, "resources/subscribe", SubscribeRequestParams, subscribe)
+    add_request_handler(server, "resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+    add_request_handler(server, "logging/setLevel", SetLevelRequestParams, set_level)
+    add_request_handler(server, "completion/complete", CompleteRequestParams, complete)

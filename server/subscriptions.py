@@ -8,24 +8,21 @@ Clients of the stateless era listen through `subscriptions/listen`, which the SD
 from collections import defaultdict
 
 import anyio
+from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
-
-
-def _connection(session: ServerSession) -> object:
-    # The SDK wraps each request in a new ServerSession around one connection object; a
-    # subscription belongs to the connection, so that is what identifies the subscriber.
-    return getattr(session, "_connection", session)
+from memvm.server.sdk_internals import connection_of
 
 
 class Subscriptions:
     def __init__(self) -> None:
-        self._listeners: defaultdict[tuple[str, str], dict[object, ServerSession]] = defaultdict(dict)
+        # A subscription belongs to the connection, not to the per-request session it came with.
+        self._listeners: defaultdict[tuple[str, str], dict[Connection, ServerSession]] = defaultdict(dict)
 
     def add(self, namespace: str, uri: str, session: ServerSession) -> None:
-        self._listeners[(namespace, uri)][_connection(session)] = session
+        self._listeners[(namespace, uri)][connection_of(session)] = session
 
     def remove(self, namespace: str, uri: str, session: ServerSession) -> None:
-        self._listeners[(namespace, uri)].pop(_connection(session), None)
+        self._listeners[(namespace, uri)].pop(connection_of(session), None)
 
     def subscribed(self, namespace: str) -> list[str]:
         """The URIs someone in `namespace` listens to."""

@@ -1,8 +1,9 @@
 """The model-facing guard tools: bind_value, check_ungrounded, check_tool_call."""
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from memvm.engine.models import BindResult, GroundingResult, ToolCallCheck
+from memvm.server.app_state import Runtime, ToolContext
 from memvm.server.arguments import AliasName, SessionName, ToolArguments, ToolName, ToolValue
 
 
@@ -10,7 +11,7 @@ async def bind_value(
     tool: ToolName,
     args: ToolArguments,
     value: ToolValue,
-    ctx: Context,
+    ctx: ToolContext,
     name: AliasName = None,
     session: SessionName = None,
 ) -> BindResult:
@@ -33,7 +34,7 @@ async def bind_value(
 
 
 async def check_ungrounded(
-    tool: ToolName, args: ToolArguments, ctx: Context, session: SessionName = None
+    tool: ToolName, args: ToolArguments, ctx: ToolContext, session: SessionName = None
 ) -> GroundingResult:
     """Check where each number in a tool call's arguments came from, before you make the call.
 
@@ -49,7 +50,7 @@ async def check_ungrounded(
 
 
 async def check_tool_call(
-    tool: ToolName, args: ToolArguments, ctx: Context, session: SessionName = None
+    tool: ToolName, args: ToolArguments, ctx: ToolContext, session: SessionName = None
 ) -> ToolCallCheck:
     """Ask every guard about a tool call before making it: allow, warn or block, with reasons.
 
@@ -64,7 +65,7 @@ async def check_tool_call(
     )
 
 
-def register(server: MCPServer) -> None:
+def register(server: MCPServer[Runtime]) -> None:
     server.add_tool(
         bind_value,
         annotations=ToolAnnotations(

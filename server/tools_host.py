@@ -2,11 +2,12 @@
 
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from memvm.engine.models import ForgetResult, IngestMessage, IngestResult, PageState, Role, TurnResult
 from memvm.resources.context import DeveloperMessage, render_developer_message
 from memvm.resources.rules import RuleMode
+from memvm.server.app_state import Runtime, ToolContext
 from memvm.server.arguments import Content, PageId, SessionName, SpeakerName, SystemPrompt
 from memvm.server.notify import manifest_changed, working_set_changed
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,7 +23,7 @@ class Message(BaseModel):
 
 async def ingest(
     messages: Annotated[list[Message], Field(min_length=1, max_length=500)],
-    ctx: Context,
+    ctx: ToolContext,
     session: SessionName = None,
 ) -> IngestResult:
     """Record conversation messages as transcript pages and load them into the working set.
@@ -39,7 +40,7 @@ async def ingest(
     return result
 
 
-async def begin_turn(ctx: Context, session: SessionName = None) -> TurnResult:
+async def begin_turn(ctx: ToolContext, session: SessionName = None) -> TurnResult:
     """Start a new turn: the page-fault allowance resets. Returns the turn number and faults left."""
     runtime = ctx.request_context.lifespan_context
     result = await runtime.engine.begin_turn(namespace=runtime.namespace, session=runtime.session(session))
@@ -47,7 +48,7 @@ async def begin_turn(ctx: Context, session: SessionName = None) -> TurnResult:
     return result
 
 
-async def pin_page(page_id: PageId, ctx: Context, pinned: bool = True) -> PageState:
+async def pin_page(page_id: PageId, ctx: ToolContext, pinned: bool = True) -> PageState:
     """Pin a page (kept in the working set, never evicted) or unpin it. Returns the page's state."""
     runtime = ctx.request_context.lifespan_context
     state = await runtime.engine.pin_page(
@@ -57,7 +58,7 @@ async def pin_page(page_id: PageId, ctx: Context, pinned: bool = True) -> PageSt
     return state
 
 
-async def forget(page_id: PageId, ctx: Context) -> ForgetResult:
+async def forget(page_id: PageId, ctx: ToolContext) -> ForgetResult:
     """Delete a page for good, from storage, search and every working set."""
     runtime = ctx.request_context.lifespan_context
     result = await runtime.engine.forget(
@@ -68,7 +69,7 @@ async def forget(page_id: PageId, ctx: Context) -> ForgetResult:
 
 
 async def build_context(
-    ctx: Context,
+    ctx: ToolContext,
     mode: RuleMode = RuleMode.STRICT,
     system_prompt: SystemPrompt = None,
     session: SessionName = None,
@@ -88,7 +89,7 @@ async def build_context(
     )
 
 
-def register(server: MCPServer) -> None:
+def register(server: MCPServer[Runtime]) -> None:
     writes = ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
     )

@@ -2,7 +2,7 @@
 
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from memvm.engine.models import (
     FaultResult,
@@ -14,6 +14,7 @@ from memvm.engine.models import (
     SearchResult,
     SearchScope,
 )
+from memvm.server.app_state import Runtime, ToolContext
 from memvm.server.arguments import Content, Key, PageId, Query, SessionName, Summary
 from memvm.server.notify import manifest_changed, working_set_changed
 from pydantic import Field
@@ -23,7 +24,7 @@ RememberType = Literal["note", "claim", "preference", "summary", "procedure"]
 
 async def page_fault(
     page_id: PageId,
-    ctx: Context,
+    ctx: ToolContext,
     target_level: Annotated[
         int,
         Field(ge=0, le=3, strict=True, description="0 full, 1 reduced, 2 abstract (default), 3 reference."),
@@ -52,7 +53,7 @@ async def page_fault(
 
 async def search_pages(
     query: Query,
-    ctx: Context,
+    ctx: ToolContext,
     limit: Annotated[int, Field(ge=1, le=50, strict=True, description="How many results, 1 to 50.")] = 5,
     modality: Modality | None = None,
     type: PageType | None = None,
@@ -81,7 +82,7 @@ async def search_pages(
 
 async def remember(
     content: Content,
-    ctx: Context,
+    ctx: ToolContext,
     type: RememberType = "note",
     key: Key | None = None,
     summary: Summary = None,
@@ -117,7 +118,7 @@ async def remember(
     return result
 
 
-def register(server: MCPServer) -> None:
+def register(server: MCPServer[Runtime]) -> None:
     server.add_tool(
         page_fault,
         annotations=ToolAnnotations(

@@ -2,10 +2,11 @@
 
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from memvm.engine.models import Outcome, OutcomeResult, ToolOutcome
 from memvm.resources.procedural import ProceduralHints, render_hints
+from memvm.server.app_state import Runtime, ToolContext
 from memvm.server.arguments import (
     ErrorMessage,
     ErrorType,
@@ -23,7 +24,7 @@ async def record_tool_outcome(
     tool: ToolName,
     args: ToolArguments,
     outcome: Outcome,
-    ctx: Context,
+    ctx: ToolContext,
     result: ToolValue = None,
     error_type: ErrorType = None,
     error_message: ErrorMessage = None,
@@ -59,7 +60,7 @@ async def record_tool_outcome(
 
 
 async def get_procedural_hints(
-    ctx: Context,
+    ctx: ToolContext,
     tools: Annotated[list[ToolName] | None, Field(max_length=20, description="Tools to ask about.")] = None,
     goal: Goal = None,
     error_type: ErrorMessage = None,
@@ -78,7 +79,7 @@ async def get_procedural_hints(
     return render_hints(knowledge, runtime.engine.counter, max_tokens)
 
 
-def register(server: MCPServer) -> None:
+def register(server: MCPServer[Runtime]) -> None:
     server.add_tool(
         record_tool_outcome,
         annotations=ToolAnnotations(

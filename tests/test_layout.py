@@ -64,3 +64,38 @@ def test_the_three_folders_install_under_the_memvm_namespace():
         (memvm.server, "server"),
     ):
         assert Path(module.__file__).resolve().parent == ROOT / folder
+
+
+def private_attributes_reached(path: Path) -> list[str]:
+    """`other._name` and `getattr(other, "_name")` in a module: private attributes of objects it does not own."""
+    reached = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Attribute):
+            owner, name = node.value, node.attr
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in (
+            "getattr",
+            "hasattr",
+            "setattr",
+        ):
+            if len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
+                continue
+            owner, name = node.args[0], str(node.args[1].value)
+        else:
+            continue
+        private = name.startswith("_") and not name.startswith("__")
+        if private and not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+            reached.append(f"{path.relative_to(ROOT)}:{node.lineno} reaches {name}")
+    return reached
+
+
+def test_only_sdk_internals_reaches_private_attributes_of_the_sdk():
+    # One module to update when an mcp release moves them; tests/server/test_sdk_internals.py
+    # says which.
+    reached = [
+        offence
+        for path in sorted((ROOT / "server").rglob("*.py"))
+        if path.name != "sdk_internals.py"
+        for offence in private_attributes_reached(path)
+    ]
+    assert reached == []
+    assert private_attributes_reached(ROOT / "server" / "sdk_internals.py") != []

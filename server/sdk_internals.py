@@ -1,0 +1,70 @@
+"""The MCP SDK's private attributes memvm needs, reached here and nowhere else.
+
+mcp 2.3 has no public way to reach a registered tool's argument model, to serve protocol methods
+MCPServer leaves out (resources/subscribe, logging/setLevel, completion/complete), or to tell
+which connection a request came in on. Each function below reaches one private attribute; when
+an SDK release moves it, the call raises `SdkMoved` naming that attribute, and
+tests/server/test_sdk_internals.py fails with the same sentence.
+"""
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from importlib.metadata import version
+from typing import Any, TypeVar
+
+from mcp.server.connection import Connection
+from mcp.server.context import HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.session import ServerSession
+from pydantic import BaseModel
+
+ParamsT = TypeVar("ParamsT", bound=BaseModel)
+LifespanT = TypeVar("LifespanT")
+
+
+class SdkMoved(RuntimeError):
+    """The installed mcp release no longer has a private attribute memvm relies on."""
+
+
+@contextmanager
+def _reaching(attribute: str) -> Iterator[None]:
+    try:
+        yield
+    except AttributeError as exc:
+        raise SdkMoved(
+            f"mcp {version('mcp')} has no {attribute}, which memvm.server.sdk_internals reaches; "
+            "find where this release keeps it and update that module."
+        ) from exc
+
+
+def registered_tools(server: MCPServer[Any]) -> list[Tool]:
+    """The server's tools as registered, with their argument models (MCPServer._tool_manager)."""
+    with _reaching("MCPServer._tool_manager"):
+        manager = server._tool_manager
+    return manager.list_tools()
+
+
+def add_request_handler(
+    server: MCPServer[LifespanT],
+    method: str,
+    params_type: type[ParamsT],
+    handler: Callable[[ServerRequestContext[LifespanT, Any], ParamsT], Awaitable[HandlerResult]],
+) -> None:
+    """Serve a protocol method MCPServer does not, on its low-level server (MCPServer._lowlevel_server).
+
+    Registering there also makes the server advertise the matching capability.
+    """
+    with _reaching("MCPServer._lowlevel_server"):
+        lowlevel = server._lowlevel_server
+    lowlevel.add_request_handler(method, params_type, handler)
+
+
+def connection_of(session: ServerSession) -> Connection:
+    """The connection a request arrived on (ServerSession._connection).
+
+    The SDK wraps each request in a new ServerSession around one connection object, so this is
+    what stays the same across one client's requests.
+    """
+    with _reaching("ServerSession._connection"):
+        return session._connection

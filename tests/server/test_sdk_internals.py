@@ -1,0 +1,67 @@
+"""The SDK's private attributes memvm reaches (memvm.server.sdk_internals) are still where it looks.
+
+When an mcp release moves one, these fail with a sentence naming the attribute.
+"""
+
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server.connection import Connection
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import PromptReference
+from memvm.server.app import build_server
+from memvm.server.sdk_internals import SdkMoved, connection_of, registered_tools
+from memvm.server.settings import ServerSettings, ToolProfile
+
+from tests.server.test_tools import MODEL_TOOLS
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_tools_as_registered_are_reached_through_the_tool_manager(db_path):
+    # Building the server also reaches the low-level server, to register protocol methods.
+    server = build_server(ServerSettings(db=str(db_path), tools=ToolProfile.MODEL))
+    tools = registered_tools(server)
+    assert {tool.name for tool in tools} == MODEL_TOOLS
+    assert all(tool.fn_metadata.arg_model.model_config.get("extra") == "forbid" for tool in tools)
+
+
+async def test_the_protocol_methods_registered_on_the_low_level_server_are_served(db_path, mode):
+    server = build_server(ServerSettings(db=str(db_path)))
+    async with Client(server, mode=mode) as client:
+        modes = await client.complete(PromptReference(name="vm_rules"), {"name": "mode", "value": "r"})
+    assert modes.completion.values == ["relaxed"]
+
+
+def connection_probe(seen: list[Connection]) -> MCPServer[Any]:
+    """A bare server whose one tool reports the connection its request arrived on."""
+    probe: MCPServer[Any] = MCPServer("probe")
+
+    @probe.tool()
+    async def whose_connection(ctx: Context) -> str:
+        try:
+            seen.append(connection_of(ctx.session))
+        except SdkMoved as exc:
+            return str(exc)
+        return "reached"
+
+    return probe
+
+
+async def test_the_connection_of_a_request_is_reached_through_its_session(mode):
+    seen: list[Connection] = []
+    async with Client(connection_probe(seen), mode=mode) as client:
+        reply = (await client.call_tool("whose_connection", {})).content[0].text
+    assert reply == "reached", reply
+    assert isinstance(seen[0], Connection)
+
+
+async def test_requests_of_one_handshake_connection_share_one_connection_object():
+    # Subscriptions are keyed by this object, so a client that subscribes in one request hears
+    # about changes that later requests make.
+    seen: list[Connection] = []
+    async with Client(connection_probe(seen), mode="legacy") as client:
+        await client.call_tool("whose_connection", {})
+        await client.call_tool("whose_connection", {})
+    assert len(seen) == 2 and seen[0] is seen[1]
