@@ -2,12 +2,11 @@
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any
 
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from memvm.engine import Engine
 from memvm.resources.budget import reserved_tokens
 from memvm.server import (
@@ -20,10 +19,9 @@ from memvm.server import (
 )
 from memvm.server.app_state import Runtime, RuntimeHolder
 from memvm.server.errors import tool_error
-from memvm.server.sdk_internals import registered_tools
 from memvm.server.settings import ServerSettings, ToolProfile
+from memvm.server.strict_arguments import check_arguments_strictly
 from memvm.server.tokens import NamespaceTokens
-from pydantic import create_model
 
 INSTRUCTIONS = (
     "memvm is this assistant's long-term, paged memory. Use search_pages to find earlier conversation, "
@@ -44,19 +42,6 @@ class MemvmServer(MCPServer[Runtime]):
             if exc.__cause__ is None:  # raised as a ToolError on purpose: already a sentence
                 raise
             raise tool_error(name, exc.__cause__) from exc.__cause__
-
-
-def _forbid_extra_arguments(server: MCPServer[Runtime]) -> None:
-    """Unknown argument names are an error the model should see, not something silently dropped."""
-    for tool in registered_tools(server):
-        loose = tool.fn_metadata.arg_model
-        # The pydantic plugin types create_model's result as a class of its own, not a subclass.
-        strict = cast(
-            type[ArgModelBase],
-            create_model(loose.__name__, __base__=loose, __cls_kwargs__={"extra": "forbid"}),
-        )
-        tool.fn_metadata.arg_model = strict
-        tool.parameters = strict.model_json_schema(by_alias=True)
 
 
 def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> MemvmServer:
@@ -91,7 +76,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
     tools_procedures.register(server)
     if settings.tools is ToolProfile.ALL:
         tools_host.register(server)
-    _forbid_extra_arguments(server)
+    check_arguments_strictly(server)
     mcp_resources.register(server, holder)
     protocol_handlers.register(server)
     return server

@@ -3,7 +3,9 @@
 import json
 from typing import Annotated, Any
 
+from memvm.engine.models import Modality, Outcome, PageType, Role, SearchScope
 from memvm.engine.references import ALIAS_PATTERN
+from memvm.resources.rules import RuleMode
 from memvm.server.settings import NAME_PATTERN
 from pydantic import AfterValidator, Field
 
@@ -118,3 +120,21 @@ AliasName = Annotated[
         description="A name for the value (like 'total'), usable as $total; it moves to the latest value bound under it.",
     ),
 ]
+
+# Arguments are validated strictly (memvm.server.strict_arguments), and strict validation of a
+# Python value wants an enum member, while JSON brings the member's value. An enum's lax validation
+# takes exactly those values and converts nothing else, so enum arguments are validated lax.
+BY_VALUE = Field(strict=False)
+
+ModalityFilter = Annotated[Modality | None, BY_VALUE, Field(description="Only pages of this modality.")]
+PageTypeFilter = Annotated[PageType | None, BY_VALUE, Field(description="Only pages of this type.")]
+Scope = Annotated[
+    SearchScope,
+    BY_VALUE,
+    Field(description="'all' searches every conversation's pages; 'session' only this one."),
+]
+CallOutcome = Annotated[Outcome, BY_VALUE, Field(description="How the call ended.")]
+ContextMode = Annotated[
+    RuleMode, BY_VALUE, Field(description="How firmly the rules ask the model to use memory.")
+]
+SpeakerRole = Annotated[Role, BY_VALUE, Field(description="Who said it.")]

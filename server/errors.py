@@ -17,6 +17,19 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,40}$")
 logger = logging.getLogger("memvm")
 
 
+# The JSON type a strict check wanted, by pydantic's error type.
+_EXPECTED = {
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "dict_type": "a JSON object",
+    "model_type": "a JSON object",
+    "list_type": "a list",
+}
+_WRITTEN_BARE = {"int_type", "float_type", "bool_type"}
+
+
 def describe_validation(tool: str, error: ValidationError) -> str:
     problems = []
     for item in error.errors()[:_MAX_FIELDS]:
@@ -24,12 +37,39 @@ def describe_validation(tool: str, error: ValidationError) -> str:
         if item["type"] == "extra_forbidden":
             problems.append(f"{field} is not an accepted argument")
             continue
-        message = item["msg"].removeprefix("Value error, ")
-        problems.append(f"{field}: {message[:1].lower()}{message[1:]}")
+        problems.append(f"{field}: {_rule_broken(item['type'], item['msg'], item.get('input'))}")
     more = error.error_count() - len(problems)
     if more > 0:
         problems.append(f"and {more} more")
     return f"Invalid arguments for {tool} ({'; '.join(problems)}); fix them and call {tool} again."
+
+
+def _rule_broken(error_type: str, message: str, value: object) -> str:
+    expected = _EXPECTED.get(error_type)
+    if expected is None:
+        message = message.removeprefix("Value error, ").replace("Input should be", "must be", 1)
+        return f"{message[:1].lower()}{message[1:]}"
+    if isinstance(value, str) and error_type in _WRITTEN_BARE:
+        # The commonest slip: a number or boolean sent as text, like "5" or "true".
+        return f"must be {expected} written without quotes, not a string"
+    return f"must be {expected}, not {_json_type(value)}"
+
+
+def _json_type(value: object) -> str:
+    # The type of what was sent, never the value (it may be huge, or private).
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "a whole number"
+    if isinstance(value, float):
+        return "a decimal number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "a JSON object"
 
 
 def _field_part(part: str | int) -> str:

@@ -4,19 +4,27 @@ from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from memvm.engine.models import ForgetResult, IngestMessage, IngestResult, PageState, Role, TurnResult
+from memvm.engine.models import ForgetResult, IngestMessage, IngestResult, PageState, TurnResult
 from memvm.resources.context import DeveloperMessage, render_developer_message
 from memvm.resources.rules import RuleMode
 from memvm.server.app_state import Runtime, ToolContext
-from memvm.server.arguments import Content, PageId, SessionName, SpeakerName, SystemPrompt
+from memvm.server.arguments import (
+    Content,
+    ContextMode,
+    PageId,
+    SessionName,
+    SpeakerName,
+    SpeakerRole,
+    SystemPrompt,
+)
 from memvm.server.notify import manifest_changed, working_set_changed
 from pydantic import BaseModel, ConfigDict, Field
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    role: Role
+    role: SpeakerRole
     content: Content
     name: SpeakerName = None
 
@@ -70,7 +78,7 @@ async def forget(page_id: PageId, ctx: ToolContext) -> ForgetResult:
 
 async def build_context(
     ctx: ToolContext,
-    mode: RuleMode = RuleMode.STRICT,
+    mode: ContextMode = RuleMode.STRICT,
     system_prompt: SystemPrompt = None,
     session: SessionName = None,
 ) -> DeveloperMessage:

@@ -7,7 +7,6 @@ from mcp_types import ToolAnnotations
 from memvm.engine.models import (
     FaultResult,
     Level,
-    Modality,
     NewPage,
     PageType,
     RememberResult,
@@ -15,7 +14,17 @@ from memvm.engine.models import (
     SearchScope,
 )
 from memvm.server.app_state import Runtime, ToolContext
-from memvm.server.arguments import Content, Key, PageId, Query, SessionName, Summary
+from memvm.server.arguments import (
+    Content,
+    Key,
+    ModalityFilter,
+    PageId,
+    PageTypeFilter,
+    Query,
+    Scope,
+    SessionName,
+    Summary,
+)
 from memvm.server.notify import manifest_changed, working_set_changed
 from pydantic import Field
 
@@ -27,7 +36,7 @@ async def page_fault(
     ctx: ToolContext,
     target_level: Annotated[
         int,
-        Field(ge=0, le=3, strict=True, description="0 full, 1 reduced, 2 abstract (default), 3 reference."),
+        Field(ge=0, le=3, description="0 full, 1 reduced, 2 abstract (default), 3 reference."),
     ] = 2,
     session: SessionName = None,
 ) -> FaultResult:
@@ -54,12 +63,10 @@ async def page_fault(
 async def search_pages(
     query: Query,
     ctx: ToolContext,
-    limit: Annotated[int, Field(ge=1, le=50, strict=True, description="How many results, 1 to 50.")] = 5,
-    modality: Modality | None = None,
-    type: PageType | None = None,
-    scope: Annotated[
-        SearchScope, Field(description="'all' searches every conversation's pages; 'session' only this one.")
-    ] = SearchScope.ALL,
+    limit: Annotated[int, Field(ge=1, le=50, description="How many results, 1 to 50.")] = 5,
+    modality: ModalityFilter = None,
+    type: PageTypeFilter = None,
+    scope: Scope = SearchScope.ALL,
     session: SessionName = None,
 ) -> SearchResult:
     """Find stored pages (earlier conversation, notes, facts, tool results) by words they contain.

@@ -4,10 +4,11 @@ from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from memvm.engine.models import Outcome, OutcomeResult, ToolOutcome
+from memvm.engine.models import OutcomeResult, ToolOutcome
 from memvm.resources.procedural import ProceduralHints, render_hints
 from memvm.server.app_state import Runtime, ToolContext
 from memvm.server.arguments import (
+    CallOutcome,
     ErrorMessage,
     ErrorType,
     Goal,
@@ -23,7 +24,7 @@ from pydantic import Field
 async def record_tool_outcome(
     tool: ToolName,
     args: ToolArguments,
-    outcome: Outcome,
+    outcome: CallOutcome,
     ctx: ToolContext,
     result: ToolValue = None,
     error_type: ErrorType = None,
@@ -64,7 +65,7 @@ async def get_procedural_hints(
     tools: Annotated[list[ToolName] | None, Field(max_length=20, description="Tools to ask about.")] = None,
     goal: Goal = None,
     error_type: ErrorMessage = None,
-    max_tokens: Annotated[int, Field(ge=30, le=8_000, strict=True)] = 600,
+    max_tokens: Annotated[int, Field(ge=30, le=8_000)] = 600,
 ) -> ProceduralHints:
     """What earlier calls taught about tools: success rates, common errors and their fixes, values that worked.
 
