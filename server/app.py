@@ -10,6 +10,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from memvm.engine import Engine
 from memvm.resources.budget import reserved_tokens
 from memvm.server import (
+    mcp_prompts,
     mcp_resources,
     protocol_handlers,
     tools_guards,
@@ -78,6 +79,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
         tools_host.register(server)
     check_arguments_strictly(server)
     mcp_resources.register(server, holder)
+    mcp_prompts.register(server, holder)
     protocol_handlers.register(server)
     return server
 

@@ -1,16 +1,15 @@
-"""Resources and the vm_rules prompt: read-only views of the engine, rendered by memvm.resources."""
+"""Resources: read-only views of the engine, rendered by memvm.resources."""
 
 import json
 import re
 from collections.abc import Awaitable, Callable
-from typing import Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from memvm.engine.errors import MemvmError
 from memvm.resources.context import render_context, render_developer_message
 from memvm.resources.manifest import render_manifest
-from memvm.resources.rules import RuleMode, rules_text
+from memvm.resources.rules import RuleMode
 from memvm.server.app_state import Runtime, RuntimeHolder, ToolContext
 from memvm.server.errors import resource_error
 from memvm.server.settings import NAME_PATTERN
@@ -98,15 +97,6 @@ def register(server: MCPServer[Runtime], holder: RuntimeHolder) -> None:
     )
     async def page_resource(page_id: str, ctx: ToolContext) -> str:
         return await _guarded(lambda: _page(ctx.request_context.lifespan_context, page_id))
-
-    @server.prompt(
-        name="vm_rules",
-        description="Rules for using memvm's paged memory, in strict, relaxed or passive mode.",
-    )
-    async def vm_rules(mode: Literal["strict", "relaxed", "passive"] = "strict") -> str:
-        return rules_text(
-            RuleMode(mode), max_faults_per_turn=holder.runtime.engine.config.max_faults_per_turn
-        )
 
 
 def _register_current(
