@@ -23,6 +23,7 @@ from memvm.server.errors import tool_error
 from memvm.server.settings import ServerSettings, ToolProfile
 from memvm.server.strict_arguments import check_arguments_strictly
 from memvm.server.tokens import NamespaceTokens
+from memvm.server.tool_listing import compact_tool_listing
 
 INSTRUCTIONS = (
     "memvm is this assistant's long-term, paged memory. Use search_pages to find earlier conversation, "
@@ -72,12 +73,13 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
         log_level=log_level,  # type: ignore[arg-type]
         **_bearer_auth(settings),
     )
-    tools_memory.register(server)
+    tools_memory.register(server, settings.engine)
     tools_guards.register(server)
     tools_procedures.register(server)
     if settings.tools is ToolProfile.ALL:
         tools_host.register(server)
     check_arguments_strictly(server)
+    compact_tool_listing(server)
     mcp_resources.register(server, holder)
     mcp_prompts.register(server, holder)
     protocol_handlers.register(server)

@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 from memvm.engine.models import Modality, Outcome, PageType, Role, SearchScope
 from memvm.engine.references import ALIAS_PATTERN
-from memvm.resources.rules import RuleMode
+from memvm.resources.rules import MODE_MEANINGS, RuleMode
 from memvm.server.settings import NAME_PATTERN
 from pydantic import AfterValidator, Field
 
@@ -40,17 +40,21 @@ Key = Annotated[
     str,
     Field(
         pattern=ID_PATTERN,
-        description="A stable name for this memory (letters, digits, _ . : -); remembering the same key "
-        "again updates that page instead of adding one. It becomes the page id.",
+        description="A stable name for this memory, which becomes its page id: remembering the same key "
+        "again updates that page instead of adding one.",
     ),
 ]
 SessionName = Annotated[
     str | None,
     Field(
         pattern=NAME_PATTERN,
-        description="The conversation to act in; omit it to use this connection's session.",
+        # A model that makes a name up ("current") would work in a session nobody renders.
+        description="One conversation inside the memory. Leave it out to use this connection's own "
+        "session. Pages of every session stay searchable; a new name starts a new, "
+        "empty working set that the host's resources do not show.",
     ),
 ]
+# Described where it is used: the same text is a memory to keep or a message said.
 Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(_storable)]
 Query = Annotated[
     str,
@@ -62,10 +66,14 @@ Summary = Annotated[
     Field(max_length=4_000, description="Your own short summary; it becomes the page's abstract (level 2)."),
     AfterValidator(_optional_storable),
 ]
-SystemPrompt = Annotated[str | None, Field(max_length=200_000), AfterValidator(_optional_storable)]
+SystemPrompt = Annotated[
+    str | None,
+    Field(max_length=200_000, description="A system prompt to put first in the message."),
+    AfterValidator(_optional_storable),
+]
 ErrorType = Annotated[
     str | None,
-    Field(max_length=200, description="The error's name, if it has one (an exception class, an error code)."),
+    Field(max_length=200, description="The error's name or code, if it has one."),
     AfterValidator(_optional_storable),
 ]
 ErrorMessage = Annotated[
@@ -78,7 +86,11 @@ Goal = Annotated[
     Field(max_length=500, description="What the call was for, in a few words."),
     AfterValidator(_optional_storable),
 ]
-SpeakerName = Annotated[str | None, Field(max_length=64), AfterValidator(_optional_storable)]
+SpeakerName = Annotated[
+    str | None,
+    Field(max_length=64, description="The speaker's name, if any."),
+    AfterValidator(_optional_storable),
+]
 
 
 def _storable_json(value: Any) -> Any:
@@ -93,31 +105,26 @@ def _storable_json(value: Any) -> Any:
     return value
 
 
-ToolName = Annotated[
-    str, Field(pattern=TOOL_NAME_PATTERN, description="The name of the tool that is called (or was).")
-]
+ToolName = Annotated[str, Field(pattern=TOOL_NAME_PATTERN, description="The tool's name.")]
 ToolArguments = Annotated[
     dict[str, Any],
     Field(
         max_length=MAX_ARGUMENT_KEYS,
-        description="The tool call's arguments, as the JSON object you would send the tool "
-        f"(at most {MAX_JSON_CHARS:,} characters as JSON).",
+        description="The call's arguments: the JSON object the tool takes.",
     ),
     AfterValidator(_storable_json),
 ]
 ToolValue = Annotated[
     Any,
-    Field(
-        description="The tool's result: a number, string, boolean, list or object "
-        f"(at most {MAX_JSON_CHARS:,} characters as JSON; no NaN or infinity)."
-    ),
+    Field(description=f"The tool's result, any JSON value (at most {MAX_JSON_CHARS:,} characters as JSON)."),
     AfterValidator(_storable_json),
 ]
 AliasName = Annotated[
     str | None,
     Field(
         pattern=ALIAS_PATTERN,
-        description="A name for the value (like 'total'), usable as $total; it moves to the latest value bound under it.",
+        description="A name like 'total' to pass it as $total too; the name moves to the latest value "
+        "bound under it.",
     ),
 ]
 
@@ -134,7 +141,5 @@ Scope = Annotated[
     Field(description="'all' searches every conversation's pages; 'session' only this one."),
 ]
 CallOutcome = Annotated[Outcome, BY_VALUE, Field(description="How the call ended.")]
-ContextMode = Annotated[
-    RuleMode, BY_VALUE, Field(description="How firmly the rules ask the model to use memory.")
-]
+ContextMode = Annotated[RuleMode, BY_VALUE, Field(description=MODE_MEANINGS)]
 SpeakerRole = Annotated[Role, BY_VALUE, Field(description="Who said it.")]

@@ -5,7 +5,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
-from memvm.resources.rules import RuleMode, rules_text
+from memvm.resources.rules import MODE_MEANINGS, RuleMode, rules_text
 from memvm.server.app_state import Runtime, RuntimeHolder
 from pydantic import Field
 
@@ -15,11 +15,7 @@ ModeName = Annotated[
     # A plain string, checked here: the SDK turns a failed check of its own into an internal error
     # with a traceback in the log, where the host should read which modes there are.
     str,
-    Field(
-        description="strict (the default): recall questions are answered only from pages loaded "
-        "with page_fault; relaxed: fault when unsure; passive: the loaded context is background "
-        "and no memory tools are asked for."
-    ),
+    Field(description=MODE_MEANINGS),
 ]
 
 

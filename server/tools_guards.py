@@ -15,12 +15,11 @@ async def bind_value(
     name: AliasName = None,
     session: SessionName = None,
 ) -> BindResult:
-    """Keep a tool's result under a reference ($v1, $v2, …) to pass in later tool calls.
+    """Keep a tool's result under a reference ($v1, $v2, …) to pass in later calls instead of the value.
 
-    Call it when a tool returns a value you will use again. Later, write the reference instead of
-    copying the value: an argument that is exactly "$v1" becomes the value itself (a number stays a
-    number); "$v1" inside longer text is filled in. Give `name` to also call it "$name". Binding the
-    same call and value again returns the same reference.
+    An argument that is exactly "$v1" becomes the value itself (a number stays a number); "$v1"
+    inside longer text is filled in. Binding the same call and value again returns the same
+    reference.
     """
     runtime = ctx.request_context.lifespan_context
     return await runtime.engine.bind_value(
@@ -38,10 +37,10 @@ async def check_ungrounded(
 ) -> GroundingResult:
     """Check where each number in a tool call's arguments came from, before you make the call.
 
-    Numbers the user wrote, numbers inside bound results and small structural constants are fine.
-    A number equal to a bound value comes back with its reference as `suggestion`: pass that
-    instead. Any other number has no source: get it from the user or a tool. `resolved_args` are
-    the arguments with references filled in (null while a reference is unknown).
+    Numbers the user wrote, numbers in bound results and small constants are fine. A number equal
+    to a bound value comes back with its reference as `suggestion`: pass that instead. Any other
+    number has no source: get it from the user or a tool. `resolved_args` has the references filled
+    in (null while one is unknown).
     """
     runtime = ctx.request_context.lifespan_context
     return await runtime.engine.check_ungrounded(
@@ -54,10 +53,12 @@ async def check_tool_call(
 ) -> ToolCallCheck:
     """Ask every guard about a tool call before making it: allow, warn or block, with reasons.
 
-    Covers numbers without a source, unknown references, this turn's call budget, per-tool caps,
-    repeated and looping calls, and results that have run away. On "block", do not make the call:
-    follow the reasons. When `cached_result` is set, that call already ran: use the result. The
-    call is counted unless blocked; run it with `resolved_args`.
+    Covers numbers without a source, unknown references, the turn's call budget, per-tool caps,
+    repeats, loops and runaway results. On "allow", make the call with `resolved_args`. On "warn",
+    fix what the reasons name (pass the suggested reference, ask the user for the number) and check
+    again; call unchanged only when sure it is right, as the same warning soon becomes a block. On
+    "block", do not make the call. When `cached_result` is set, the call already ran: use that. Every
+    check but a block counts toward the budget.
     """
     runtime = ctx.request_context.lifespan_context
     return await runtime.engine.check_tool_call(

@@ -25,12 +25,14 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     role: SpeakerRole
-    content: Content
+    content: Annotated[Content, Field(description="What was said.")]
     name: SpeakerName = None
 
 
 async def ingest(
-    messages: Annotated[list[Message], Field(min_length=1, max_length=500)],
+    messages: Annotated[
+        list[Message], Field(min_length=1, max_length=500, description="The messages, oldest first.")
+    ],
     ctx: ToolContext,
     session: SessionName = None,
 ) -> IngestResult:
@@ -56,7 +58,11 @@ async def begin_turn(ctx: ToolContext, session: SessionName = None) -> TurnResul
     return result
 
 
-async def pin_page(page_id: PageId, ctx: ToolContext, pinned: bool = True) -> PageState:
+async def pin_page(
+    page_id: PageId,
+    ctx: ToolContext,
+    pinned: Annotated[bool, Field(description="true pins the page, false unpins it.")] = True,
+) -> PageState:
     """Pin a page (kept in the working set, never evicted) or unpin it. Returns the page's state."""
     runtime = ctx.request_context.lifespan_context
     state = await runtime.engine.pin_page(

@@ -4,6 +4,7 @@ from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
+from memvm.engine import EngineConfig
 from memvm.engine.models import (
     FaultResult,
     Level,
@@ -26,9 +27,17 @@ from memvm.server.arguments import (
     Summary,
 )
 from memvm.server.notify import manifest_changed, working_set_changed
+from memvm.server.tool_listing import docstring
 from pydantic import Field
 
-RememberType = Literal["note", "claim", "preference", "summary", "procedure"]
+RememberType = Annotated[
+    Literal["note", "claim", "preference", "summary", "procedure"],
+    Field(
+        description="note: anything worth keeping; claim: a fact to hold as true; preference: how the "
+        "user wants things; summary: your digest of earlier conversation; procedure: steps that "
+        "worked. Claims and summaries stay in context longest."
+    ),
+]
 
 
 async def page_fault(
@@ -36,16 +45,18 @@ async def page_fault(
     ctx: ToolContext,
     target_level: Annotated[
         int,
-        Field(ge=0, le=3, description="0 full, 1 reduced, 2 abstract (default), 3 reference."),
+        Field(ge=0, le=3, description="0 full, 1 reduced, 2 abstract, 3 reference."),
     ] = 2,
     session: SessionName = None,
 ) -> FaultResult:
     """Load a stored page into your context at a level of detail, and return its content.
 
-    Call it when search_pages, the manifest or the context names a page you need to read before
-    answering. Start with target_level 2 (a short abstract); ask for 1 or 0 only when you need more
-    detail. A page already loaded at that level or finer is free to read again. `mapped` says
-    whether it now sits in your context; if false, `reason` says why.
+    Call it when search_pages, the manifest or the context names a page you need before answering.
+    Start at target_level 2 (abstract); go to 1 or 0 only for more detail. Reading a page already
+    loaded at that level or finer is free. Other loads are limited to {max_faults_per_turn} per turn:
+    past that the call fails until the next turn (the next user message, or {turn_idle_seconds:g} s
+    without memory calls), so answer with what you have. A page that does not fit at the level asked
+    for comes at a coarser `level`, or with `mapped` false when no level fits; `reason` says why.
     """
     runtime = ctx.request_context.lifespan_context
     result = await runtime.engine.page_fault(
@@ -63,7 +74,7 @@ async def page_fault(
 async def search_pages(
     query: Query,
     ctx: ToolContext,
-    limit: Annotated[int, Field(ge=1, le=50, description="How many results, 1 to 50.")] = 5,
+    limit: Annotated[int, Field(ge=1, le=50, description="How many results at most.")] = 5,
     modality: ModalityFilter = None,
     type: PageTypeFilter = None,
     scope: Scope = SearchScope.ALL,
@@ -71,9 +82,10 @@ async def search_pages(
 ) -> SearchResult:
     """Find stored pages (earlier conversation, notes, facts, tool results) by words they contain.
 
-    Returns the best matches first, each with its page id, a snippet, token counts per level and
-    whether it is already loaded. Pass an exact page id to look that page up. Then call page_fault
-    on the pages you need.
+    Best matches first, each with its page id, a snippet and its tokens per level. `score` ranks the
+    hits of this one search (higher is better; not comparable across searches). `mapped` says whether
+    the page is loaded in your context now, and `level` at which detail (null when not loaded). An
+    exact page id finds that page. Then page_fault the pages you need.
     """
     runtime = ctx.request_context.lifespan_context
     return await runtime.engine.search(
@@ -88,21 +100,19 @@ async def search_pages(
 
 
 async def remember(
-    content: Content,
+    content: Annotated[Content, Field(description="What to keep, in full.")],
     ctx: ToolContext,
     type: RememberType = "note",
     key: Key | None = None,
     summary: Summary = None,
-    importance: Annotated[
-        float, Field(ge=0.0, le=1.0, description="0 to 1; higher stays in context longer.")
-    ] = 0.5,
+    importance: Annotated[float, Field(ge=0.0, le=1.0, description="Higher stays in context longer.")] = 0.5,
     pin: Annotated[bool, Field(description="Keep it in your context at all times.")] = False,
     session: SessionName = None,
 ) -> RememberResult:
-    """Store a fact, preference, note, summary or procedure for later turns and conversations.
+    """Keep a note, fact, preference, summary or procedure for later turns and conversations.
 
-    Give a `key` to keep one current version of something (the same key updates the page). Returns
-    the page id, whether a new page was created, and its token count at each level.
+    Give a `key` to keep one current version of something. Returns the page id, whether a new page
+    was created, and its tokens per level.
     """
     runtime = ctx.request_context.lifespan_context
     result = await runtime.engine.remember(
@@ -125,9 +135,14 @@ async def remember(
     return result
 
 
-def register(server: MCPServer[Runtime]) -> None:
+def register(server: MCPServer[Runtime], config: EngineConfig) -> None:
     server.add_tool(
         page_fault,
+        description=docstring(
+            page_fault,
+            max_faults_per_turn=config.max_faults_per_turn,
+            turn_idle_seconds=config.turn_idle_seconds,
+        ),
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
         ),

@@ -29,16 +29,18 @@ async def record_tool_outcome(
     result: ToolValue = None,
     error_type: ErrorType = None,
     error_message: ErrorMessage = None,
-    duration_ms: Annotated[float | None, Field(ge=0, le=86_400_000)] = None,
+    duration_ms: Annotated[
+        float | None, Field(ge=0, le=86_400_000, description="How long the call took, in milliseconds.")
+    ] = None,
     goal: Goal = None,
     session: SessionName = None,
 ) -> OutcomeResult:
-    """Record how a tool call went, so later calls (in any conversation) can learn from it.
+    """Record how a tool call went, so later calls in any conversation can learn from it.
 
-    Call it after each tool call: outcome success, failure, partial, timeout or cancelled, with the
-    result or the error. A success right after a failure of the same tool is linked to it as the
-    fix (`fix` shows what changed). A small result is bound as `ref` ($vN); a large one is stored as
-    a page (`page_id`) you can page_fault later. `runaway` says if the tool's results look stuck.
+    Call it after each tool call, with the result or the error. A success right after a failure of
+    the same tool is recorded as its fix (`fix` shows what changed). A small result is bound as `ref`
+    ($vN); a large one is stored as page `page_id` for page_fault. `runaway` says if the tool's
+    results look stuck.
     """
     runtime = ctx.request_context.lifespan_context
     recorded = await runtime.engine.record_tool_outcome(
@@ -62,16 +64,20 @@ async def record_tool_outcome(
 
 async def get_procedural_hints(
     ctx: ToolContext,
-    tools: Annotated[list[ToolName] | None, Field(max_length=20, description="Tools to ask about.")] = None,
-    goal: Goal = None,
-    error_type: ErrorMessage = None,
-    max_tokens: Annotated[int, Field(ge=30, le=8_000)] = 600,
+    tools: Annotated[
+        list[ToolName] | None, Field(max_length=20, description="Tools to ask about; else the likeliest.")
+    ] = None,
+    goal: Annotated[Goal, Field(description="What you are trying to do, in a few words.")] = None,
+    error_type: Annotated[
+        ErrorMessage, Field(description="An error's name or message, to see what fixed it before.")
+    ] = None,
+    max_tokens: Annotated[int, Field(ge=30, le=8_000, description="The most tokens `text` may take.")] = 600,
 ) -> ProceduralHints:
     """What earlier calls taught about tools: success rates, common errors and their fixes, values that worked.
 
-    Call it before using a tool that failed before, or right after an error (pass it as
-    `error_type`) to see what fixed it last time. `text` is a <procedural_memory> block of facts
-    with the calls they come from, within `max_tokens`; `tools` holds the same, structured.
+    Call it before using a tool that failed before, or after an error (pass it as `error_type`) to
+    see what fixed it last time. `text` is a <procedural_memory> block within `max_tokens`; `tools`
+    holds the same, structured.
     """
     runtime = ctx.request_context.lifespan_context
     knowledge = await runtime.engine.procedural_knowledge(
