@@ -115,7 +115,6 @@ class Database:
         # Read connections, opened as reads need them, at most `read_connections` at once: a slow
         # read holds up only its own connection, and a read never waits behind a write (WAL).
         self._idle_readers: list[aiosqlite.Connection] = []
-        self._open_readers = 0
         self._reader_slots = anyio.Semaphore(config.read_connections)
         self.path = path
         # Times a write found the file locked by another process and tried again; never reset.
@@ -161,26 +160,26 @@ class Database:
             return
         async with self._reader_slots:
             conn = await self._reader()
+            ended = False
             try:
                 await _shielded(conn, "BEGIN")
                 try:
                     yield Reads(conn)
                 finally:
                     await _shielded(conn, "ROLLBACK")  # a read has nothing to commit
-            except BaseException:
-                # A connection whose transaction could not be ended is not reused.
-                self._open_readers -= 1
-                with anyio.CancelScope(shield=True):
-                    await conn.close()
-                raise
-            self._idle_readers.append(conn)
+                    ended = True
+            finally:
+                if ended:
+                    self._idle_readers.append(conn)
+                else:  # a connection whose transaction could not be ended is not reused
+                    with anyio.CancelScope(shield=True):
+                        await conn.close()
 
     async def _reader(self) -> aiosqlite.Connection:
         if self._idle_readers:
             return self._idle_readers.pop()
         conn = await _connect(self.path, self._config, busy_ms=self._config.busy_timeout_ms)
         await _pragma(conn, "PRAGMA query_only=1")
-        self._open_readers += 1
         return conn
 
     @asynccontextmanager
