@@ -361,15 +361,15 @@ class WorkingSet:
         if pinned:
             held.append(
                 f"{pinned} pinned page{'s hold' if pinned > 1 else ' holds'} {pinned_tokens:,} tokens "
-                "(unpin one with pin_page, pinned false)"
+                "until unpinned"
             )
         if faulted_tokens:
-            held.append(
-                f"pages loaded this turn hold {faulted_tokens:,} tokens (they can move at the next turn)"
-            )
+            held.append(f"pages loaded this turn hold {faulted_tokens:,} tokens until the next turn")
+        later = ", or fault it again at the next turn" if faulted_tokens else ""
         return (
             f"Even at level 3 the page needs {need:,} tokens, and no more can be freed in the "
-            f"{self._capacity:,}-token page budget: " + "; ".join(held) + ". Nothing was loaded or charged."
+            f"{self._capacity:,}-token page budget: " + "; ".join(held) + ". Nothing was loaded or "
+            f"charged: answer from the page's search snippet{later}."
         )
 
     async def unmap(self, rowid: int) -> None:

@@ -125,7 +125,8 @@ async def test_a_page_that_fits_at_no_level_hands_over_nothing_and_costs_no_faul
     assert result.mapped is False and result.level is None
     assert result.content == "" and result.tokens == 0
     assert result.faults_left == 3
-    assert "1 pinned page holds" in result.reason and "pin_page" in result.reason
+    assert "1 pinned page holds" in result.reason and "until unpinned" in result.reason
+    assert "next turn" not in result.reason  # nothing loaded this turn holds room
     assert "coarser" not in result.reason and not re.search(r"-\d", result.reason)
     assert (await engine.working_set(namespace=NS, session="s")).entries == view.entries
 
@@ -138,6 +139,7 @@ async def test_no_room_names_only_what_holds_the_room(open_engine):
     result = await fault(engine, other.page_id, Level.FULL)
     assert result.mapped is False
     assert "loaded this turn" in result.reason and "pinned" not in result.reason
+    assert "fault it again at the next turn" in result.reason
 
 
 async def test_a_fault_into_a_session_that_did_not_exist_says_so(engine):
