@@ -308,7 +308,7 @@ class WorkingSet:
                 break
         else:
             if current_level is not None:
-                stays = self._coarser(levels[0], head + bodies[levels[0]], current_level, "it stays at")
+                stays = await self._coarser(levels[0], head + bodies[levels[0]], current_level, "it stays at")
                 return Placement(current_level, [], stays, used, changed=False)
             nowhere = await self._no_room(line_cost(head + bodies[levels[-1]]))
             return Placement(level=None, evicted=[], reason=nowhere, page_tokens=used, changed=False)
@@ -336,27 +336,33 @@ class WorkingSet:
         )
         coarser = level != levels[0]
         reason = (
-            self._coarser(levels[0], head + bodies[levels[0]], level, "it was mapped at") if coarser else None
+            await self._coarser(levels[0], head + bodies[levels[0]], level, "it was mapped at")
+            if coarser
+            else None
         )
         return Placement(level, evicted, reason, used - freed + need, changed=True)
 
-    def _coarser(self, wanted: Level, wanted_tokens: int, level: Level, verb: str) -> str:
+    async def _coarser(self, wanted: Level, wanted_tokens: int, level: Level, verb: str) -> str:
+        """Why the page is at a coarser `level` than `wanted`: its size, or what holds the room."""
+        need = line_cost(wanted_tokens)
+        if need > self._capacity:
+            why = f"more than the whole {self._capacity:,}-token page budget"
+        else:
+            held, _ = await self._held()
+            why = f"of the {self._capacity:,}-token page budget, and " + (
+                "; ".join(held) if held else "the rest is taken"
+            )
         return (
-            f"At level {int(wanted)} the page needs {line_cost(wanted_tokens):,} tokens, more than the "
-            f"working set can make room for in its {self._capacity:,}-token page budget; {verb} level "
-            f"{int(level)} instead. search_pages finds the parts of it you need."
+            f"At level {int(wanted)} the page's context line needs {need:,} tokens, {why}; {verb} "
+            f"level {int(level)} instead. search_pages finds the parts of it you need."
         )
 
-    async def _no_room(self, need: int) -> str:
-        """Why a page fits at no level, naming only what would really make room."""
+    async def _held(self) -> tuple[list[str], bool]:
+        """What the working set cannot give up now, in words (pinned pages, pages loaded this turn),
+        and whether pages loaded this turn are part of it."""
         row = await self._conn.one(_HELD, (self._namespace, self._session, self._turn))
         assert row is not None  # an aggregate always yields a row
         pinned, pinned_tokens, faulted_tokens = row
-        if need > self._capacity:
-            return (
-                f"Even at level 3 the page needs {need:,} tokens, more than the whole {self._capacity:,}-token "
-                "page budget: answer from its search snippet, or ask the operator for a larger budget."
-            )
         held = []
         if pinned:
             held.append(
@@ -365,10 +371,21 @@ class WorkingSet:
             )
         if faulted_tokens:
             held.append(f"pages loaded this turn hold {faulted_tokens:,} tokens until the next turn")
-        later = ", or fault it again at the next turn" if faulted_tokens else ""
+        return held, bool(faulted_tokens)
+
+    async def _no_room(self, need: int) -> str:
+        """Why a page fits at no level, naming only what would really make room."""
+        if need > self._capacity:
+            return (
+                f"Even at level 3 the page's context line needs {need:,} tokens, more than the whole "
+                f"{self._capacity:,}-token page budget: answer from its search snippet, or ask the "
+                "operator for a larger budget."
+            )
+        held, loaded_this_turn = await self._held()
+        later = ", or fault it again at the next turn" if loaded_this_turn else ""
         return (
-            f"Even at level 3 the page needs {need:,} tokens, and no more can be freed in the "
-            f"{self._capacity:,}-token page budget: " + "; ".join(held) + ". Nothing was loaded or "
+            f"Even at level 3 the page's context line needs {need:,} tokens, and no more can be freed in "
+            f"the {self._capacity:,}-token page budget: " + "; ".join(held) + ". Nothing was loaded or "
             f"charged: answer from the page's search snippet{later}."
         )
 

@@ -210,8 +210,12 @@ def _invalid_settings(exc: ValidationError) -> str:
     whole = [str(e["msg"]).removeprefix("Value error, ") for e in exc.errors() if not e["loc"]]
     if whole:
         return "; ".join(whole)
-    fields = ", ".join(str(e["loc"][-1]) for e in exc.errors())
-    return f"invalid setting ({fields}); see memvm serve --help"
+    # "budget_tokens must be greater than or equal to 1000": the bound, in pydantic's words.
+    fields = "; ".join(
+        f"{str(e['loc'][-1]).replace('_', '-')} {str(e['msg']).replace('Input should be', 'must be')}"
+        for e in exc.errors()
+    )
+    return f"invalid setting: {fields}; see memvm serve --help"
 
 
 def serve(args: argparse.Namespace) -> int:

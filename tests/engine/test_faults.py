@@ -196,3 +196,14 @@ async def test_a_long_page_is_counted_off_the_event_loop_and_outside_the_write_l
     finally:
         await db.close()
     assert counter.stalls == []
+
+
+async def test_a_coarser_level_names_the_pinned_pages_that_hold_the_room(open_engine):
+    engine = await open_engine(budget_tokens=1_000, reserved_tokens=800)
+    for topic in ("kiln", "lathe"):
+        await engine.remember(namespace=NS, session="s", page=note(long_text(topic, 30), pinned=True))
+    other = await engine.remember(namespace=NS, session="s", page=note(long_text("furnace", 6)))
+    result = await fault(engine, other.page_id, Level.FULL)
+    need = int(re.search(r"needs ([\d,]+) tokens", result.reason).group(1).replace(",", ""))
+    assert need <= result.page_budget_tokens  # the page alone would fit: the pins are why it does not
+    assert result.level > 0 and "2 pinned pages hold" in result.reason

@@ -84,6 +84,7 @@ def test_a_wide_bind_keeps_dns_rebinding_protection_with_explicit_hosts():
         # A budget the reserve for the rules and the manifest eats whole: nothing could ever load.
         (["--budget-tokens", "1000"], "a budget of 1,000 tokens leaves 0 for pages once the 1,"),
         (["--budget-tokens", "1800"], "a budget of 1,800 tokens leaves "),
+        (["--budget-tokens", "0"], "invalid setting: budget-tokens must be greater than or equal to 1000"),
     ],
 )
 def test_settings_that_would_expose_the_memory_or_hold_nothing_are_refused_with_one_line(
