@@ -129,11 +129,18 @@ async def remember(
                 turn=state.turn,
                 now=now,
             )
+        placement = None
         if page.pinned:
-            await working_set.place(
+            placement = await working_set.place(
                 stored, PINNED_LEVELS, actor=Actor.MODEL, cause="pinned by remember", faulted=False
             )
-    return RememberResult(page_id=stored.page_id, created=existing is None, tokens=levels.tokens.as_dict())
+    return RememberResult(
+        page_id=stored.page_id,
+        created=existing is None,
+        tokens=levels.tokens.as_dict(),
+        mapped=None if placement is None else placement.mapped,
+        reason=None if placement is None or placement.mapped else placement.reason,
+    )
 
 
 async def ingest(

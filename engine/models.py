@@ -222,6 +222,10 @@ class RememberResult(BaseModel):
     page_id: str
     created: bool
     tokens: dict[str, int]
+    mapped: bool | None = Field(
+        None, description="For a pinned page: whether it is in your context now (null when not pinned)."
+    )
+    reason: str | None = Field(None, description="Why a pinned page is not in your context.")
 
 
 class IngestMessage(BaseModel):

@@ -207,3 +207,13 @@ async def test_a_coarser_level_names_the_pinned_pages_that_hold_the_room(open_en
     need = int(re.search(r"needs ([\d,]+) tokens", result.reason).group(1).replace(",", ""))
     assert need <= result.page_budget_tokens  # the page alone would fit: the pins are why it does not
     assert result.level > 0 and "2 pinned pages hold" in result.reason
+
+
+async def test_remembering_a_pinned_page_says_whether_it_reached_the_context(open_engine):
+    engine = await open_engine(budget_tokens=1_000, reserved_tokens=940)
+    first = await engine.remember(namespace=NS, session="s", page=note(long_text("kiln", 30), pinned=True))
+    second = await engine.remember(namespace=NS, session="s", page=note(long_text("lathe", 30), pinned=True))
+    plain = await engine.remember(namespace=NS, session="s", page=note("not pinned"))
+    assert first.mapped is True and first.reason is None
+    assert second.mapped is False and "pinned page holds" in second.reason
+    assert plain.mapped is None
