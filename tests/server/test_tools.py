@@ -50,7 +50,13 @@ async def test_remember_search_and_fault_through_the_client(connect):
         found = await call(client, "search_pages", query="where is the spare key?")
         fault = await call(client, "page_fault", page_id="spare_key", target_level=0)
         again = await call(client, "page_fault", page_id="spare_key", target_level=0)
-    assert stored == {"page_id": "spare_key", "created": True, "tokens": stored["tokens"]}
+    assert stored == {
+        "page_id": "spare_key",
+        "created": True,
+        "tokens": stored["tokens"],
+        "mapped": None,  # not pinned
+        "reason": None,
+    }
     assert found["results"][0]["page_id"] == "spare_key"
     assert found["results"][0]["tokens"] == stored["tokens"]
     assert fault["content"] == "The spare key is under the blue flowerpot." and fault["mapped"] is True
