@@ -6,6 +6,7 @@ and the rule they broke, never the rejected values (they may be huge, or private
 
 import logging
 import re
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from memvm.engine.errors import MemvmError, PageNotFound
@@ -37,14 +38,48 @@ def describe_validation(tool: str, error: ValidationError) -> str:
         if item["type"] == "extra_forbidden":
             problems.append(f"{field} is not an accepted argument")
             continue
-        problems.append(f"{field}: {_rule_broken(item['type'], item['msg'], item.get('input'))}")
+        rule = _rule_broken(item["type"], item["msg"], item.get("input"), item.get("ctx"))
+        problems.append(f"{field}: {rule}")
     more = error.error_count() - len(problems)
     if more > 0:
         problems.append(f"and {more} more")
     return f"Invalid arguments for {tool} ({'; '.join(problems)}); fix them and call {tool} again."
 
 
-def _rule_broken(error_type: str, message: str, value: object) -> str:
+# Every name pattern in memvm's arguments has this shape: a first character, then more, up to a length.
+_NAME_SHAPE = re.compile(
+    r"\^(?P<dollar>\\\$\?)?\[(?P<first>[^\]]+)\]\[(?P<rest>[^\]]+)\]\{0,(?P<more>\d+)\}\$"
+)
+
+
+def _characters(cls: str) -> list[str]:
+    """A regex character class as words: "A-Za-z0-9_.:\\-" -> ["letters", "digits", "_", ".", ":", "-"]."""
+    kinds = [word for token, word in (("A-Z", "letters"), ("0-9", "digits")) if token in cls]
+    rest = cls.replace("A-Z", "").replace("a-z", "").replace("0-9", "").replace("\\", "")
+    return kinds + list(rest)
+
+
+def _pattern_words(pattern: str) -> str | None:
+    shape = _NAME_SHAPE.fullmatch(pattern)
+    if shape is None:
+        return None
+    allowed = _characters(shape["rest"])
+    first = [
+        word.removesuffix("s") if word in ("letters", "digits") else word
+        for word in _characters(shape["first"])
+    ]
+    dollar = " after an optional $" if shape["dollar"] else ""
+    return (
+        f"must be 1 to {int(shape['more']) + 1} characters ({', '.join(allowed[:-1])} and {allowed[-1]}), "
+        f"starting with a {', '.join(first[:-1])} or {first[-1]}{dollar}"
+    )
+
+
+def _rule_broken(error_type: str, message: str, value: object, context: dict[str, Any] | None) -> str:
+    if error_type == "string_pattern_mismatch" and context is not None:
+        words = _pattern_words(str(context.get("pattern", "")))
+        if words is not None:
+            return words
     expected = _EXPECTED.get(error_type)
     if expected is None:
         message = message.removeprefix("Value error, ").replace("Input should be", "must be", 1)
