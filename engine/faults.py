@@ -71,10 +71,17 @@ async def page_fault(
         already_mapped = current is not None and current.level <= target_level
         level: Level | None = target_level
         reason, evicted = None, list[EvictedPage]()
+        limit_reached = state.faults_this_turn >= config.max_faults_per_turn
         if already_mapped:
             await working_set.refresh(page.rowid)
+        elif limit_reached and current is not None:
+            # No upgrade without a fault, but the page is in context already: hand over what is.
+            level, already_mapped = current.level, True
+            reason = str(FaultLimitReached(config.max_faults_per_turn, state.turn, config.turn_idle_seconds))
+            reason = f"It stays at level {int(level)}, where it already was: {reason[0].lower()}{reason[1:]}"
+            await working_set.refresh(page.rowid)
         else:
-            if state.faults_this_turn >= config.max_faults_per_turn:
+            if limit_reached:
                 raise FaultLimitReached(config.max_faults_per_turn, state.turn, config.turn_idle_seconds)
             placement = await working_set.place(
                 page, levels, actor=Actor.MODEL, cause="page_fault", faulted=True, bodies=bodies

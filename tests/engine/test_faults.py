@@ -217,3 +217,17 @@ async def test_remembering_a_pinned_page_says_whether_it_reached_the_context(ope
     assert first.mapped is True and first.reason is None
     assert second.mapped is False and "pinned page holds" in second.reason
     assert plain.mapped is None
+
+
+async def test_past_the_fault_limit_a_page_already_in_context_is_handed_over_as_it_is(engine):
+    ids = [
+        (await engine.remember(namespace=NS, session="s", page=note(long_text(t)))).page_id for t in "abcd"
+    ]
+    first = await fault(engine, ids[0], Level.REFERENCE)
+    for page_id in ids[1:3]:
+        await fault(engine, page_id)
+    again = await fault(engine, ids[0], Level.FULL)
+    assert again.level == first.level == 3 and again.already_mapped is True and again.faults_left == 0
+    assert "stays at level 3" in again.reason and "limit of 3 page faults" in again.reason
+    with pytest.raises(FaultLimitReached):
+        await fault(engine, ids[3])
