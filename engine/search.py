@@ -20,11 +20,10 @@ from memvm.engine.db import Reads, Row
 from memvm.engine.levels import collapse
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
 from memvm.engine.pages import level_tokens
-from memvm.engine.terms import Stemmer, match_expression, query_terms
+from memvm.engine.terms import TERM, Stemmer, match_expression, query_terms
 
 _MAX_ID_CANDIDATES = 8
 _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
-_TERM = re.compile(r"[^\W_]+", re.UNICODE)
 
 # BM25's usual constants: term-frequency saturation and length normalisation.
 _K1 = 1.2
@@ -138,23 +137,14 @@ async def _ranking(
     """The terms to rank by: every one, unless common terms make that slow (above)."""
     if total <= COMMON_PAGES:
         return _Ranking(terms, None)
-    # One trip: each term's page count in the namespace, counted no further than the threshold.
-    capped = (_CAPPED_IN_FILE if whole_file else _CAPPED_IN_NAMESPACE).format(cap=COMMON_PAGES + 1)
-    counts = await conn.all(
-        " UNION ALL ".join([capped] * len(terms)),
-        [value for term in terms for value in (match_expression([term]), namespace)],
-    )
-    rare = [term for term, (count,) in zip(terms, counts, strict=True) if count <= COMMON_PAGES]
+    counts = await _capped_counts(conn, namespace, terms, whole_file, COMMON_PAGES + 1)
+    rare = [term for term, count in zip(terms, counts, strict=True) if count <= COMMON_PAGES]
     if rare:
         return _Ranking(rare, None)
-    capped = (_CAPPED_IN_FILE if whole_file else _CAPPED_IN_NAMESPACE).format(cap=POSTINGS + 1)
-    counts = await conn.all(
-        " UNION ALL ".join([capped] * len(terms)),
-        [value for term in terms for value in (match_expression([term]), namespace)],
-    )
+    counts = await _capped_counts(conn, namespace, terms, whole_file, POSTINGS + 1)
     chosen: list[str] = []
     postings = 0
-    for count, term in sorted(zip((row[0] for row in counts), terms, strict=True), key=lambda pair: pair[0]):
+    for count, term in sorted(zip(counts, terms, strict=True), key=lambda pair: pair[0]):
         if chosen and postings + count > POSTINGS:
             break
         chosen.append(term)
@@ -162,6 +152,18 @@ async def _ranking(
     together = " AND ".join(match_expression([term]) for term in terms)
     found = {row[0] for row in await conn.all(_ALL_OF, (together, namespace))}
     return _Ranking([term for term in terms if term in chosen], found if len(found) >= limit else None)
+
+
+async def _capped_counts(
+    conn: Reads, namespace: str, terms: list[str], whole_file: bool, cap: int
+) -> list[int]:
+    """Each term's page count in the namespace, counted no further than `cap`, in one trip."""
+    capped = (_CAPPED_IN_FILE if whole_file else _CAPPED_IN_NAMESPACE).format(cap=cap)
+    rows = await conn.all(
+        " UNION ALL ".join([capped] * len(terms)),
+        [value for term in terms for value in (match_expression([term]), namespace)],
+    )
+    return [int(row[0]) for row in rows]
 
 
 def _bm25(postings: list[Row], pages: int, chars: int) -> dict[int, float]:
@@ -257,7 +259,7 @@ def rescore(
         )
         standalone = min(1.0, tuning.context_tokens / max(1, row["tokens_full"]))
         score = bm25[row["rowid"]] + tuning.neighbour_weight * standalone * around
-        speaker = _TERM.findall((row["speaker"] or "").lower())
+        speaker = TERM.findall((row["speaker"] or "").lower())
         if speaker and asked.issuperset(speaker):
             score *= 1 + tuning.speaker_boost
         if role is not None and row["role"] == role.value:

@@ -19,7 +19,7 @@ from memvm.engine.stopwords import STOPWORDS
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 # Words as unicode61 sees them: letters, digits and marks; everything else separates terms.
-_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+TERM = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_TERMS = 32
 _APOSTROPHES = "'\u2019\u02bc"
 # What follows the apostrophe of a clitic: possessive or "is" ('s), not (n't), are, will, have,
@@ -30,7 +30,7 @@ _CLITICS = frozenset(["s", "t", "re", "ll", "ve", "d", "m"])
 def words(text: str) -> list[str]:
     """The lower-cased words of `text` as the index splits it, without the pieces of clitics."""
     found = []
-    for match in _TERM.finditer(text):
+    for match in TERM.finditer(text):
         word = match.group().lower()
         start, end = match.start(), match.end()
         after_apostrophe = start > 0 and text[start - 1] in _APOSTROPHES

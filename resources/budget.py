@@ -4,6 +4,8 @@ The engine counts page lines exactly; this adds the rest of what a developer mes
 that the whole message (without the host's own system prompt) stays within `budget_tokens`.
 """
 
+from collections.abc import Callable
+
 from memvm.engine.config import EngineConfig
 from memvm.engine.tokens import TokenCounter
 from memvm.resources.context import CONTEXT_CLOSE, CONTEXT_OPEN, SECTION_SEPARATOR
@@ -11,27 +13,25 @@ from memvm.resources.manifest import MANIFEST_CLOSE, MANIFEST_OPEN
 from memvm.resources.rules import RuleMode, rules_text
 
 
-def reserved_tokens(config: EngineConfig, counter: TokenCounter) -> int:
-    rules = max(
-        counter.count(rules_text(mode, max_faults_per_turn=config.max_faults_per_turn)) for mode in RuleMode
-    )
-    framing = counter.count(
+def _reserve(config: EngineConfig, count: Callable[[str], int]) -> int:
+    rules = max(count(rules_text(mode, max_faults_per_turn=config.max_faults_per_turn)) for mode in RuleMode)
+    framing = count(
         SECTION_SEPARATOR.join(
             [f"{MANIFEST_OPEN}\n\n{MANIFEST_CLOSE}", f"{CONTEXT_OPEN}\n\n{CONTEXT_CLOSE}", ""]
         )
     )
     # One token per joint can merge differently at section edges: count each generously.
-    return rules + config.manifest_max_tokens + framing + 4 * counter.count(SECTION_SEPARATOR)
+    return rules + config.manifest_max_tokens + framing + 4 * count(SECTION_SEPARATOR)
+
+
+def reserved_tokens(config: EngineConfig, counter: TokenCounter) -> int:
+    return _reserve(config, counter.count)
 
 
 def surely_enough(config: EngineConfig) -> bool:
     """Whether the budget leaves room for a page whatever the reserve counts to, known without
-    the encoding: a token is at least one byte, so the rules' and framing's bytes bound theirs."""
-    rules = max(
-        len(rules_text(mode, max_faults_per_turn=config.max_faults_per_turn).encode()) for mode in RuleMode
-    )
-    framing = len(MANIFEST_OPEN + MANIFEST_CLOSE + CONTEXT_OPEN + CONTEXT_CLOSE) + 8 * len(SECTION_SEPARATOR)
-    bound = rules + config.manifest_max_tokens + framing + 4 * len(SECTION_SEPARATOR)
+    the encoding: a token is at least one byte, so the same texts' bytes bound their tokens."""
+    bound = _reserve(config, lambda text: len(text.encode()))
     return config.budget_tokens >= bound + config.smallest_page_budget
 
 
