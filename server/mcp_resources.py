@@ -17,6 +17,22 @@ from memvm.server.settings import NAME_PATTERN
 JSON = "application/json"
 TEXT = "text/plain"
 
+# The views whose changes memvm announces (see memvm.server.notify), for the current session or a
+# named one: the only resources a subscription to can ever fire.
+_SESSION = NAME_PATTERN.removeprefix("^").removesuffix("$")
+_FOLLOWABLE = re.compile(rf"memvm://(?:current|sessions/{_SESSION})/(?:manifest|working-set)")
+# Longer than any URI the pattern admits; checked first, so a huge URI costs no matching.
+_MAX_URI_CHARS = 256
+FOLLOWABLE = (
+    "memvm://current/manifest, memvm://current/working-set, "
+    "memvm://sessions/{session}/manifest and memvm://sessions/{session}/working-set"
+)
+
+
+def followable(uri: str) -> bool:
+    """Whether memvm ever announces a change to `uri`."""
+    return len(uri) <= _MAX_URI_CHARS and _FOLLOWABLE.fullmatch(uri) is not None
+
 
 async def _manifest(runtime: Runtime, session: str) -> str:
     return await render_manifest(runtime.engine, namespace=runtime.namespace, session=session)

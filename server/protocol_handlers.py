@@ -1,15 +1,20 @@
-"""Protocol requests beyond tools and resources: subscribe, logging level, completion.
+"""Protocol requests beyond tools and resources: subscribe, listen, logging level, completion.
 
-MCPServer serves none of these by default; they are registered on its low-level server (see
-memvm.server.sdk_internals), which also makes the server advertise the matching capabilities.
+MCPServer serves subscribe, logging level and completion not at all and subscriptions/listen
+without bounds; these are registered on its low-level server (see memvm.server.sdk_internals),
+which also makes the server advertise the matching capabilities.
 """
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
     CompleteRequestParams,
     CompleteResult,
     Completion,
@@ -18,11 +23,14 @@ from mcp_types import (
     ResourceTemplateReference,
     SetLevelRequestParams,
     SubscribeRequestParams,
+    SubscriptionsListenRequestParams,
     UnsubscribeRequestParams,
 )
 from memvm.resources.rules import RuleMode
 from memvm.server.app_state import Runtime
-from memvm.server.sdk_internals import add_request_handler
+from memvm.server.mcp_resources import FOLLOWABLE, followable
+from memvm.server.sdk_internals import add_request_handler, served_handler
+from memvm.server.subscriptions import MAX_PER_CONNECTION, SubscriptionRefused
 
 MAX_COMPLETIONS = 100
 
@@ -38,10 +46,19 @@ _LEVELS = {
     "emergency": logging.CRITICAL,
 }
 
+_NOT_FOLLOWABLE = f"memvm announces changes only to {FOLLOWABLE}; subscribe to one of those."
+
 
 async def subscribe(ctx: ServerRequestContext[Runtime, Any], params: SubscribeRequestParams) -> EmptyResult:
     runtime = ctx.lifespan_context
-    runtime.subscriptions.add(runtime.namespace, str(params.uri), ctx.session)
+    uri = str(params.uri)
+    # Nothing else ever fires, and a URI kept for nothing is memory a client could grow at will.
+    if not followable(uri):
+        raise MCPError(INVALID_PARAMS, _NOT_FOLLOWABLE)
+    try:
+        runtime.subscriptions.add(runtime.namespace, uri, ctx.session)
+    except SubscriptionRefused as exc:
+        raise MCPError(INVALID_REQUEST, str(exc)) from None
     return EmptyResult()
 
 
@@ -51,6 +68,34 @@ async def unsubscribe(
     runtime = ctx.lifespan_context
     runtime.subscriptions.remove(runtime.namespace, str(params.uri), ctx.session)
     return EmptyResult()
+
+
+ListenHandler = Callable[
+    [ServerRequestContext[Runtime, Any], SubscriptionsListenRequestParams], Awaitable[HandlerResult]
+]
+
+
+def bounded_listen(sdk_listen: ListenHandler) -> ListenHandler:
+    """The SDK's listen handler, following only resources memvm announces, and few of them.
+
+    URIs that never fire are left out of the stream's filter rather than refused: the stream's
+    acknowledgement lists what it follows, as the protocol has it.
+    """
+
+    async def listen(
+        ctx: ServerRequestContext[Runtime, Any], params: SubscriptionsListenRequestParams
+    ) -> HandlerResult:
+        wanted = params.notifications.resource_subscriptions or []
+        if len(wanted) > MAX_PER_CONNECTION:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"A listen stream follows at most {MAX_PER_CONNECTION} resources; ask for fewer.",
+            )
+        kept = list(dict.fromkeys(uri for uri in wanted if followable(uri)))
+        notifications = params.notifications.model_copy(update={"resource_subscriptions": kept or None})
+        return await sdk_listen(ctx, params.model_copy(update={"notifications": notifications}))
+
+    return listen
 
 
 async def set_level(ctx: ServerRequestContext[Runtime, Any], params: SetLevelRequestParams) -> EmptyResult:
@@ -82,5 +127,7 @@ async def complete(ctx: ServerRequestContext[Runtime, Any], params: CompleteRequ
 def register(server: MCPServer[Runtime]) -> None:
     add_request_handler(server, "resources/subscribe", SubscribeRequestParams, subscribe)
     add_request_handler(server, "resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+    listen = bounded_listen(served_handler(server, "subscriptions/listen"))
+    add_request_handler(server, "subscriptions/listen", SubscriptionsListenRequestParams, listen)
     add_request_handler(server, "logging/setLevel", SetLevelRequestParams, set_level)
     add_request_handler(server, "completion/complete", CompleteRequestParams, complete)

@@ -11,7 +11,7 @@ from mcp.server.connection import Connection
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import PromptReference
 from memvm.server.app import build_server
-from memvm.server.sdk_internals import SdkMoved, connection_of, registered_tools
+from memvm.server.sdk_internals import SdkMoved, connection_of, registered_tools, served_handler
 from memvm.server.settings import ServerSettings, ToolProfile
 
 from tests.server.test_tools import MODEL_TOOLS
@@ -32,6 +32,14 @@ async def test_the_protocol_methods_registered_on_the_low_level_server_are_serve
     async with Client(server, mode=mode) as client:
         modes = await client.complete(PromptReference(name="vm_rules"), {"name": "mode", "value": "r"})
     assert modes.completion.values == ["relaxed"]
+
+
+def test_the_handlers_memvm_wraps_are_reached_on_the_low_level_server():
+    server: MCPServer[Any] = MCPServer("bare")
+    assert callable(served_handler(server, "subscriptions/listen"))
+    assert callable(served_handler(server, "prompts/get"))
+    with pytest.raises(SdkMoved, match="serves no no/such"):
+        served_handler(server, "no/such")
 
 
 def connection_probe(seen: list[Connection]) -> MCPServer[Any]:
