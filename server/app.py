@@ -23,6 +23,7 @@ from memvm.server.app_state import Runtime, RuntimeHolder
 from memvm.server.errors import tool_error
 from memvm.server.settings import ServerSettings, ToolProfile
 from memvm.server.strict_arguments import check_arguments_strictly
+from memvm.server.subscriptions import NamespacedBus
 from memvm.server.tokens import NamespaceTokens
 from memvm.server.tool_listing import compact_tool_listing
 
@@ -79,6 +80,8 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
         version=_version(),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
+        # subscriptions/listen streams hear only their own namespace's changes.
+        subscriptions=NamespacedBus(lambda: holder.runtime.namespace),
         **_bearer_auth(settings),
     )
     tools_memory.register(server, settings.engine)

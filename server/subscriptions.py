@@ -1,21 +1,30 @@
-"""`resources/subscribe` for clients of the handshake era: who wants to hear about which URI.
+"""Who wants to hear about which resource, in either protocol era, kept apart by namespace.
 
-Subscriptions are kept per namespace and per connection, within bounds, and a connection's are
-forgotten when it ends. Clients of the stateless era listen through `subscriptions/listen`,
-which the SDK serves.
+Clients of the handshake era subscribe with `resources/subscribe`; `Subscriptions` keeps those per
+namespace and per connection, within bounds, and forgets a connection's subscriptions when it
+ends. Clients of the stateless era listen through `subscriptions/listen`, which the SDK serves
+from a bus; `NamespacedBus` is that bus, delivering each event only to the streams opened in the
+namespace of the request that published it.
 """
 
 from collections import Counter
+from collections.abc import Callable
 
 import anyio
+import anyio.lowlevel
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import ServerEvent
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_REQUEST
 from memvm.server.sdk_internals import connection_of
 
 # A host follows a few resources per session it shows; these leave room for that and no more, so
 # a client cannot make the server hold memory without bound.
 MAX_PER_CONNECTION = 32
 MAX_PER_NAMESPACE = 1024
+# Open subscriptions/listen streams per namespace; the SDK's own cap is for the whole process.
+MAX_STREAMS_PER_NAMESPACE = 64
 
 
 class SubscriptionRefused(Exception):
@@ -95,3 +104,45 @@ class Subscriptions:
         for key in list(self._held.get(connection, ())):
             self._drop(connection, key)
         self._held.pop(connection, None)
+
+
+class NamespacedBus:
+    """The `subscriptions/listen` bus: an event reaches only its own namespace's streams.
+
+    The SDK's in-process bus hands every event to every open stream, so a stream that named
+    another tenant's resource URIs (`memvm://current/manifest` is the same string for all of
+    them) heard that tenant's changes. Both ends here run inside a request, the publisher in a
+    tool call and the subscriber in its listen call, so `namespace()` tells whose each one is.
+    """
+
+    def __init__(self, namespace: Callable[[], str]) -> None:
+        self._namespace = namespace
+        self._listeners: dict[object, tuple[str, Callable[[ServerEvent], None]]] = {}
+
+    def __len__(self) -> int:
+        """How many listen streams are open, over every namespace."""
+        return len(self._listeners)
+
+    async def publish(self, event: ServerEvent) -> None:
+        namespace = self._namespace()
+        for owner, listener in list(self._listeners.values()):
+            if owner == namespace:
+                listener(event)  # the SDK's listeners queue the event and never raise
+        # As the SDK's bus does: let the streams drain between the events of a burst.
+        await anyio.lowlevel.checkpoint()
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        namespace = self._namespace()
+        if sum(owner == namespace for owner, _ in self._listeners.values()) >= MAX_STREAMS_PER_NAMESPACE:
+            raise MCPError(
+                INVALID_REQUEST,
+                f"This memory already has {MAX_STREAMS_PER_NAMESPACE} listen streams open; "
+                "close one before opening another.",
+            )
+        token = object()
+        self._listeners[token] = (namespace, listener)
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
