@@ -5,7 +5,6 @@ without bounds; these are registered on its low-level server (see memvm.server.s
 which also makes the server advertise the matching capabilities.
 """
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -33,18 +32,6 @@ from memvm.server.sdk_internals import add_request_handler, served_handler
 from memvm.server.subscriptions import MAX_PER_CONNECTION, SubscriptionRefused
 
 MAX_COMPLETIONS = 100
-
-# MCP's levels, mapped to Python's, for the `memvm` logger that goes to stderr.
-_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
 
 _NOT_FOLLOWABLE = f"memvm announces changes only to {FOLLOWABLE}; subscribe to one of those."
 
@@ -99,8 +86,8 @@ def bounded_listen(sdk_listen: ListenHandler) -> ListenHandler:
 
 
 async def set_level(ctx: ServerRequestContext[Runtime, Any], params: SetLevelRequestParams) -> EmptyResult:
-    # memvm logs to stderr only; the requested level sets how much it writes there.
-    logging.getLogger("memvm").setLevel(_LEVELS.get(params.level, logging.WARNING))
+    # The level is for log messages sent to this client, and memvm sends none. Its stderr log is
+    # the operator's (`memvm serve --log-level`): one client must not quiet it, or flood it, for all.
     return EmptyResult()
 
 

@@ -1,5 +1,6 @@
 """Subscriptions, completion and logging level through the official client (handshake era)."""
 
+import logging
 import warnings
 
 import pytest
@@ -120,3 +121,19 @@ async def test_manifest_subscribers_hear_when_what_it_shows_changes(server):
     assert sorted(stored) == [current, other]
     assert current in faulted and current in turned
     assert searched == [] and after == [other]
+
+
+@pytest.mark.parametrize("level", ["debug", "emergency"])
+async def test_a_client_setting_the_log_level_leaves_the_servers_log_as_the_operator_set_it(server, level):
+    loggers = [logging.getLogger(), logging.getLogger("memvm"), logging.getLogger("memvm.storage")]
+    before = [(each.level, each.getEffectiveLevel()) for each in loggers]
+    try:
+        async with Client(server, mode="legacy") as client:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await client.set_logging_level(level)
+            after = [(each.level, each.getEffectiveLevel()) for each in loggers]
+    finally:
+        for each, (own, _) in zip(loggers, before, strict=True):
+            each.setLevel(own)
+    assert after == before
