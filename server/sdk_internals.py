@@ -1,8 +1,8 @@
 """The MCP SDK's private attributes memvm needs, reached here and nowhere else.
 
 mcp 2.3 has no public way to reach a registered tool's argument model, to serve protocol methods
-MCPServer leaves out (resources/subscribe, logging/setLevel, completion/complete) or to check a
-request before a handler of its own runs, or to tell which connection a request came in on. Each function below reaches one private attribute; when
+MCPServer leaves out (resources/subscribe, logging/setLevel, completion/complete) or to wrap one
+it serves (subscriptions/listen), or to tell which connection a request came in on. Each function below reaches one private attribute; when
 an SDK release moves it, the call raises `SdkMoved` naming that attribute, and
 tests/server/test_sdk_internals.py fails with the same sentence.
 """
@@ -65,8 +65,8 @@ def served_handler(
 ) -> Callable[[ServerRequestContext[LifespanT, Any], Any], Awaitable[HandlerResult]]:
     """The handler the low-level server runs for `method` now (MCPServer._lowlevel_server).
 
-    memvm wraps a few of MCPServer's own handlers (prompts/get, subscriptions/listen) to check
-    a request before the SDK sees it.
+    memvm wraps MCPServer's own subscriptions/listen handler to bound a request before the SDK
+    serves it.
     """
     with _reaching("MCPServer._lowlevel_server"):
         lowlevel = server._lowlevel_server
