@@ -33,15 +33,22 @@ from memvm.server.subscriptions import MAX_PER_CONNECTION, SubscriptionRefused
 
 MAX_COMPLETIONS = 100
 
-_NOT_FOLLOWABLE = f"memvm announces changes only to {FOLLOWABLE}; subscribe to one of those."
+# Longer than any URI worth naming; memvm's own are far shorter.
+MAX_URI_CHARS = 2048
+_TOO_LONG = (
+    f"A resource URI is at most {MAX_URI_CHARS} characters; memvm announces changes only to {FOLLOWABLE}."
+)
 
 
 async def subscribe(ctx: ServerRequestContext[Runtime, Any], params: SubscribeRequestParams) -> EmptyResult:
     runtime = ctx.lifespan_context
     uri = str(params.uri)
-    # Nothing else ever fires, and a URI kept for nothing is memory a client could grow at will.
+    if len(uri) > MAX_URI_CHARS:
+        raise MCPError(INVALID_PARAMS, _TOO_LONG)
+    # Any other URI is accepted, as the protocol has it, and kept nowhere: no change to it is
+    # ever announced, and a URI kept for nothing is memory a client could grow at will.
     if not followable(uri):
-        raise MCPError(INVALID_PARAMS, _NOT_FOLLOWABLE)
+        return EmptyResult()
     try:
         runtime.subscriptions.add(runtime.namespace, uri, ctx.session)
     except SubscriptionRefused as exc:
