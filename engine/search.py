@@ -20,6 +20,7 @@ from memvm.engine.db import Reads, Row
 from memvm.engine.levels import collapse
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
 from memvm.engine.pages import level_tokens
+from memvm.engine.snippets import searched, snippet, window_sql
 from memvm.engine.terms import TERM, Stemmer, match_expression, query_terms
 
 _MAX_ID_CANDIDATES = 8
@@ -36,14 +37,15 @@ _MAPPED_IN_VIEWER = (
     "LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?"
 )
 
-# Every occurrence of the query's stems in the namespace's pages, counted per page and stem: the
-# term frequencies, and (by the pages each stem is on) the document frequencies of BM25.
+# Every occurrence of the query's stems, counted per page and stem: the term frequencies, and (by
+# the pages each stem is on) the document frequencies of BM25. The count comes first and the page
+# is joined to each count, not to each occurrence: a page that repeats a term thousands of times
+# is then read once, not once per occurrence.
 _POSTINGS = """
-SELECT t.doc AS rowid, t.term AS stem, count(*) AS tf, p.search_chars AS chars,
-       p.type, p.modality, p.session
-FROM pages_terms t JOIN pages p ON p.rowid = t.doc
-WHERE t.term IN ({marks}) AND p.namespace = ?
-GROUP BY t.doc, t.term
+SELECT t.doc AS rowid, t.stem, t.tf, p.search_chars AS chars, p.type, p.modality, p.session
+FROM (SELECT doc, term AS stem, count(*) AS tf FROM pages_terms WHERE term IN ({marks}) GROUP BY doc, term) AS t
+JOIN pages p ON p.rowid = t.doc
+WHERE p.namespace = ?
 """
 
 # The best-scoring pages with what re-scoring needs: session, speaker, role, length, and the
@@ -70,14 +72,13 @@ def _candidates_sql(reach: int, count: int) -> str:
     return _CANDIDATES.format(neighbours=neighbours, marks=", ".join("?" * count))
 
 
-# The pages drive the join (their rowids come from the ranking): with the full-text table first,
-# SQLite ran the whole match again for every page.
+# The snippet comes from a bounded window of the text (see snippets), never from FTS5's snippet(),
+# whose cost grows with the square of a term's occurrences in the page.
 _DRESS = f"""
-SELECT {_HIT_COLUMNS}, snippet(pages_fts, 0, '', '', '…', 24) AS snippet, w.level AS mapped_level
+SELECT {_HIT_COLUMNS}, {window_sql("p.content")}, w.level AS mapped_level
 FROM pages p
-JOIN pages_fts ON pages_fts.rowid = p.rowid
 {_MAPPED_IN_VIEWER}
-WHERE p.rowid IN ({{marks}}) AND pages_fts MATCH ?
+WHERE p.rowid IN ({{marks}})
 """
 
 _BY_ID = f"""
@@ -268,7 +269,7 @@ def rescore(
     return scores
 
 
-def _hit(row: Row, *, score: float) -> SearchHit:
+def _hit(row: Row, *, score: float, snippet: str) -> SearchHit:
     mapped_level = row["mapped_level"]
     return SearchHit(
         page_id=row["page_id"],
@@ -277,7 +278,7 @@ def _hit(row: Row, *, score: float) -> SearchHit:
         modality=Modality(row["modality"]),
         session=row["session"],
         created_at=row["created_at"],
-        snippet=collapse(row["snippet"] or ""),
+        snippet=collapse(snippet),
         score=score,
         tokens=level_tokens(row).as_dict(),
         mapped=mapped_level is not None,
@@ -329,7 +330,8 @@ async def search_pages(
         if top:
             candidates = await conn.all(_candidates_sql(tuning.neighbour_reach, len(top)), (*top, namespace))
             scores = rescore(candidates, bm25, terms, addressed_role(query), tuning)
-            hits += await _dressed(conn, scores, hits, viewer_session, ranking.terms, limit)
+            words = _Words(ranking.terms, stems, stemmer)
+            hits += await _dressed(conn, scores, hits, viewer_session, words, limit)
     results = hits[:limit]
     message = None if results else _nothing_found(pages, terms, filters)
     return SearchResult(results=results, total_pages=pages, message=message)
@@ -370,7 +372,19 @@ async def _exact_ids(
         _BY_ID.format(marks=marks, filters=clauses), (viewer_session, namespace, *candidates, *params)
     )
     order = {page_id: i for i, page_id in enumerate(candidates)}
-    return [_hit(row, score=EXACT_ID_SCORE) for row in sorted(rows, key=lambda r: order[r["page_id"]])]
+    return [
+        _hit(row, score=EXACT_ID_SCORE, snippet=row["snippet"])
+        for row in sorted(rows, key=lambda r: order[r["page_id"]])
+    ]
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The words a search ranked by, with their stems: what its snippets show."""
+
+    terms: list[str]
+    stems: list[str]
+    stemmer: Stemmer
 
 
 async def _dressed(
@@ -378,18 +392,23 @@ async def _dressed(
     scores: dict[int, float],
     found: list[SearchHit],
     viewer_session: str,
-    terms: list[str],
+    words: _Words,
     limit: int,
 ) -> list[SearchHit]:
     """The best-scoring pages not already `found`, with snippets and their place in the viewer's set."""
     best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(found)]
+    placed_by = searched(words.terms, words.stems)
     rows = await conn.all(
-        _DRESS.format(marks=", ".join("?" * len(best))), (viewer_session, *best, match_expression(terms))
+        _DRESS.format(marks=", ".join("?" * len(best))), (placed_by, placed_by, viewer_session, *best)
     )
     by_rowid = {row["rowid"]: row for row in rows}
     seen = {hit.page_id for hit in found}
     return [
-        _hit(by_rowid[rowid], score=round(scores[rowid], 6))
+        _hit(
+            row,
+            score=round(scores[rowid], 6),
+            snippet=snippet(row["snippet_window"] or "", row["snippet_at"], words.stems, words.stemmer),
+        )
         for rowid in best
-        if by_rowid[rowid]["page_id"] not in seen
+        if (row := by_rowid[rowid])["page_id"] not in seen
     ]

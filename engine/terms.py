@@ -85,12 +85,19 @@ class Stemmer:
 
     def stems(self, terms: list[str]) -> list[str]:
         """The distinct stems of `terms`, in order (a term that is several tokens gives several)."""
-        missing = [term for term in dict.fromkeys(terms) if term not in self._cache]
-        if missing:
-            self._tokenize(missing)
-        return list(dict.fromkeys(stem for term in terms for stem in self._cache.get(term, ())))
+        each = self.stem_each(terms)
+        return list(dict.fromkeys(stem for term in terms for stem in each[term]))
 
-    def _tokenize(self, terms: list[str]) -> None:
+    def stem_each(self, words: list[str]) -> dict[str, tuple[str, ...]]:
+        """Each distinct word's stems (a word that is several tokens has several)."""
+        # Read before tokenizing: a full cache is emptied by _tokenize.
+        known = {word: self._cache[word] for word in dict.fromkeys(words) if word in self._cache}
+        missing = [word for word in dict.fromkeys(words) if word not in known]
+        if missing:
+            known.update(self._tokenize(missing))
+        return known
+
+    def _tokenize(self, terms: list[str]) -> dict[str, tuple[str, ...]]:
         with self._lock:
             if len(self._cache) > self._CACHE_LIMIT:
                 self._cache.clear()
@@ -101,8 +108,9 @@ class Stemmer:
             for doc, stem in self._conn.execute("SELECT doc, term FROM stems ORDER BY doc, offset"):
                 found.setdefault(doc, []).append(stem)
             self._conn.execute("DELETE FROM words")
-            for index, term in enumerate(terms, start=1):
-                self._cache[term] = tuple(found.get(index, ()))
+            stemmed = {term: tuple(found.get(index, ())) for index, term in enumerate(terms, start=1)}
+            self._cache.update(stemmed)
+        return stemmed
 
     def close(self) -> None:
         self._conn.close()
