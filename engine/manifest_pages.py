@@ -15,7 +15,9 @@ _AVAILABLE = """
 SELECT p.page_id, p.type, p.role, p.session, p.reference, p.importance,
        p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
 FROM (
-    SELECT * FROM pages WHERE namespace = ? ORDER BY last_access DESC LIMIT ?
+    SELECT rowid, namespace, page_id, type, role, session, reference, importance, pinned, access_count,
+           last_access, tokens_full, tokens_reduced, tokens_abstract, tokens_reference
+    FROM pages WHERE namespace = ? ORDER BY last_access DESC LIMIT ?
 ) AS p
 WHERE NOT EXISTS (
     SELECT 1 FROM working_set w WHERE w.namespace = p.namespace AND w.session = ? AND w.page_rowid = p.rowid

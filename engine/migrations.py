@@ -467,6 +467,211 @@ _SEARCH_STATISTICS = Migration(
     ),
 )
 
+# The texts a page is searched by, for the full-text index: its content from page_texts, the rest
+# from the page. The index keeps no copy (external content); the triggers below feed it.
+_SEARCHED_BY = """
+CREATE VIEW page_search AS
+SELECT p.rowid AS rowid, t.content AS content, p.speaker AS speaker, p.search_key AS search_key
+FROM pages p JOIN page_texts t ON t.rowid = p.rowid
+"""
+
+# A page is indexed once both its row and its texts are in: by whichever of the two arrives last
+# (a page is written row first; an import may bring the texts first).
+_INDEX_ON_TEXTS = """
+CREATE TRIGGER page_texts_index AFTER INSERT ON page_texts BEGIN
+    UPDATE pages SET search_chars = length(new.content) + coalesce(length(speaker), 0)
+                                    + coalesce(length(search_key), 0)
+    WHERE rowid = new.rowid;
+    INSERT INTO pages_fts (rowid, content, speaker, search_key)
+    SELECT new.rowid, new.content, speaker, search_key FROM pages WHERE rowid = new.rowid;
+END
+"""
+_INDEX_ON_PAGE = """
+CREATE TRIGGER pages_fts_insert AFTER INSERT ON pages BEGIN
+    UPDATE pages SET search_chars = (SELECT length(content) FROM page_texts WHERE rowid = new.rowid)
+                                    + coalesce(length(new.speaker), 0) + coalesce(length(new.search_key), 0)
+    WHERE rowid = new.rowid AND EXISTS (SELECT 1 FROM page_texts WHERE rowid = new.rowid);
+    INSERT INTO pages_fts (rowid, content, speaker, search_key)
+    SELECT new.rowid, content, new.speaker, new.search_key FROM page_texts WHERE rowid = new.rowid;
+END
+"""
+# Each change re-indexes the page with what is indexed now, so a rewrite that changes the metadata
+# (the speaker) and then the content keeps the index exact at every step.
+_REINDEX_ON_TEXTS = """
+CREATE TRIGGER page_texts_reindex AFTER UPDATE OF content ON page_texts BEGIN
+    INSERT INTO pages_fts (pages_fts, rowid, content, speaker, search_key)
+    SELECT 'delete', old.rowid, old.content, speaker, search_key FROM pages WHERE rowid = old.rowid;
+    INSERT INTO pages_fts (rowid, content, speaker, search_key)
+    SELECT new.rowid, new.content, speaker, search_key FROM pages WHERE rowid = new.rowid;
+    UPDATE pages SET search_chars = length(new.content) + coalesce(length(speaker), 0)
+                                    + coalesce(length(search_key), 0)
+    WHERE rowid = new.rowid;
+END
+"""
+_REINDEX_ON_PAGE = """
+CREATE TRIGGER pages_fts_update AFTER UPDATE OF metadata ON pages BEGIN
+    INSERT INTO pages_fts (pages_fts, rowid, content, speaker, search_key)
+    SELECT 'delete', old.rowid, content, old.speaker, old.search_key FROM page_texts WHERE rowid = old.rowid;
+    INSERT INTO pages_fts (rowid, content, speaker, search_key)
+    SELECT new.rowid, content, new.speaker, new.search_key FROM page_texts WHERE rowid = new.rowid;
+    UPDATE pages SET search_chars = (SELECT length(content) FROM page_texts WHERE rowid = new.rowid)
+                                    + coalesce(length(new.speaker), 0) + coalesce(length(new.search_key), 0)
+    WHERE rowid = new.rowid AND EXISTS (SELECT 1 FROM page_texts WHERE rowid = new.rowid);
+END
+"""
+# Before the page goes, while its texts (deleted with it) can still be read.
+_UNINDEX = """
+CREATE TRIGGER pages_fts_delete BEFORE DELETE ON pages BEGIN
+    INSERT INTO pages_fts (pages_fts, rowid, content, speaker, search_key)
+    SELECT 'delete', old.rowid, content, old.speaker, old.search_key FROM page_texts WHERE rowid = old.rowid;
+END
+"""
+
+_PAGE_TEXTS = Migration(
+    version=7,
+    name="page texts apart from the page rows",
+    statements=(
+        # A row is read from its start: the small columns a manifest or a ranking needs sat before
+        # the text, but the token counts and the search length after it, so reading them walked
+        # the whole text (11 s for a manifest over 400 pages of 400,000 characters). The long
+        # levels (full and reduced) now live in their own table; the page row stays small.
+        """
+        CREATE TABLE page_texts (
+            rowid INTEGER PRIMARY KEY REFERENCES pages (rowid) ON DELETE CASCADE,
+            namespace TEXT NOT NULL,
+            content TEXT NOT NULL,
+            reduced TEXT NOT NULL
+        )
+        """,
+        "INSERT INTO page_texts (rowid, namespace, content, reduced) SELECT rowid, namespace, content, reduced FROM pages",
+        "DROP TRIGGER pages_fts_insert",
+        "DROP TRIGGER pages_fts_delete",
+        "DROP TRIGGER pages_fts_update",
+        "DROP TRIGGER pages_count_insert",
+        "DROP TRIGGER pages_count_delete",
+        "DROP TRIGGER pages_count_update",
+        "DROP TABLE pages_terms",
+        "DROP TABLE pages_fts",
+        # The search length was computed from the content on every read; it is stored now.
+        "ALTER TABLE pages DROP COLUMN search_chars",
+        "ALTER TABLE pages ADD COLUMN search_chars INTEGER NOT NULL DEFAULT 0",
+        """UPDATE pages SET search_chars = length(content) + coalesce(length(speaker), 0)
+                                           + coalesce(length(search_key), 0)""",
+        "ALTER TABLE pages DROP COLUMN content",
+        "ALTER TABLE pages DROP COLUMN reduced",
+        """
+        CREATE TRIGGER pages_count_insert AFTER INSERT ON pages BEGIN
+            INSERT INTO page_counts (namespace, pages, chars) VALUES (new.namespace, 1, new.search_chars)
+            ON CONFLICT (namespace) DO UPDATE SET pages = pages + 1, chars = chars + excluded.chars;
+        END
+        """,
+        """
+        CREATE TRIGGER pages_count_delete AFTER DELETE ON pages BEGIN
+            UPDATE page_counts SET pages = pages - 1, chars = chars - old.search_chars
+            WHERE namespace = old.namespace;
+        END
+        """,
+        """
+        CREATE TRIGGER pages_count_update AFTER UPDATE OF search_chars ON pages BEGIN
+            UPDATE page_counts SET chars = chars - old.search_chars + new.search_chars
+            WHERE namespace = new.namespace;
+        END
+        """,
+        _SEARCHED_BY,
+        """
+        CREATE VIRTUAL TABLE pages_fts USING fts5(
+            content, speaker, search_key, content='page_search', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        )
+        """,
+        "CREATE VIRTUAL TABLE pages_terms USING fts5vocab(pages_fts, instance)",
+        _INDEX_ON_TEXTS,
+        _INDEX_ON_PAGE,
+        _REINDEX_ON_TEXTS,
+        _REINDEX_ON_PAGE,
+        _UNINDEX,
+        "INSERT INTO pages_fts (pages_fts) VALUES ('rebuild')",
+    ),
+)
+
+# Call ids per namespace, from the global ones they replace: a call's row keeps its global number
+# as rowid, so links written with global numbers (fixed_by, fixes, the statistics' last calls)
+# are turned into the namespace's numbers by looking the rowid up. Imports of exports written
+# before this schema run the same statements on the rows they load.
+GLOBAL_CALL_IDS_TO_NAMESPACE = (
+    """UPDATE tool_calls SET
+           fixed_by = (SELECT f.call_id FROM tool_calls f WHERE f.rowid = tool_calls.fixed_by),
+           fixes = (SELECT f.call_id FROM tool_calls f WHERE f.rowid = tool_calls.fixes)
+       WHERE fixed_by IS NOT NULL OR fixes IS NOT NULL""",
+    """UPDATE tool_stats SET last_call_id = coalesce(
+           (SELECT c.call_id FROM tool_calls c WHERE c.rowid = tool_stats.last_call_id), last_call_id)""",
+    """UPDATE error_patterns SET
+           last_call_id = coalesce(
+               (SELECT c.call_id FROM tool_calls c WHERE c.rowid = error_patterns.last_call_id), last_call_id),
+           fix_call_id = (SELECT c.call_id FROM tool_calls c WHERE c.rowid = error_patterns.fix_call_id)""",
+    """UPDATE success_values SET last_call_id = coalesce(
+           (SELECT c.call_id FROM tool_calls c WHERE c.rowid = success_values.last_call_id), last_call_id)""",
+)
+
+_NAMESPACE_CALL_IDS = Migration(
+    version=8,
+    name="tool call ids counted per namespace",
+    statements=(
+        # One count for the whole file let a tenant see, from its own call ids, how many calls
+        # the others made. Ids now count within the namespace.
+        # The copy below points fixed_by at rows by their old numbers until the last statement.
+        "PRAGMA defer_foreign_keys = ON",
+        "ALTER TABLE tool_calls RENAME TO tool_calls_v7",
+        "DROP INDEX tool_calls_by_session",
+        "DROP INDEX tool_calls_by_tool",
+        "DROP INDEX tool_calls_fixed",
+        """
+        CREATE TABLE tool_calls (
+            rowid INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            call_id INTEGER NOT NULL CHECK (call_id > 0),
+            session TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            tool TEXT NOT NULL,
+            args TEXT NOT NULL,
+            call_hash TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            error_signature TEXT,
+            error_message TEXT,
+            duration_ms REAL,
+            goal TEXT,
+            result_page_id TEXT,
+            ref TEXT,
+            fixed_by INTEGER,
+            fixes INTEGER,
+            delta TEXT,
+            at REAL NOT NULL,
+            UNIQUE (namespace, call_id),
+            FOREIGN KEY (namespace, fixed_by) REFERENCES tool_calls (namespace, call_id),
+            FOREIGN KEY (namespace, fixes) REFERENCES tool_calls (namespace, call_id),
+            FOREIGN KEY (namespace, session) REFERENCES sessions (namespace, session)
+        )
+        """,
+        "CREATE INDEX tool_calls_by_session ON tool_calls (namespace, session, call_id)",
+        "CREATE INDEX tool_calls_by_tool ON tool_calls (namespace, tool, call_id)",
+        """
+        CREATE INDEX tool_calls_fixed ON tool_calls (namespace, error_signature, call_id)
+        WHERE fixed_by IS NOT NULL
+        """,
+        """
+        INSERT INTO tool_calls (
+            rowid, namespace, call_id, session, turn, tool, args, call_hash, outcome, error_signature,
+            error_message, duration_ms, goal, result_page_id, ref, fixed_by, fixes, delta, at)
+        SELECT call_id, namespace, row_number() OVER (PARTITION BY namespace ORDER BY call_id), session, turn,
+               tool, args, call_hash, outcome, error_signature, error_message, duration_ms, goal,
+               result_page_id, ref, fixed_by, fixes, delta, at
+        FROM tool_calls_v7
+        """,
+        *GLOBAL_CALL_IDS_TO_NAMESPACE,
+        "DROP TABLE tool_calls_v7",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
@@ -474,6 +679,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     _PAGE_COUNTS,
     _SPEAKER_INDEX,
     _SEARCH_STATISTICS,
+    _PAGE_TEXTS,
+    _NAMESPACE_CALL_IDS,
 )
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

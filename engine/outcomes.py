@@ -44,17 +44,19 @@ FROM tool_calls WHERE namespace = ? AND session = ?
 ORDER BY call_id DESC LIMIT ?
 """
 
+# Call ids count within the namespace (1, 2, 3, ...): a tenant's ids say nothing of others' calls.
 _INSERT_CALL = """
 INSERT INTO tool_calls (
-    namespace, session, turn, tool, args, call_hash, outcome, error_signature, error_message,
+    namespace, call_id, session, turn, tool, args, call_hash, outcome, error_signature, error_message,
     duration_ms, goal, ref, at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+) VALUES (?1, (SELECT coalesce(max(call_id), 0) + 1 FROM tool_calls WHERE namespace = ?1),
+          ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 RETURNING call_id
 """
 
-_SET_RESULT_PAGE = "UPDATE tool_calls SET result_page_id = ? WHERE call_id = ?"
-_MARK_FIXED = "UPDATE tool_calls SET fixed_by = ?, delta = ? WHERE call_id = ?"
-_MARK_FIX = "UPDATE tool_calls SET fixes = ?, delta = ? WHERE call_id = ?"
+_SET_RESULT_PAGE = "UPDATE tool_calls SET result_page_id = ? WHERE namespace = ? AND call_id = ?"
+_MARK_FIXED = "UPDATE tool_calls SET fixed_by = ?, delta = ? WHERE namespace = ? AND call_id = ?"
+_MARK_FIX = "UPDATE tool_calls SET fixes = ?, delta = ? WHERE namespace = ? AND call_id = ?"
 
 _UPSERT_STATS = """
 INSERT INTO tool_stats (namespace, tool, calls, successes, duration_total, duration_count, last_at, last_call_id)
@@ -169,7 +171,7 @@ async def record_tool_outcome(
                 turn=state.turn,
                 now=now,
             )
-            await conn.execute(_SET_RESULT_PAGE, (page_id, call_id))
+            await conn.execute(_SET_RESULT_PAGE, (page_id, namespace, call_id))
 
         fix = None
         if call.outcome is Outcome.SUCCESS:
@@ -202,8 +204,8 @@ async def _link_fix(
         ):
             delta = argument_delta(json.loads(earlier["args"]), call.args)
             stored = canonical_json(delta)
-            await conn.execute(_MARK_FIXED, (call_id, stored, earlier["call_id"]))
-            await conn.execute(_MARK_FIX, (earlier["call_id"], stored, call_id))
+            await conn.execute(_MARK_FIXED, (call_id, stored, namespace, earlier["call_id"]))
+            await conn.execute(_MARK_FIX, (earlier["call_id"], stored, namespace, call_id))
             await conn.execute(
                 _TEACH_FIX, (stored, call_id, namespace, call.tool, earlier["error_signature"])
             )

@@ -20,12 +20,13 @@ ID_PREFIX = {
 PAGE_COLUMNS = """
     p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.importance, p.pinned, p.provenance,
     p.created_at, p.last_access, p.access_count, p.turn, p.metadata,
-    p.content, p.reduced, p.abstract, p.reference,
+    t.content, t.reduced, p.abstract, p.reference,
     p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
 """
 
-# The same columns where no alias applies (RETURNING): an insert hands back the stored page at once.
-_RETURNED_COLUMNS = PAGE_COLUMNS.replace("p.", "")
+# The long levels (full and reduced) live apart from the page row, in page_texts: what reads only
+# the small columns (the manifest, ranking, the working set's bookkeeping) never reads through them.
+WITH_TEXTS = "pages p JOIN page_texts t ON t.rowid = p.rowid"
 
 _NEXT_ID = """
 INSERT INTO id_counters (namespace, prefix, last) VALUES (?, ?, 1)
@@ -33,27 +34,31 @@ ON CONFLICT (namespace, prefix) DO UPDATE SET last = last + 1
 RETURNING last
 """
 
-_INSERT = f"""
+# The row first, then its texts: the second insert is what indexes the page for search.
+_INSERT = """
 INSERT INTO pages (
     namespace, page_id, session, type, role, modality, importance, pinned, provenance,
-    created_at, last_access, access_count, turn, metadata,
-    content, reduced, abstract, reference,
+    created_at, last_access, access_count, turn, metadata, abstract, reference,
     tokens_full, tokens_reduced, tokens_abstract, tokens_reference
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-RETURNING {_RETURNED_COLUMNS}
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)
+RETURNING rowid
 """
+
+_INSERT_TEXTS = "INSERT INTO page_texts (rowid, namespace, content, reduced) VALUES (?, ?, ?, ?)"
 
 _UPDATE_REMEMBERED = """
 UPDATE pages SET
     type = ?, importance = ?, pinned = ?, provenance = ?, last_access = ?, turn = ?, metadata = ?,
-    content = ?, reduced = ?, abstract = ?, reference = ?,
+    abstract = ?, reference = ?,
     tokens_full = ?, tokens_reduced = ?, tokens_abstract = ?, tokens_reference = ?
 WHERE namespace = ? AND rowid = ?
 """
 
-_GET = f"SELECT {PAGE_COLUMNS} FROM pages p WHERE p.namespace = ? AND p.page_id = ?"
+_UPDATE_TEXTS = "UPDATE page_texts SET content = ?, reduced = ? WHERE namespace = ? AND rowid = ?"
 
-_GET_BY_ROWID = f"SELECT {PAGE_COLUMNS} FROM pages p WHERE p.namespace = ? AND p.rowid = ?"
+_GET = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.page_id = ?"
+
+_GET_BY_ROWID = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.rowid = ?"
 
 _TOUCH = """
 UPDATE pages SET last_access = ?, access_count = access_count + 1 WHERE namespace = ? AND rowid = ?
@@ -61,11 +66,12 @@ UPDATE pages SET last_access = ?, access_count = access_count + 1 WHERE namespac
 
 _SET_PINNED = "UPDATE pages SET pinned = ? WHERE namespace = ? AND rowid = ?"
 
+# The texts go with the row (ON DELETE CASCADE).
 _DELETE = "DELETE FROM pages WHERE namespace = ? AND rowid = ?"
 
 
 def level_texts(row: Row) -> tuple[str, str, str, str]:
-    """A row's text at levels 0..3, from the pages columns of the same names."""
+    """A row's text at levels 0..3, from the columns of the same names (see PAGE_COLUMNS)."""
     return (row["content"], row["reduced"], row["abstract"], row["reference"])
 
 
@@ -119,6 +125,7 @@ async def insert_page(
     now: float,
 ) -> Page:
     """Insert one page and return it as stored."""
+    content, reduced, abstract, reference = levels.texts
     row = await conn.one(
         _INSERT,
         (
@@ -135,12 +142,16 @@ async def insert_page(
             now,
             turn,
             json.dumps(page.metadata, ensure_ascii=False),
-            *levels.texts,
+            abstract,
+            reference,
             *_token_tuple(levels.tokens),
         ),
     )
     assert row is not None  # RETURNING always yields the inserted row
-    return page_from_row(row)
+    await conn.execute(_INSERT_TEXTS, (row["rowid"], namespace, content, reduced))
+    stored = await conn.one(_GET_BY_ROWID, (namespace, row["rowid"]))
+    assert stored is not None  # inserted just now, in this transaction
+    return page_from_row(stored)
 
 
 async def update_remembered(
@@ -154,6 +165,7 @@ async def update_remembered(
     now: float,
 ) -> Page:
     """Rewrite a remembered page in place and return it as now stored."""
+    content, reduced, abstract, reference = levels.texts
     await conn.execute(
         _UPDATE_REMEMBERED,
         (
@@ -164,12 +176,14 @@ async def update_remembered(
             now,
             turn,
             json.dumps(page.metadata, ensure_ascii=False),
-            *levels.texts,
+            abstract,
+            reference,
             *_token_tuple(levels.tokens),
             namespace,
             rowid,
         ),
     )
+    await conn.execute(_UPDATE_TEXTS, (content, reduced, namespace, rowid))
     row = await conn.one(_GET_BY_ROWID, (namespace, rowid))
     assert row is not None  # the caller just found it, in this transaction
     return page_from_row(row)

@@ -75,8 +75,8 @@ def _candidates_sql(reach: int, count: int) -> str:
 # The snippet comes from a bounded window of the text (see snippets), never from FTS5's snippet(),
 # whose cost grows with the square of a term's occurrences in the page.
 _DRESS = f"""
-SELECT {_HIT_COLUMNS}, {window_sql("p.content")}, w.level AS mapped_level
-FROM pages p
+SELECT {_HIT_COLUMNS}, {window_sql("t.content")}, w.level AS mapped_level
+FROM pages p JOIN page_texts t ON t.rowid = p.rowid
 {_MAPPED_IN_VIEWER}
 WHERE p.rowid IN ({{marks}})
 """

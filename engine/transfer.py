@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from memvm.engine.export_upgrade import OLDEST_READABLE, Upgrade
 from memvm.engine.migrations import SCHEMA_VERSION
 
 FORMAT = "memvm-export"
@@ -106,7 +107,9 @@ def import_from(conn: sqlite3.Connection, lines: Iterable[str]) -> int:
             )
         # Rows arrive table by table in name order, not in the order the foreign keys need.
         conn.execute("PRAGMA defer_foreign_keys = ON")
-        rows = _insert_all(conn, tables, lines)
+        rows, upgrade = _insert_all(conn, tables, lines)
+        for statement in upgrade.finishing():
+            conn.execute(statement)
         if conn.execute("PRAGMA foreign_key_check").fetchone():
             raise TransferError("the file has rows that point at rows it does not hold; nothing was imported")
         conn.execute("COMMIT")
@@ -116,9 +119,12 @@ def import_from(conn: sqlite3.Connection, lines: Iterable[str]) -> int:
     return rows
 
 
-def _insert_all(conn: sqlite3.Connection, tables: dict[str, Table], lines: Iterable[str]) -> int:
+def _insert_all(
+    conn: sqlite3.Connection, tables: dict[str, Table], lines: Iterable[str]
+) -> tuple[int, Upgrade]:
     rows = 0
     started = ended = False
+    upgrade = Upgrade(SCHEMA_VERSION)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -126,7 +132,7 @@ def _insert_all(conn: sqlite3.Connection, tables: dict[str, Table], lines: Itera
             raise TransferError(f"line {number}: data after the end line")
         record = _parse(line, number)
         if not started:
-            _check_header(record, number)
+            upgrade = Upgrade(_check_header(record, number))
             started = True
             continue
         if record.get("end") is True:
@@ -136,21 +142,29 @@ def _insert_all(conn: sqlite3.Connection, tables: dict[str, Table], lines: Itera
                 )
             ended = True
             continue
-        table = tables.get(record.get("table"))  # type: ignore[arg-type]
-        row = record.get("row")
-        if table is None or not isinstance(row, dict) or set(row) != set(table.columns):
-            raise TransferError(f"line {number}: not a row of a memvm table at schema {SCHEMA_VERSION}")
-        try:
-            conn.execute(
-                f'INSERT INTO "{table.name}" ({_quoted(table.columns)}) VALUES ({", ".join("?" * len(table.columns))})',
-                [row[column] for column in table.columns],
-            )
-        except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError) as exc:
-            raise TransferError(f"line {number}: the row does not fit its table ({exc})") from exc
+        record_row = record.get("row")
+        if not isinstance(record_row, dict):
+            raise TransferError(f"line {number}: not a row of a memvm table at schema {upgrade.schema}")
+        for name, row in upgrade.rows(str(record.get("table")), record_row):
+            _insert_row(conn, tables.get(name), row, number, upgrade.schema)
         rows += 1
     if not ended:
         raise TransferError("the file ends before its end line: it was cut short; nothing was imported")
-    return rows
+    return rows, upgrade
+
+
+def _insert_row(
+    conn: sqlite3.Connection, table: Table | None, row: dict[str, Any], number: int, schema: int
+) -> None:
+    if table is None or set(row) != set(table.columns):
+        raise TransferError(f"line {number}: not a row of a memvm table at schema {schema}")
+    try:
+        conn.execute(
+            f'INSERT INTO "{table.name}" ({_quoted(table.columns)}) VALUES ({", ".join("?" * len(table.columns))})',
+            [row[column] for column in table.columns],
+        )
+    except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError) as exc:
+        raise TransferError(f"line {number}: the row does not fit its table ({exc})") from exc
 
 
 def _parse(line: str, number: int) -> dict[str, Any]:
@@ -163,14 +177,21 @@ def _parse(line: str, number: int) -> dict[str, Any]:
     return record
 
 
-def _check_header(record: dict[str, Any], number: int) -> None:
+def _check_header(record: dict[str, Any], number: int) -> int:
+    """The export's schema, when this memvm reads it."""
     if record.get("format") != FORMAT or record.get("version") != FORMAT_VERSION:
         raise TransferError(f"line {number}: not a memvm export (no memvm-export header)")
-    if record.get("schema") != SCHEMA_VERSION:
-        raise TransferError(
-            f"the export is at schema {record.get('schema')}, this memvm at {SCHEMA_VERSION}; "
-            "use the memvm that wrote it, or export again after serving the file with this one"
-        )
+    schema = record.get("schema")
+    if (
+        isinstance(schema, int)
+        and not isinstance(schema, bool)
+        and OLDEST_READABLE <= schema <= SCHEMA_VERSION
+    ):
+        return schema
+    raise TransferError(
+        f"the export is at schema {schema}, this memvm at {SCHEMA_VERSION}; "
+        "use the memvm that wrote it, or export again after serving the file with this one"
+    )
 
 
 def _dump(record: dict[str, Any]) -> str:

@@ -79,7 +79,11 @@ _RETENTION = (
 # of them not yet at the coarsest level.
 _MOVABLE = (
     _MAPPINGS.replace(
-        "p.last_access\n", "p.last_access, p.role, p.content, p.reduced, p.abstract, p.reference\n"
+        "p.last_access\n", "p.last_access, p.role, t.content, t.reduced, p.abstract, p.reference\n"
+    )
+    .replace(
+        "JOIN pages p ON p.rowid = w.page_rowid",
+        "JOIN pages p ON p.rowid = w.page_rowid\nJOIN page_texts t ON t.rowid = w.page_rowid",
     )
     .replace(
         "ORDER BY w.page_rowid",
@@ -132,8 +136,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 _VIEW = """
-SELECT w.level, w.line_tokens, p.page_id, p.type, p.role, p.content, p.reduced, p.abstract, p.reference
-FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
+SELECT w.level, w.line_tokens, p.page_id, p.type, p.role, t.content, t.reduced, p.abstract, p.reference
+FROM working_set w JOIN pages p ON p.rowid = w.page_rowid JOIN page_texts t ON t.rowid = w.page_rowid
 WHERE w.namespace = ? AND w.session = ?
 ORDER BY p.created_at, p.rowid
 """

@@ -91,3 +91,13 @@ async def test_everything_learned_survives_a_restart(open_engine):
     assert after == before and after.guidance
     fixed = await record(reopened, "book", {"date": "13/05"}, "failure", error_message="invalid date '13/05'")
     assert fixed.call_id == 5
+
+
+async def test_call_ids_are_counted_per_namespace(engine):
+    failed = ToolOutcome(tool="book", args={"date": "1/1"}, outcome=Outcome.FAILURE, error_message="bad date")
+    ids = {}
+    for namespace in ("a", "b", "a", "a", "b"):
+        ids.setdefault(namespace, []).append(
+            (await engine.record_tool_outcome(namespace=namespace, session="s", call=failed)).call_id
+        )
+    assert ids == {"a": [1, 2, 3], "b": [1, 2]}

@@ -1,13 +1,14 @@
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memvm.engine import migrations, search
+from memvm.engine import search
 from memvm.engine.config import SearchTuning
 from memvm.engine.models import IngestMessage, PageType, Role, SearchHit, SearchScope
 from memvm.engine.search import EXACT_ID_SCORE, addressed_role, search_pages
 from memvm.engine.terms import match_expression, query_terms
 
 from tests.conftest import NS, assistant, long_text, note, user
+from tests.engine.old_schema import add_page, add_session, file_at
 
 pytestmark = pytest.mark.anyio
 
@@ -209,12 +210,11 @@ async def test_pronouns_lift_the_pages_of_the_role_they_name(engine):
     assert yours.results[0].role is Role.ASSISTANT
 
 
-async def test_files_from_before_the_speaker_index_get_it_when_migrated(open_engine, monkeypatch):
-    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:4])
-    old = await open_engine()
-    await old.ingest(namespace=NS, session="s", messages=[said("Gina", "Opened a dance studio.")])
-    await old.close()
-    monkeypatch.undo()
+async def test_files_from_before_the_speaker_index_get_it_when_migrated(open_engine, db_path):
+    old = file_at(db_path, 4)
+    add_session(old, NS, "s")
+    add_page(old, NS, "s", "msg_000001", "Opened a dance studio.", name="Gina")
+    old.close()
     migrated = await open_engine()
     found = await migrated.search(namespace=NS, session="s", query="Gina")
     assert [hit.snippet for hit in found.results] == ["Opened a dance studio."]

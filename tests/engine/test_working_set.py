@@ -123,8 +123,8 @@ async def test_every_change_is_in_an_append_only_mutation_log(open_engine, db_pa
 _SNAPSHOT = """
 SELECT w.page_rowid, w.level, w.line_tokens, w.faulted_turn, w.last_access_turn,
        p.page_id, p.type, p.role, p.importance, p.pinned, p.last_access,
-       p.content, p.reduced, p.abstract, p.reference
-FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
+       t.content, t.reduced, p.abstract, p.reference
+FROM working_set w JOIN pages p ON p.rowid = w.page_rowid JOIN page_texts t ON t.rowid = w.page_rowid
 WHERE w.namespace = ? AND w.session = ?
 """
 

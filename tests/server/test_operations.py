@@ -182,9 +182,10 @@ def test_doctor_reports_a_healthy_file(filled, capsys):
 
 def break_search_index(conn: sqlite3.Connection) -> None:
     # The index loses a page the table still has: search would miss it.
-    rowid = conn.execute("SELECT rowid, content, speaker FROM pages LIMIT 1").fetchone()
+    indexed = conn.execute("SELECT rowid, content, speaker, search_key FROM page_search LIMIT 1").fetchone()
     conn.execute(
-        "INSERT INTO pages_fts (pages_fts, rowid, content, speaker) VALUES ('delete', ?, ?, ?)", rowid
+        "INSERT INTO pages_fts (pages_fts, rowid, content, speaker, search_key) VALUES ('delete', ?, ?, ?, ?)",
+        indexed,
     )
 
 
@@ -233,7 +234,7 @@ def test_backup_is_a_checked_copy_and_never_overwrites(filled, tmp_path, capsys)
     assert "backed up" in capsys.readouterr().out
     assert run("doctor", "--db", target) == 0
     with sqlite3.connect(filled) as original, sqlite3.connect(target) as copy:
-        query = "SELECT page_id, content FROM pages ORDER BY rowid"
+        query = "SELECT page_id, content FROM pages JOIN page_texts USING (rowid) ORDER BY rowid"
         assert copy.execute(query).fetchall() == original.execute(query).fetchall()
     assert not Path(str(target) + "-wal").exists() or Path(str(target) + "-wal").stat().st_size == 0
     assert run("backup", target, "--db", filled) == 2

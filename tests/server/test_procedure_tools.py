@@ -100,3 +100,14 @@ async def test_a_hint_cap_below_the_minimum_is_refused(connect):
     async with connect(tools=ToolProfile.MODEL) as client:
         message = await call_error(client, "get_procedural_hints", max_tokens=5)
     assert "max_tokens" in message
+
+
+async def test_call_ids_count_within_each_namespace(connect):
+    # One count for the whole file told a tenant how many calls the others made.
+    async with connect(namespace="tenant-a") as a, connect(namespace="tenant-b") as b:
+        first_b = await call(b, "record_tool_outcome", **FAILED)
+        a_ids = [(await call(a, "record_tool_outcome", **FAILED))["call_id"] for _ in range(3)]
+        second_b = await call(b, "record_tool_outcome", **FIXED)
+    assert a_ids == [1, 2, 3]
+    assert (first_b["call_id"], second_b["call_id"]) == (1, 2)
+    assert second_b["fix"]["fixed_call_id"] == 1
