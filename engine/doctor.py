@@ -122,8 +122,9 @@ def _memvm_checks(conn: sqlite3.Connection, found: Diagnosis) -> None:
 
 
 def _search_index_check(conn: sqlite3.Connection) -> str:
-    # The index holds its content elsewhere (content='pages'), so FTS5's own check sees only
-    # itself on this SQLite; that every page is indexed, and nothing else, is checked here.
+    # The index holds its content elsewhere (content='page_search', a view over the pages and their
+    # texts), so FTS5's own check sees only itself on this SQLite; that every page is indexed, and
+    # nothing else, is checked here.
     missing = _one(conn, "SELECT count(*) FROM pages WHERE rowid NOT IN (SELECT id FROM pages_fts_docsize)")
     stray = _one(conn, "SELECT count(*) FROM pages_fts_docsize WHERE id NOT IN (SELECT rowid FROM pages)")
     if missing or stray:
