@@ -42,6 +42,9 @@ ENCODING_WARM_UP_S = 1.0
 class MemvmServer(MCPServer[Runtime]):
     """MCPServer whose tool failures read as one actionable sentence (see memvm.server.errors)."""
 
+    # The process's runtime; `memvm serve` holds it open for the whole run (see RuntimeHolder).
+    runtimes: RuntimeHolder
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Runtime, Any] | None = None
     ) -> Any:
@@ -54,25 +57,23 @@ class MemvmServer(MCPServer[Runtime]):
 
 
 def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> MemvmServer:
-    holder = RuntimeHolder()
-
-    @asynccontextmanager
-    async def lifespan(_: MCPServer[Runtime]) -> AsyncIterator[Runtime]:
+    async def open_runtime() -> Runtime:
         engine = await Engine.open(settings.db, settings.engine, reserve=reserved_tokens)
         # Built when first needed, or once the start-up's own work is done.
         warm_up(settings.engine.encoding, after_seconds=ENCODING_WARM_UP_S)
-        runtime = Runtime(
+        return Runtime(
             engine=engine,
             process_namespace=settings.namespace,
             default_session=settings.session,
             tokens_required=settings.tokens is not None,
         )
-        holder.set(runtime)
-        try:
+
+    holder = RuntimeHolder(open_runtime)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Runtime]) -> AsyncIterator[Runtime]:
+        async with holder.using() as runtime:
             yield runtime
-        finally:
-            holder.set(None)
-            await engine.close()
 
     server = MemvmServer(
         "memvm",
@@ -94,6 +95,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
     mcp_resources.register(server, holder)
     mcp_prompts.register(server, holder)
     protocol_handlers.register(server)
+    server.runtimes = holder
     return server
 
 

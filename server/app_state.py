@@ -1,8 +1,11 @@
 """What the server holds while it runs: the engine and whose memory it serves."""
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context
 from memvm.engine import Engine
 from memvm.server.subscriptions import Subscriptions
@@ -38,10 +41,19 @@ class Runtime:
 
 
 class RuntimeHolder:
-    """Static resources get no request context in the SDK; they read the runtime from here."""
+    """The process's one runtime: opened by its first user, closed when the last one leaves.
 
-    def __init__(self) -> None:
+    The SSE transport runs the server's lifespan once per connection, and `memvm serve` holds the
+    runtime for the whole run: all of them share this one engine, so a connection that ends closes
+    nothing another still uses. Static resources get no request context in the SDK; they read the
+    runtime from here too.
+    """
+
+    def __init__(self, open_runtime: Callable[[], Awaitable[Runtime]]) -> None:
+        self._open_runtime = open_runtime
         self._runtime: Runtime | None = None
+        self._users = 0
+        self._lock = anyio.Lock()
 
     @property
     def runtime(self) -> Runtime:
@@ -49,8 +61,24 @@ class RuntimeHolder:
             raise RuntimeError("the server is not running")
         return self._runtime
 
-    def set(self, runtime: Runtime | None) -> None:
-        self._runtime = runtime
+    @asynccontextmanager
+    async def using(self) -> AsyncIterator[Runtime]:
+        """The runtime, opened if nobody holds it yet; closed on leaving if nobody else does."""
+        async with self._lock:
+            if self._runtime is None:
+                self._runtime = await self._open_runtime()
+            self._users += 1
+            runtime = self._runtime
+        try:
+            yield runtime
+        finally:
+            # A connection cancelled on its way out must still give its hold back.
+            with anyio.CancelScope(shield=True):
+                async with self._lock:
+                    self._users -= 1
+                    if self._users == 0:
+                        self._runtime = None
+                        await runtime.engine.close()
 
 
 # What a tool or resource function receives: `ctx.request_context.lifespan_context` is the Runtime.

@@ -20,7 +20,7 @@ from memvm.engine.errors import (
 from memvm.engine.guard_config import GuardConfig, GuardPreset
 from memvm.engine.tokens import SUPPORTED_ENCODINGS
 from memvm.server.cli_ops import add_operations, run_operation
-from memvm.server.http import Transport, http_options, is_loopback
+from memvm.server.http import Transport, is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile, default_db_path
 from memvm.server.tokens import TokenFileError, load_tokens
 from pydantic import ValidationError
@@ -243,11 +243,17 @@ def serve(args: argparse.Namespace) -> int:
     if transport is Transport.STDIO:
         server.run(transport="stdio")
         return 0
-    options = http_options(args.host, args.port, args.allowed_host)
-    if transport is Transport.SSE:
-        server.run(transport="sse", **options)
-    else:
-        server.run(transport="streamable-http", **options)
+    from memvm.server.http_serve import run_http
+
+    run_http(
+        server,
+        transport,
+        host=args.host,
+        port=args.port,
+        extra_hosts=args.allowed_host,
+        tokens=settings.tokens is not None,
+        log_level=args.log_level,
+    )
     return 0
 
 

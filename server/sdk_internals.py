@@ -1,8 +1,9 @@
 """The MCP SDK's private attributes memvm needs, reached here and nowhere else.
 
 mcp 2.3 has no public way to reach a registered tool's argument model, to serve protocol methods
-MCPServer leaves out (resources/subscribe, logging/setLevel, completion/complete) or to wrap one
-it serves (subscriptions/listen), or to tell which connection a request came in on. Each function below reaches one private attribute; when
+MCPServer leaves out (resources/subscribe, logging/setLevel, completion/complete), to wrap one it
+serves (subscriptions/listen), to tell which connection a request came in on, or to see and end
+the streamable-HTTP sessions. Each function below reaches one private attribute; when
 an SDK release moves it, the call raises `SdkMoved` naming that attribute, and
 tests/server/test_sdk_internals.py fails with the same sentence.
 """
@@ -17,6 +18,7 @@ from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.session import ServerSession
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import BaseModel
 
 ParamsT = TypeVar("ParamsT", bound=BaseModel)
@@ -84,3 +86,21 @@ def connection_of(session: ServerSession) -> Connection:
     """
     with _reaching("ServerSession._connection"):
         return session._connection
+
+
+def open_session_ids(manager: StreamableHTTPSessionManager) -> set[str]:
+    """The ids of the handshake-era sessions the manager keeps (its _server_instances)."""
+    with _reaching("StreamableHTTPSessionManager._server_instances"):
+        return set(manager._server_instances)
+
+
+async def end_session(manager: StreamableHTTPSessionManager, session_id: str) -> None:
+    """End a session as its idle timeout would: forgotten at once, its id answering 404 from now
+    on (StreamableHTTPSessionManager._discard_session)."""
+    with _reaching("StreamableHTTPSessionManager._server_instances"):
+        transport = manager._server_instances.get(session_id)
+    if transport is None:
+        return
+    with _reaching("StreamableHTTPSessionManager._discard_session"):
+        discard = manager._discard_session
+    await discard(session_id, transport)

@@ -11,8 +11,9 @@ second argument serves a bare MCPServer with only `noop` instead (the start-up b
 import sys
 
 from mcp.server.mcpserver import MCPServer
-from memvm.server.app import build_server
-from memvm.server.http import http_options
+from memvm.server.app import MemvmServer, build_server
+from memvm.server.http import Transport, http_options
+from memvm.server.http_serve import run_http
 from memvm.server.settings import ServerSettings, ToolProfile
 
 
@@ -30,7 +31,17 @@ def main() -> None:
     server.add_tool(noop)
     if transport == "stdio":
         server.run(transport="stdio")
-    else:  # as `memvm serve --transport streamable-http` runs it
+    elif isinstance(server, MemvmServer):  # as `memvm serve --transport streamable-http` runs it
+        run_http(
+            server,
+            Transport.STREAMABLE_HTTP,
+            host="127.0.0.1",
+            port=int(rest[0]),
+            extra_hosts=[],
+            tokens=False,
+            log_level="WARNING",
+        )
+    else:
         server.run(transport="streamable-http", **http_options("127.0.0.1", int(rest[0]), []))
 
 

@@ -5,18 +5,31 @@ When an mcp release moves one, these fail with a sentence naming the attribute.
 
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
 from mcp import Client
 from mcp.server.connection import Connection
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import PromptReference
 from memvm.server.app import build_server
-from memvm.server.sdk_internals import SdkMoved, connection_of, registered_tools, served_handler
+from memvm.server.sdk_internals import (
+    SdkMoved,
+    connection_of,
+    end_session,
+    open_session_ids,
+    registered_tools,
+    served_handler,
+)
 from memvm.server.settings import ServerSettings, ToolProfile
 
+from tests.e2e.test_http import INITIALIZE
 from tests.server.test_tools import MODEL_TOOLS
 
 pytestmark = pytest.mark.anyio
+
+# The address the SDK's DNS-rebinding protection accepts for a server on loopback.
+LOCAL = "http://127.0.0.1:8000"
 
 
 async def test_the_tools_as_registered_are_reached_through_the_tool_manager(db_path):
@@ -72,3 +85,22 @@ async def test_requests_of_one_handshake_connection_share_one_connection_object(
         await client.call_tool("whose_connection", {})
         await client.call_tool("whose_connection", {})
     assert len(seen) == 2 and seen[0] is seen[1]
+
+
+async def test_the_http_sessions_are_seen_and_ended_through_the_session_manager(db_path):
+    server = build_server(ServerSettings(db=str(db_path)))
+    app = server.streamable_http_app()
+    manager = server.session_manager
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    transport = httpx2.ASGITransport(app)
+    with anyio.fail_after(60):
+        async with manager.run(), httpx2.AsyncClient(transport=transport, base_url=LOCAL) as http:
+            opened = await http.post("/mcp", json=INITIALIZE, headers=headers)
+            session_id = opened.headers["mcp-session-id"]
+            seen = open_session_ids(manager)
+            await end_session(manager, session_id)
+            ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+            after = await http.post("/mcp", json=ping, headers={**headers, "Mcp-Session-Id": session_id})
+            left = open_session_ids(manager)
+    assert seen == {session_id}
+    assert after.status_code == 404 and left == set()

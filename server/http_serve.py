@@ -1,0 +1,70 @@
+"""`memvm serve` over HTTP: one engine for the whole run, sessions kept per namespace.
+
+MCPServer.run would run uvicorn with its defaults; memvm runs it here instead, so that the engine
+is opened once before the first connection (the SSE transport otherwise opens one per
+connection) and each namespace keeps a bounded share of the session table (session_quota).
+"""
+
+from typing import TYPE_CHECKING
+
+import anyio
+import uvicorn
+from memvm.server.http import MAX_REQUEST_BYTES, Transport, transport_security
+from memvm.server.session_quota import SESSION_IDLE_S, SessionQuota
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+if TYPE_CHECKING:
+    from memvm.server.app import MemvmServer
+
+STREAMABLE_HTTP_PATH = "/mcp"
+
+
+def http_app(
+    server: "MemvmServer", transport: Transport, host: str, port: int, extra_hosts: list[str], *, tokens: bool
+) -> Starlette:
+    """The ASGI application for an HTTP transport; `tokens` says whether bearer tokens are required."""
+    security = transport_security(host, port, extra_hosts)
+    if transport is Transport.SSE:
+        return server.sse_app(max_request_body_size=MAX_REQUEST_BYTES, transport_security=security, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=STREAMABLE_HTTP_PATH,
+        max_request_body_size=MAX_REQUEST_BYTES,
+        transport_security=security,
+        host=host,
+        session_idle_timeout=SESSION_IDLE_S,
+    )
+    # Appended, so it runs inside the authentication middleware and sees the verified token.
+    app.user_middleware.append(
+        Middleware(
+            SessionQuota, manager=server.session_manager, path=STREAMABLE_HTTP_PATH, tokens_required=tokens
+        )
+    )
+    return app
+
+
+def run_http(
+    server: "MemvmServer",
+    transport: Transport,
+    *,
+    host: str,
+    port: int,
+    extra_hosts: list[str],
+    tokens: bool,
+    log_level: str,
+) -> None:
+    """Serve until interrupted."""
+    app = http_app(server, transport, host, port, extra_hosts, tokens=tokens)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+    )
+
+    async def serve() -> None:
+        # Held for the whole run: every connection and session uses this one engine.
+        async with server.runtimes.using():
+            await uvicorn.Server(config).serve()
+
+    anyio.run(serve)

@@ -1,0 +1,115 @@
+"""The real HTTP server under a crowd: the session table, SSE connections, and half-sent requests."""
+
+import os
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from anyio.abc import TaskStatus
+from mcp import Client
+from mcp.client.sse import sse_client
+from memvm.server.session_quota import SESSIONS_PER_NAMESPACE
+
+from tests.e2e.test_http import ALICE, BOB, INITIALIZE, START_LIMIT, http_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+
+
+async def open_session(http: httpx2.AsyncClient, url: str, token: str) -> tuple[int, str | None]:
+    opened = await http.post(url, json=INITIALIZE, headers={**HEADERS, "Authorization": f"Bearer {token}"})
+    return opened.status_code, opened.headers.get("mcp-session-id")
+
+
+async def ping(http: httpx2.AsyncClient, url: str, token: str, session_id: str) -> int:
+    headers = {**HEADERS, "Authorization": f"Bearer {token}", "Mcp-Session-Id": session_id}
+    return (await http.post(url, json=PING, headers=headers)).status_code
+
+
+async def test_one_token_cannot_fill_the_session_table_for_the_others(db_path, tokens, report_figure):
+    opened = SESSIONS_PER_NAMESPACE * 3
+    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 4):
+        async with httpx2.AsyncClient(timeout=60) as http:
+            alice = [await open_session(http, url, ALICE) for _ in range(opened)]
+            other_status, bob_session = await open_session(http, url, BOB)
+            ids = [session_id for _, session_id in alice]
+            still_open = [session_id for session_id in ids if await ping(http, url, ALICE, session_id) == 200]
+            bob_ping = await ping(http, url, BOB, bob_session or "")
+    report_figure(
+        f"session_table: opened={opened} kept={len(still_open)} limit={SESSIONS_PER_NAMESPACE} "
+        f"other_tenant={other_status}"
+    )
+    assert all(status == 200 and session_id for status, session_id in alice)
+    assert other_status == 200 and bob_ping == 200
+    # The tenant keeps its most recent sessions; the least recently used ones were ended for them.
+    assert len(still_open) == SESSIONS_PER_NAMESPACE
+    assert still_open == ids[-SESSIONS_PER_NAMESPACE:]
+
+
+def open_database_files(db: Path) -> int:
+    """How many file descriptors, in any process, have this database file open."""
+    target = str(db.resolve())
+    count = 0
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            count += sum(1 for fd in fd_dir.iterdir() if os.readlink(fd) == target)
+        except OSError:  # a process that ended, or one we may not look into
+            continue
+    return count
+
+
+async def hold_sse_client(
+    url: str, token: str, leave: anyio.Event, left: anyio.Event, *, task_status: TaskStatus[Client]
+) -> None:
+    """One SSE client, connected until `leave` is set; `left` is set once it has disconnected."""
+    try:
+        async with Client(
+            sse_client(url, headers={"Authorization": f"Bearer {token}"}), mode="legacy"
+        ) as client:
+            task_status.started(client)
+            await leave.wait()
+    finally:
+        left.set()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc")
+async def test_sse_clients_share_one_engine_and_outlive_each_others_disconnects(
+    db_path, tokens, report_figure
+):
+    clients, leaving = 8, 4
+    failures: list[str] = []
+    with http_server(db_path, tokens, transport="sse") as url, anyio.fail_after(START_LIMIT * 4):
+        async with anyio.create_task_group() as group:
+            held = []
+            for index in range(clients):
+                leave, left = anyio.Event(), anyio.Event()
+                token = ALICE if index % 2 else BOB
+                client = await group.start(hold_sse_client, url, token, leave, left)
+                held.append((client, leave, left))
+                await client.read_resource("memvm://current/manifest")  # the engine opens what reads need
+                if index == 0:
+                    with_one = open_database_files(db_path)
+            with_all = open_database_files(db_path)
+            # Clients leave one by one, the last connected first; each time, the others read on.
+            for gone in range(1, leaving + 1):
+                _, leave, left = held.pop()
+                leave.set()
+                await left.wait()
+                for client, _, _ in held:
+                    try:
+                        await client.read_resource("memvm://current/manifest")
+                        await client.get_prompt("vm_rules", {"mode": "relaxed"})
+                    except Exception as exc:  # a client that stayed and was not served counts
+                        failures.append(f"after {gone} left: {exc}")
+            after = open_database_files(db_path)
+            for _, leave, _ in held:
+                leave.set()
+    engines = with_all / with_one if with_one else 0
+    report_figure(
+        f"sse: clients={clients} disconnects={leaving} engines={engines:g} failures={len(failures)}"
+    )
+    assert failures == []
+    assert with_one > 0 and with_all == with_one == after
