@@ -1,8 +1,9 @@
-"""`memvm serve` over HTTP: one engine for the whole run, sessions kept per namespace.
+"""`memvm serve` over HTTP: one engine for the whole run, sessions kept per namespace, sockets guarded.
 
 MCPServer.run would run uvicorn with its defaults; memvm runs it here instead, so that the engine
 is opened once before the first connection (the SSE transport otherwise opens one per
-connection) and each namespace keeps a bounded share of the session table (session_quota).
+connection), each namespace keeps a bounded share of the session table (session_quota),
+half-sent requests are cut off (http_guard), and repeated log lines are collapsed (log_flood).
 """
 
 from typing import TYPE_CHECKING
@@ -10,6 +11,8 @@ from typing import TYPE_CHECKING
 import anyio
 import uvicorn
 from memvm.server.http import MAX_REQUEST_BYTES, Transport, transport_security
+from memvm.server.http_guard import BACKLOG, connection_limit, guarded_protocol
+from memvm.server.log_flood import quiet_floods
 from memvm.server.session_quota import SESSION_IDLE_S, SessionQuota
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -18,6 +21,8 @@ if TYPE_CHECKING:
     from memvm.server.app import MemvmServer
 
 STREAMABLE_HTTP_PATH = "/mcp"
+# Seconds an idle keep-alive connection is kept between requests (uvicorn's default).
+KEEP_ALIVE_S = 5
 
 
 def http_app(
@@ -60,7 +65,12 @@ def run_http(
         host=host,
         port=port,
         log_level=log_level.lower(),
+        http=guarded_protocol(connection_limit()),
+        timeout_keep_alive=KEEP_ALIVE_S,
+        backlog=BACKLOG,
     )
+    # After uvicorn has set up its loggers, so that their handlers get the filter too.
+    quiet_floods()
 
     async def serve() -> None:
         # Held for the whole run: every connection and session uses this one engine.

@@ -1,6 +1,11 @@
 """The real HTTP server under a crowd: the session table, SSE connections, and half-sent requests."""
 
 import os
+import resource
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -9,9 +14,11 @@ import pytest
 from anyio.abc import TaskStatus
 from mcp import Client
 from mcp.client.sse import sse_client
+from memvm.server.http_guard import HEADER_TIMEOUT_S
+from memvm.server.log_flood import BURST
 from memvm.server.session_quota import SESSIONS_PER_NAMESPACE
 
-from tests.e2e.test_http import ALICE, BOB, INITIALIZE, START_LIMIT, http_server
+from tests.e2e.test_http import ALICE, BOB, INITIALIZE, START_LIMIT, free_port, http_server, wait_listening
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -113,3 +120,78 @@ async def test_sse_clients_share_one_engine_and_outlive_each_others_disconnects(
     )
     assert failures == []
     assert with_one > 0 and with_all == with_one == after
+
+
+# The server's file limit in the half-sent-requests test: low enough that the sockets outnumber it.
+SERVER_FILE_LIMIT = 512
+
+
+@contextmanager
+def limited_server(db: Path, tokens: Path, log: Path, file_limit: int) -> Iterator[int]:
+    """`memvm serve` over streamable HTTP with at most `file_limit` open files; yields its port."""
+    port = free_port()
+
+    def lower_the_file_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (file_limit, file_limit))
+
+    command = [sys.executable, "-m", "memvm.server", "serve", "--transport", "streamable-http"]
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            [*command, "--port", str(port), "--tokens", str(tokens), "--db", str(db)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            preexec_fn=lower_the_file_limit,
+        )
+        try:
+            wait_listening(process, port, log)
+            yield port
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+async def half_sent_request(port: int, closed: list[int], *, task_status: TaskStatus[None]) -> None:
+    """A request that stops in the middle of its headers and never goes on; notes when the server hangs up."""
+    async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+        await stream.send(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Ty".encode())
+        task_status.started()
+        try:
+            while await stream.receive():
+                pass
+        except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
+            pass
+        closed.append(port)
+
+
+async def test_half_sent_requests_are_cut_off_and_lock_no_one_out(db_path, tokens, tmp_path, report_figure):
+    sockets = 400
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] > sockets * 2, "this test needs more open files"
+    log = tmp_path / "server.log"
+    closed: list[int] = []
+    with limited_server(db_path, tokens, log, SERVER_FILE_LIMIT) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        with anyio.fail_after(START_LIMIT + HEADER_TIMEOUT_S * 4):
+            async with anyio.create_task_group() as group:
+                for _ in range(sockets):
+                    await group.start(half_sent_request, port, closed)
+                # With every socket still hanging, a client that sends whole requests is served.
+                async with httpx2.AsyncClient(timeout=60) as http:
+                    good, _ = await open_session(http, url, ALICE)
+                # Each of these makes the server log a warning.
+                for _ in range(BURST * 5):
+                    async with await anyio.connect_tcp("127.0.0.1", port) as garbage:
+                        await garbage.send(b"NOT HTTP\r\n\r\n")
+                        await garbage.receive()
+                # The group ends once the server has closed every half-sent request.
+    log_bytes = log.stat().st_size
+    invalid = log.read_text().count("Invalid HTTP request")
+    report_figure(
+        f"slowloris: sockets={sockets} file_limit={SERVER_FILE_LIMIT} closed_by_server={len(closed)} "
+        f"good_client={good} log_bytes={log_bytes} invalid_logged={invalid}/{BURST * 5}"
+    )
+    assert good == 200
+    assert len(closed) == sockets
+    # Every kind of line the server logs appears at most BURST times, so the log stays small.
+    assert invalid <= BURST
+    assert log_bytes < 50 * 1024
