@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 
 from memvm.engine.db import Reads, Row, Writes
+from memvm.engine.framing import neutralise
 from memvm.engine.levels import collapse
 from memvm.engine.models import (
     Actor,
@@ -155,13 +156,15 @@ def line_head(page_id: str, page_type: PageType, role: Role | None) -> str:
 
 
 def line_body(text: str) -> str:
-    """The rest of the line: the text at the mapped level, on one line.
+    """The rest of the line: the text at the mapped level, on one line, with anything shaped like
+    one of memvm's tags escaped (see framing): one line per page, so no text can pose as another
+    page's line, and no page can end the context block.
 
     It starts with a space after the head's colon, where the tokenizer always starts a new piece,
     so a line's tokens are the head's plus the body's: a long page's body is counted once, before
     any lock is taken, and never again while the write lock is held.
     """
-    return f" {collapse(text)}"
+    return f" {neutralise(collapse(text))}"
 
 
 def context_line(page_id: str, page_type: PageType, role: Role | None, text: str) -> str:

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from memvm.engine import Engine
+from memvm.engine.framing import neutralise
 from memvm.engine.models import MemoryMap
 
 MANIFEST_OPEN = "<VM:MANIFEST_JSON>"
@@ -17,8 +18,15 @@ MANIFEST_CLOSE = "</VM:MANIFEST_JSON>"
 PREFER_LEVELS = [2, 1, 0]
 
 
+# Line separators JSON leaves raw: escaped, so the manifest stays one line whatever a hint holds.
+_RAW_LINE_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def _dump(manifest: dict[str, Any]) -> str:
-    return json.dumps(manifest, ensure_ascii=False, separators=(",", ":"))
+    # Escaped here, as rendered, so the cap counts what is sent; `&lt;` is valid inside a JSON string.
+    return neutralise(
+        json.dumps(manifest, ensure_ascii=False, separators=(",", ":")).translate(_RAW_LINE_BREAKS)
+    )
 
 
 def build_manifest(memory: MemoryMap) -> dict[str, Any]:

@@ -8,6 +8,7 @@ and a line is added only if the whole block still fits `max_tokens`, counted exa
 import json
 from datetime import UTC, datetime
 
+from memvm.engine.framing import neutralise
 from memvm.engine.models import ErrorHint, FixGuidance, ProceduralKnowledge, ToolHints
 from memvm.engine.tokens import TokenCounter
 from pydantic import BaseModel
@@ -32,6 +33,8 @@ def render_hints(knowledge: ProceduralKnowledge, counter: TokenCounter, max_toke
             lines.append(worked)
     if not lines:
         lines = [NOTHING_YET]
+    # One fact per line, and no stored error text or argument can close the block or open another.
+    lines = [neutralise(" ".join(line.splitlines())) for line in lines]
     kept: list[str] = []
     for line in lines:
         if counter.count(_block([*kept, line])) <= max_tokens:
