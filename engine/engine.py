@@ -47,7 +47,7 @@ from memvm.engine.names import page_ids, session_names
 from memvm.engine.pages import get_page
 from memvm.engine.procedures import procedural_knowledge
 from memvm.engine.search import search_pages
-from memvm.engine.sessions import begin_turn, read_session, touch_session
+from memvm.engine.sessions import allowance_session, begin_turn, read_session, touch_session
 from memvm.engine.terms import Stemmer
 from memvm.engine.tokens import TokenCounter
 from memvm.engine.working_set import line_cost, view_entries
@@ -214,11 +214,21 @@ class Engine:
                 structural_constants=self.config.guards.structural_constants,
             )
 
-    async def check_tool_call(self, *, namespace: str, session: str, tool: str, args: Any) -> ToolCallCheck:
+    async def check_tool_call(
+        self, *, namespace: str, session: str, tool: str, args: Any, host_session: str | None = None
+    ) -> ToolCallCheck:
+        """Every guard at once, on `session`'s calls this turn.
+
+        A session the caller made up (ad hoc) has no budgets of its own: its calls are judged
+        and counted in `host_session`, the caller's own, so a new name per call evades nothing.
+        """
         now = self.clock.now()
         async with self.db.write() as conn:
             state = await touch_session(conn, namespace, session, now, self.config.turn_idle_seconds)
-            log = CallLog(conn=conn, namespace=namespace, session=session, turn=state.turn)
+            own = allowance_session(state, host_session)
+            if own is not None:
+                state = await touch_session(conn, namespace, own, now, self.config.turn_idle_seconds)
+            log = CallLog(conn=conn, namespace=namespace, session=state.session, turn=state.turn)
             return await guards.check_tool_call(log, tool=tool, args=args, config=self.config.guards, now=now)
 
     async def record_tool_outcome(self, *, namespace: str, session: str, call: ToolOutcome) -> OutcomeResult:

@@ -1,7 +1,7 @@
 """Exports written at an earlier schema, read as rows of today's tables.
 
 An export names its schema; one from before the page texts moved to their own table (7) or the
-tool call ids were counted per namespace (8) still imports. Its rows are reshaped here as they are
+tool call ids were counted per namespace (8) or sessions were marked ad hoc (9) still imports. Its rows are reshaped here as they are
 read, and the ids of its tool calls are turned into per-namespace ones, after the last row, by the
 same statements the migration runs.
 """
@@ -14,6 +14,7 @@ from memvm.engine.migrations import GLOBAL_CALL_IDS_TO_NAMESPACE
 OLDEST_READABLE = 6
 _TEXTS_APART = 7
 _CALLS_PER_NAMESPACE = 8
+_AD_HOC_SESSIONS = 9
 
 Row = dict[str, Any]
 
@@ -44,6 +45,9 @@ class Upgrade:
             namespace = str(row.get("namespace"))
             self._calls[namespace] = self._calls.get(namespace, 0) + 1
             return [("tool_calls", {**row, "rowid": row.get("call_id"), "call_id": self._calls[namespace]})]
+        if table == "sessions" and self.schema < _AD_HOC_SESSIONS and "ad_hoc" not in row:
+            # As the migration does: sessions from before keep an allowance of their own.
+            return [("sessions", {**row, "ad_hoc": 0})]
         return [(table, row)]
 
     def finishing(self) -> tuple[str, ...]:

@@ -12,9 +12,15 @@ from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.db import Database
 from memvm.engine.errors import FaultLimitReached, PageNotFound
-from memvm.engine.models import Actor, EvictedPage, FaultResult, Level, Page
+from memvm.engine.models import Actor, EvictedPage, FaultResult, Level, Page, SessionState
 from memvm.engine.pages import get_page, touch_page
-from memvm.engine.sessions import charge_fault, get_session, read_session, touch_session
+from memvm.engine.sessions import (
+    allowance_session,
+    charge_fault,
+    get_session,
+    read_session,
+    touch_session,
+)
 from memvm.engine.tokens import TokenCounter
 from memvm.engine.working_set import Bodies, WorkingSet, body_tokens, get_mapping
 
@@ -39,7 +45,8 @@ async def page_fault(
 
     No reply carries more than the working set could hold: a level that does not fit is never
     returned. A fault that maps nothing is not charged. `host_session` is the session whose
-    working set the host shows; a fault into a session that did not exist yet says so.
+    working set the host shows; a fault into a session that did not exist yet says so, and a
+    fault into an ad-hoc session is charged to `host_session` as well.
     """
     levels = [Level(level) for level in range(target_level, Level.REFERENCE + 1)]
     # A long page's line takes a fifth of a second to count: count it before taking the lock
@@ -53,6 +60,10 @@ async def page_fault(
     async with db.write() as conn:
         new_session = await read_session(conn, namespace, session) is None
         state = await touch_session(conn, namespace, session, now, config.turn_idle_seconds)
+        own = allowance_session(state, host_session)
+        charged = [state]
+        if own is not None:
+            charged.append(await touch_session(conn, namespace, own, now, config.turn_idle_seconds))
         page = await get_page(conn, namespace, page_id)
         if page is None:
             raise PageNotFound(page_id)
@@ -71,35 +82,38 @@ async def page_fault(
         already_mapped = current is not None and current.level <= target_level
         level: Level | None = target_level
         reason, evicted = None, list[EvictedPage]()
-        limit_reached = state.faults_this_turn >= config.max_faults_per_turn
+        spent = max(charged, key=lambda each: each.faults_this_turn)
+        limit_reached = spent.faults_this_turn >= config.max_faults_per_turn
         if already_mapped:
             await working_set.refresh(page.rowid)
         elif limit_reached and current is not None:
             # No upgrade without a fault, but the page is in context already: hand over what is.
             level, already_mapped = current.level, True
-            reason = str(FaultLimitReached(config.max_faults_per_turn, state.turn, config.turn_idle_seconds))
+            reason = str(FaultLimitReached(config.max_faults_per_turn, spent.turn, config.turn_idle_seconds))
             reason = f"It stays at level {int(level)}, where it already was: {reason[0].lower()}{reason[1:]}"
             await working_set.refresh(page.rowid)
         else:
             if limit_reached:
-                raise FaultLimitReached(config.max_faults_per_turn, state.turn, config.turn_idle_seconds)
+                raise FaultLimitReached(config.max_faults_per_turn, spent.turn, config.turn_idle_seconds)
             placement = await working_set.place(
                 page, levels, actor=Actor.MODEL, cause="page_fault", faulted=True, bodies=bodies
             )
             level, reason, evicted = placement.level, placement.reason, placement.evicted
             if placement.changed:
-                await charge_fault(conn, namespace, session)
+                for each in charged:
+                    await charge_fault(conn, namespace, each.session)
             else:
                 already_mapped = placement.mapped
         if level is not None:
             await touch_page(conn, namespace, page.rowid, now)
-        state = await get_session(conn, namespace, session)
+        charged = [await get_session(conn, namespace, each.session) for each in charged]
         used = await conn.one(_USED, (namespace, session))
     notice = None
     if new_session and host_session is not None and session != host_session:
         notice = (
             f"There was no session '{session}': this call started it, with a working set of its own "
-            f"that your host does not show (it shows '{host_session}'). Leave out session to use yours."
+            f"that your host does not show (it shows '{host_session}'), and its faults count against "
+            "your own session's allowance. Leave out session to use yours."
         )
     return FaultResult(
         page_id=page.page_id,
@@ -119,12 +133,16 @@ async def page_fault(
         reason=reason,
         notice=notice,
         evicted=evicted,
-        faults_left=max(0, config.max_faults_per_turn - state.faults_this_turn),
+        faults_left=_faults_left(charged, config.max_faults_per_turn),
         working_set_tokens=config.reserved_tokens + (int(used[0]) if used else 0),
         reserved_tokens=config.reserved_tokens,
         page_budget_tokens=config.page_budget,
         budget_tokens=config.budget_tokens,
     )
+
+
+def _faults_left(charged: list[SessionState], limit: int) -> int:
+    return max(0, limit - max(each.faults_this_turn for each in charged))
 
 
 async def _bodies(page: Page, levels: list[Level], counter: TokenCounter) -> Bodies:

@@ -164,7 +164,9 @@ async def ingest(
     now = writer.clock.now()
     page_ids = []
     async with writer.db.write() as conn:
-        state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        state = await touch_session(
+            conn, namespace, session, now, writer.config.turn_idle_seconds, by_host=True
+        )
         for page, levels, bodies in zip(pages, all_levels, all_bodies, strict=True):
             if page.role is Role.USER:
                 state = await begin_turn(conn, namespace, session, now)

@@ -672,6 +672,17 @@ _NAMESPACE_CALL_IDS = Migration(
     ),
 )
 
+# A session a model-facing tool created by naming it, which the host never started with begin_turn
+# or ingest: its faults and guard calls also count against the caller's own session, so naming
+# a fresh session does not buy a fresh allowance. Sessions that exist already keep their own.
+_AD_HOC_SESSIONS = Migration(
+    version=9,
+    name="sessions started by naming them",
+    statements=(
+        "ALTER TABLE sessions ADD COLUMN ad_hoc INTEGER NOT NULL DEFAULT 0 CHECK (ad_hoc IN (0, 1))",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
@@ -681,6 +692,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _SEARCH_STATISTICS,
     _PAGE_TEXTS,
     _NAMESPACE_CALL_IDS,
+    _AD_HOC_SESSIONS,
 )
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

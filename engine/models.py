@@ -127,6 +127,8 @@ class SessionState(BaseModel):
     faults_this_turn: int
     turn_started_at: float
     last_call_at: float
+    # Created by a model-facing tool naming it; the host never started it (see engine.sessions).
+    ad_hoc: bool = False
 
 
 class Mapping(BaseModel):

@@ -3,20 +3,26 @@
 A turn advances when the host calls begin_turn, when a user message is ingested, or, for hosts
 that never mark turns, on the first call after `turn_idle_seconds` of silence in the session. The
 per-turn fault allowance resets with each new turn.
+
+Any tool creates a session by naming it, but only begin_turn and ingest start one for the host.
+A session a model-facing tool created is ad hoc: its faults and guard calls also count against
+the caller's own session (see `allowance_session`), so a made-up name per call buys nothing.
 """
 
 from memvm.engine.db import Reads, Row, Writes
 from memvm.engine.models import SessionState
 
-_STATE_COLUMNS = "namespace, session, turn, faults_this_turn, turn_started_at, last_call_at"
+_STATE_COLUMNS = "namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, ad_hoc"
 
 # One statement each (a round trip to the database thread costs more than the SQL): create the
 # session on first use, else record the call, starting a new turn after an idle gap. SET
 # expressions all read the row as it was, so the gap is measured from the previous call.
 _TOUCH = f"""
-INSERT INTO sessions (namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, created_at)
-VALUES (?1, ?2, 0, 0, ?3, ?3, ?3)
+INSERT INTO sessions (
+    namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, created_at, ad_hoc)
+VALUES (?1, ?2, 0, 0, ?3, ?3, ?3, NOT ?5)
 ON CONFLICT (namespace, session) DO UPDATE SET
+    ad_hoc = ad_hoc AND NOT ?5,
     turn = CASE WHEN ?3 - last_call_at > ?4 THEN turn + 1 ELSE turn END,
     faults_this_turn = CASE WHEN ?3 - last_call_at > ?4 THEN 0 ELSE faults_this_turn END,
     turn_started_at = CASE WHEN ?3 - last_call_at > ?4 THEN ?3 ELSE turn_started_at END,
@@ -25,10 +31,11 @@ RETURNING {_STATE_COLUMNS}
 """
 
 _BEGIN_TURN = f"""
-INSERT INTO sessions (namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, created_at)
-VALUES (?1, ?2, 1, 0, ?3, ?3, ?3)
+INSERT INTO sessions (
+    namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, created_at, ad_hoc)
+VALUES (?1, ?2, 1, 0, ?3, ?3, ?3, 0)
 ON CONFLICT (namespace, session) DO UPDATE SET
-    turn = turn + 1, faults_this_turn = 0, turn_started_at = ?3, last_call_at = ?3
+    ad_hoc = 0, turn = turn + 1, faults_this_turn = 0, turn_started_at = ?3, last_call_at = ?3
 RETURNING {_STATE_COLUMNS}
 """
 
@@ -47,6 +54,7 @@ def _state(row: Row) -> SessionState:
         faults_this_turn=row["faults_this_turn"],
         turn_started_at=row["turn_started_at"],
         last_call_at=row["last_call_at"],
+        ad_hoc=bool(row["ad_hoc"]),
     )
 
 
@@ -63,10 +71,13 @@ async def read_session(conn: Reads, namespace: str, session: str) -> SessionStat
 
 
 async def touch_session(
-    conn: Writes, namespace: str, session: str, now: float, idle_seconds: float
+    conn: Writes, namespace: str, session: str, now: float, idle_seconds: float, *, by_host: bool = False
 ) -> SessionState:
-    """Create the session on first use, start a new turn after an idle gap, and record this call."""
-    row = await conn.one(_TOUCH, (namespace, session, now, idle_seconds))
+    """Create the session on first use, start a new turn after an idle gap, and record this call.
+
+    `by_host` says the host is the caller (ingest), which makes the session its own, not ad hoc.
+    """
+    row = await conn.one(_TOUCH, (namespace, session, now, idle_seconds, by_host))
     assert row is not None  # RETURNING always yields the row
     return _state(row)
 
@@ -79,3 +90,13 @@ async def begin_turn(conn: Writes, namespace: str, session: str, now: float) -> 
 
 async def charge_fault(conn: Writes, namespace: str, session: str) -> None:
     await conn.execute(_CHARGE_FAULT, (namespace, session))
+
+
+def allowance_session(state: SessionState, own_session: str | None) -> str | None:
+    """The caller's own session when `state` is an ad-hoc session the caller made up, else None.
+
+    Its fault allowance and guard budgets then also hold for calls naming `state`'s session.
+    """
+    if own_session is None or not state.ad_hoc or state.session == own_session:
+        return None
+    return own_session

@@ -51,7 +51,8 @@ SessionName = Annotated[
         # A model that makes a name up ("current") would work in a session nobody renders.
         description="One conversation inside the memory. Leave it out to use this connection's own "
         "session. Pages of every session stay searchable; a new name starts a new, "
-        "empty working set that the host's resources do not show.",
+        "empty working set that the host's resources do not show, while its page loads "
+        "and guard budgets still count in your own session.",
     ),
 ]
 # Described where it is used: the same text is a memory to keep or a message said.

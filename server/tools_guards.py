@@ -62,7 +62,11 @@ async def check_tool_call(
     """
     runtime = ctx.request_context.lifespan_context
     return await runtime.engine.check_tool_call(
-        namespace=runtime.namespace, session=runtime.session(session), tool=tool, args=args
+        namespace=runtime.namespace,
+        session=runtime.session(session),
+        tool=tool,
+        args=args,
+        host_session=runtime.default_session,
     )
 
 

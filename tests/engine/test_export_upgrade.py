@@ -5,6 +5,7 @@ import sqlite3
 
 import pytest
 from memvm.engine.doctor import diagnose
+from memvm.engine.migrations import SCHEMA_VERSION
 from memvm.engine.transfer import FORMAT, FORMAT_VERSION, export_lines, import_from, memory_tables
 
 from tests.engine.test_migrations import _schema_6_file
@@ -53,7 +54,7 @@ async def test_an_export_from_schema_6_imports_into_todays_layout(open_engine, t
         3,
         len("The walrus sang at noon. " * 50) + len("Kettle boiled over.") + len("Prices rose in May."),
     )
-    assert json.loads(reexported[0])["schema"] == 8
+    assert json.loads(reexported[0])["schema"] == SCHEMA_VERSION
     assert diagnose(db_path).healthy
     engine = await open_engine()
     found = await engine.search(namespace="a", session="s", query="Gina")
