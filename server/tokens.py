@@ -8,13 +8,22 @@ constant time, so response timing says nothing about how much of a guess was rig
 import hmac
 import json
 import re
+import stat
 from pathlib import Path
+from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from memvm.server.settings import NAME_PATTERN
 
 MIN_TOKEN_CHARS = 16
+# "aaaaaaaaaaaaaaaa" is 16 characters and no secret. A random token of 16 hex digits has fewer than
+# 6 different characters about once in 30,000 draws; a longer or base64 token practically never.
+MIN_DISTINCT_CHARS = 6
+# What a bearer token may be made of (RFC 6750's b64token): anything else (a space, NUL, CR or LF)
+# could never arrive intact in an Authorization header, or is a file gone wrong.
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_MAKE_ONE = "make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
 
 
 class TokenFileError(Exception):
@@ -22,19 +31,48 @@ class TokenFileError(Exception):
 
 
 def load_tokens(path: str | Path) -> dict[str, str]:
-    """token -> namespace from a JSON file; refuses short tokens and unusable namespaces."""
+    """token -> namespace from a JSON file; refuses weak, malformed or repeated tokens, unusable
+    namespaces, and a file anyone may write to."""
+    file = Path(path).expanduser()
     try:
-        data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+        mode = file.stat().st_mode
+        data = json.loads(file.read_text(encoding="utf-8"), object_pairs_hook=_Pairs)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TokenFileError(f"cannot read the tokens file {path}: {exc}") from exc
-    if not isinstance(data, dict) or not data:
+    if mode & stat.S_IWOTH:
+        # Anyone on the machine could add a token of their own, for any namespace.
+        raise TokenFileError(f"the tokens file {path} is writable by every user; chmod o-w it (or 600)")
+    if not isinstance(data, _Pairs) or not data:
         raise TokenFileError(f"the tokens file {path} must hold a JSON object of token -> namespace")
-    for token, namespace in data.items():
-        if len(token) < MIN_TOKEN_CHARS or token != token.strip():
-            raise TokenFileError(f"a token in {path} is shorter than {MIN_TOKEN_CHARS} characters or padded")
+    tokens: dict[str, str] = {}
+    for token, namespace in data:
+        _check_token(token, path)
+        if token in tokens:
+            # json would keep the last one silently: the earlier namespace would lose its token.
+            raise TokenFileError(f"a token appears twice in {path}; give each namespace its own")
         if not isinstance(namespace, str) or not re.match(NAME_PATTERN, namespace):
             raise TokenFileError(f"a namespace in {path} is not a name of letters, digits and _ . : -")
-    return dict(data)
+        tokens[token] = namespace
+    return tokens
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as its list of pairs, duplicates kept, so that a repeated token can be refused."""
+
+
+def _check_token(token: str, path: str | Path) -> None:
+    if len(token) < MIN_TOKEN_CHARS:
+        raise TokenFileError(f"a token in {path} is shorter than {MIN_TOKEN_CHARS} characters; {_MAKE_ONE}")
+    if not _TOKEN_CHARS.fullmatch(token):
+        raise TokenFileError(
+            f"a token in {path} holds a space, a control character (NUL, CR, LF) or another character "
+            "that is not a letter, digit or - . _ ~ + / ="
+        )
+    if len(set(token)) < MIN_DISTINCT_CHARS:
+        raise TokenFileError(
+            f"a token in {path} has fewer than {MIN_DISTINCT_CHARS} different characters, "
+            f"easy to guess; {_MAKE_ONE}"
+        )
 
 
 class NamespaceTokens(TokenVerifier):

@@ -28,7 +28,7 @@ def test_a_tokens_file_maps_each_token_to_its_namespace(tmp_path):
         ([GOOD], "JSON object"),
         ({}, "JSON object"),
         ({"short": "alice"}, "shorter than 16"),
-        ({f" {GOOD}": "alice"}, "padded"),
+        ({f" {GOOD}": "alice"}, "holds a space, a control character"),
         ({GOOD: "no spaces allowed"}, "namespace"),
         ({GOOD: 7}, "namespace"),
     ],
@@ -36,6 +36,50 @@ def test_a_tokens_file_maps_each_token_to_its_namespace(tmp_path):
 def test_an_unusable_tokens_file_is_refused_with_the_reason(tmp_path, content, complaint):
     with pytest.raises(TokenFileError, match=complaint):
         load_tokens(write(tmp_path, content))
+
+
+@pytest.mark.parametrize(
+    ("content", "complaint"),
+    [
+        # json keeps the last of two equal keys: alice's token would silently serve bob.
+        (f'{{"{GOOD}": "alice", "{GOOD}": "bob"}}', "a token appears twice"),
+        ({"a" * 16: "alice"}, "fewer than 6 different characters"),
+        ({"abababababababab": "alice"}, "fewer than 6 different characters"),
+        ({GOOD[:8] + "\x00" + GOOD[8:]: "alice"}, "control character"),
+        ({GOOD + "\r\n": "alice"}, "control character"),
+        ({GOOD[:8] + "\r\n" + GOOD[8:]: "alice"}, "control character"),
+        ({GOOD[:8] + " " + GOOD[8:]: "alice"}, "control character"),
+        ({GOOD: {"namespace": "alice"}}, "namespace"),
+    ],
+)
+def test_a_weak_repeated_or_malformed_token_is_refused_in_one_line(tmp_path, content, complaint):
+    with pytest.raises(TokenFileError, match=complaint) as refused:
+        load_tokens(write(tmp_path, content))
+    assert "\n" not in str(refused.value)
+
+
+def test_a_tokens_file_anyone_may_write_is_refused(tmp_path):
+    path = write(tmp_path, {GOOD: "alice"})
+    path.chmod(0o666)
+    with pytest.raises(TokenFileError, match="writable by every user; chmod o-w"):
+        load_tokens(path)
+    path.chmod(0o640)
+    assert load_tokens(path) == {GOOD: "alice"}
+
+
+def test_the_cli_refuses_a_repeated_token_in_one_line_without_a_traceback(tmp_path):
+    tokens = write(tmp_path, f'{{"{GOOD}": "alice", "{GOOD}": "bob"}}')
+    flags = ["--transport", "streamable-http", "--tokens", str(tokens), "--db", str(tmp_path / "m.db")]
+    done = subprocess.run(
+        [sys.executable, "-m", "memvm.server", "serve", *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("memvm: a token appears twice")
 
 
 async def test_only_an_exact_token_is_accepted_and_it_carries_its_namespace():
