@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from memvm.engine.errors import (
 )
 from memvm.engine.guard_config import GuardConfig, GuardPreset
 from memvm.engine.tokens import SUPPORTED_ENCODINGS
-from memvm.server.cli_ops import add_operations, run_operation
+from memvm.server.cli_ops import DatabasePathError, add_operations, check_db_path, run_operation
 from memvm.server.http import Transport, is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile, default_db_path
 from memvm.server.tokens import TokenFileError, load_tokens
@@ -141,7 +142,10 @@ def _guards(args: argparse.Namespace) -> GuardConfig:
 def _settings(args: argparse.Namespace) -> ServerSettings:
     db = args.db or str(default_db_path())
     if db != ":memory:":
-        Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            check_db_path(Path(db).expanduser(), create_folder=True)
+        except DatabasePathError as exc:
+            raise SettingsError(str(exc)) from exc
     return ServerSettings(
         db=db if db == ":memory:" else str(Path(db).expanduser()),
         namespace=args.namespace,
@@ -237,6 +241,10 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     except StorageError as exc:
         print(f"memvm: cannot open {settings.db}: {_START_PROBLEMS[type(exc)]}", file=sys.stderr)
+        return 2
+    except (sqlite3.Error, OSError) as exc:
+        # What is left: the disk or the file system said no (an I/O error, a vanished folder).
+        print(f"memvm: cannot open {settings.db}: {exc}", file=sys.stderr)
         return 2
     server = build_server(settings, log_level=args.log_level)
     transport = Transport(args.transport)

@@ -1,16 +1,22 @@
 """The operator's commands: `memvm doctor`, `export`, `import` and `backup`.
 
 Each works on the file while servers use it, prints what it did, and on failure prints one line
-starting with "memvm:" and exits 2 (doctor exits 1 when it finds a problem).
+starting with "memvm:" and exits 2 (doctor exits 1 when it finds a problem). None of them replaces
+a file that exists unless told to (`export --force`).
 """
 
 import argparse
 import json
 import os
+import signal
 import sqlite3
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
+from types import FrameType
 
 import anyio
 from memvm.engine import Engine
@@ -35,7 +41,10 @@ def add_operations(commands: "argparse._SubParsersAction[argparse.ArgumentParser
         "export", help="write the memory as JSON lines, one row each (safe while serving)"
     )
     export.add_argument("--db", help=_DB_HELP)
-    export.add_argument("--out", metavar="FILE", help="where to write (default: standard output)")
+    export.add_argument(
+        "--out", metavar="FILE", help="where to write (default: standard output); an existing file is kept"
+    )
+    export.add_argument("--force", action="store_true", help="replace the --out file if it exists")
     export.add_argument("--namespace", help="only this namespace's memory")
 
     import_ = commands.add_parser(
@@ -47,28 +56,70 @@ def add_operations(commands: "argparse._SubParsersAction[argparse.ArgumentParser
     backup_ = commands.add_parser(
         "backup", help="copy a database to a new file, consistently, while servers write to it"
     )
-    backup_.add_argument("target", metavar="FILE", help="the new file to write")
+    backup_.add_argument(
+        "target", metavar="FILE", help="the new file to write (never an existing one, nor over FILE.partial)"
+    )
     backup_.add_argument("--db", help=_DB_HELP)
+
+
+class DatabasePathError(Exception):
+    """A --db that cannot name a database file; one line for the person running memvm."""
+
+
+def check_db_path(db: Path, *, create_folder: bool) -> None:
+    """Refuse a --db that is not a file (a device, a folder), and make its folder when asked."""
+    if db.exists() and not db.is_file():
+        # /dev/null opens as an empty database and fails later, deep inside SQLite.
+        raise DatabasePathError(f"{db} is not a regular file; --db names a SQLite database file")
+    if create_folder:
+        try:
+            db.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabasePathError(f"cannot create the folder {db.parent} ({exc.strerror})") from exc
 
 
 def run_operation(args: argparse.Namespace) -> int:
     db = Path(args.db).expanduser() if args.db else default_db_path()
     try:
-        match args.command:
-            case "doctor":
-                return _doctor(db, args.json)
-            case "export":
-                return _export(db, args.out, args.namespace)
-            case "import":
-                return _import(db, args.file)
-            case _:
-                result = backup(db, Path(args.target).expanduser())
-                print(f"backed up {result.pages} pages ({_mb(result.bytes)}) to {result.path}")
-                return 0
-    except (TransferError, BackupError, DatabaseRefused, StorageError) as exc:
+        check_db_path(db, create_folder=args.command == "import")
+        # A terminated export or backup still removes its partial file on the way out.
+        with _signals_end_cleanly():
+            match args.command:
+                case "doctor":
+                    return _doctor(db, args.json)
+                case "export":
+                    return _export(db, args.out, args.namespace, force=args.force)
+                case "import":
+                    return _import(db, args.file)
+                case _:
+                    result = backup(db, Path(args.target).expanduser())
+                    print(f"backed up {result.pages} pages ({_mb(result.bytes)}) to {result.path}")
+                    return 0
+    except (TransferError, BackupError, DatabaseRefused, StorageError, DatabasePathError) as exc:
         return _fail(str(exc))
     except sqlite3.DatabaseError as exc:
         return _fail(f"cannot use {db}: {exc}")
+    except BrokenPipeError:
+        raise  # the reader left: main ends quietly, as programs in a pipe do
+    except OSError as exc:
+        # A folder that cannot be written, a file that cannot be read: the OS's words, one line.
+        where = f" {exc.filename}" if exc.filename else ""
+        return _fail(f"cannot use{where}: {exc.strerror or exc}")
+
+
+@contextmanager
+def _signals_end_cleanly() -> Iterator[None]:
+    """SIGTERM and SIGHUP end the command as Ctrl-C does: by an exception, so cleanups run."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _fail(message: str) -> int:
@@ -110,34 +161,55 @@ def _report(found: Diagnosis) -> list[str]:
     return lines
 
 
-def _export(db: Path, out: str | None, namespace: str | None) -> int:
+def _export(db: Path, out: str | None, namespace: str | None, *, force: bool) -> int:
     if not db.is_file():
         return _fail(f"there is no database at {db}")
+    target = Path(out).expanduser() if out is not None else None
+    if target is not None and target.exists() and not force:
+        return _fail(f"{target} already exists; name a new file, or pass --force to replace it")
     conn = connect_blocking(db)
     try:
-        if out is None:
+        if target is None:
             rows = export_to(conn, sys.stdout, namespace)
             sys.stdout.flush()  # every row delivered (or the reader gone) before the count is claimed
         else:
-            # Written beside the target and renamed, so a failed export never looks like a whole one.
-            target = Path(out).expanduser()
-            partial = target.with_name(target.name + ".partial")
-            try:
-                with partial.open("w", encoding="utf-8") as stream:
-                    rows = export_to(conn, stream, namespace)
-                os.replace(partial, target)
-            finally:
-                partial.unlink(missing_ok=True)
+            rows = _export_file(conn, target, namespace, force=force)
     finally:
         conn.close()
     print(f"exported {rows} rows" + (f" to {out}" if out else ""), file=sys.stderr)
     return 0
 
 
+def _export_file(conn: sqlite3.Connection, target: Path, namespace: str | None, *, force: bool) -> int:
+    """Write the export beside `target` under a name of its own, then move it into place: a failed
+    export never looks like a whole one, and never touches another file."""
+    try:
+        # Readable by its owner only, like the database it copies.
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    except OSError as exc:
+        raise DatabasePathError(f"cannot write {target} ({exc.strerror})") from exc
+    partial = Path(name)
+    try:
+        with open(fd, "w", encoding="utf-8") as stream:
+            rows = export_to(conn, stream, namespace)
+        if force:
+            os.replace(partial, target)
+        else:
+            # A link fails if the name was taken meanwhile, where a rename would replace it.
+            try:
+                os.link(partial, target)
+            except FileExistsError:
+                raise DatabasePathError(
+                    f"{target} already exists; name a new file, or pass --force"
+                ) from None
+    finally:
+        partial.unlink(missing_ok=True)
+    return rows
+
+
 def _import(db: Path, source: str) -> int:
     if source != "-" and not Path(source).is_file():
         return _fail(f"there is no export at {source}")
-    db.parent.mkdir(parents=True, exist_ok=True)
     anyio.run(_create, db)  # a new file gets the schema; an old one is checked and migrated
     conn = connect_blocking(db)
     try:
