@@ -13,7 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from memvm.engine.db import connect_blocking
+from memvm.engine.db import connect_blocking, writable
 
 
 class BackupError(Exception):
@@ -64,7 +64,7 @@ def _claim_partial(target: Path) -> Path:
 
 def _copy(source: Path, partial: Path) -> int:
     """Copy `source` into the empty file `partial`, fold its WAL in and check it; returns its pages."""
-    src = connect_blocking(source)
+    src = connect_blocking(source, read_only=not writable(source))
     try:
         dst = sqlite3.connect(partial, isolation_level=None)
         try:

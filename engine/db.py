@@ -220,13 +220,25 @@ class Database:
             await anyio.sleep(random.uniform(0, _BUSY_PAUSE_S))
 
 
-def connect_blocking(path: str | Path) -> sqlite3.Connection:
+_UNREADABLE_WAL = (
+    "its last writes are in its -wal file, which SQLite cannot read in a folder it may not write; "
+    "copy the file with its -wal to a writable folder (or serve it there once) and open that"
+)
+
+
+def connect_blocking(path: str | Path, *, read_only: bool = False) -> sqlite3.Connection:
     """A plain connection for the operator's one-shot commands (doctor, export, import, backup).
 
     They run beside serving processes, so they wait for the write lock as long as the engine does;
     transactions are explicit (isolation_level=None), as on the engine's own connections.
+    `read_only` opens it as `serve --read-only` does, for a file on read-only media.
     """
-    conn = sqlite3.connect(path, isolation_level=None)
+    if read_only:
+        if unreadable_wal(path):
+            raise DatabaseRefused(_UNREADABLE_WAL)
+        conn = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None)
+    else:
+        conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout={EngineConfig().busy_timeout_ms}")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
@@ -256,15 +268,60 @@ async def _pragma(conn: aiosqlite.Connection, sql: str) -> list[Row]:
         return list(await cursor.fetchall())
 
 
-def _read_only_uri(target: str) -> str:
-    """The path as a percent-encoded file: URI, which is the only way to ask SQLite for mode=ro."""
-    return f"{PurePath(os.path.abspath(target)).as_uri()}?mode=ro"
+def read_only_uri(target: str | Path) -> str:
+    """The file as a percent-encoded file: URI for SQLite's mode=ro, the only way to ask for it.
+
+    A WAL file opened read-only still needs its -shm beside it, which SQLite creates on the
+    first read: in a folder nobody may write (a backup on read-only media) that fails. There the
+    file is opened `immutable` instead, which needs no -shm: nothing can change a file whose folder
+    cannot take a WAL, provided the last writer left no WAL behind (see `unreadable_wal`).
+    """
+    path = os.path.abspath(target)
+    uri = f"{PurePath(path).as_uri()}?mode=ro"
+    if _on_read_only_media(path) and not _wal_content(path):
+        uri += "&immutable=1"
+    return uri
+
+
+def unreadable_wal(target: str | Path) -> bool:
+    """True when the file's last writes sit in a WAL that cannot be read from where it is: no
+    -shm beside it and a folder where none can be made."""
+    path = os.path.abspath(target)
+    return _on_read_only_media(path) and _wal_content(path)
+
+
+def writable(target: str | Path) -> bool:
+    """Whether this process may write the file and its folder (where SQLite keeps -wal and -shm)."""
+    path = os.path.abspath(target)
+    return os.access(path, os.W_OK) and os.access(os.path.dirname(path), os.W_OK)
+
+
+def _on_read_only_media(path: str) -> bool:
+    # os.access asks the kernel, so a read-only mount counts even for root, and a -shm already
+    # there (left by a writer) is used as SQLite reads WAL files with it.
+    return not os.access(os.path.dirname(path), os.W_OK) and not os.path.exists(f"{path}-shm")
+
+
+def _wal_content(path: str) -> bool:
+    try:
+        return os.path.getsize(f"{path}-wal") > 0
+    except OSError:
+        return False
+
+
+def wal_in_header(target: str | Path) -> bool:
+    """Whether the file's header marks it as a WAL database (an immutable open reports "delete")."""
+    with open(target, "rb") as file:
+        header = file.read(20)
+    return len(header) == 20 and header[18] == 2 and header[19] == 2
 
 
 async def _connect(target: str, config: EngineConfig, *, busy_ms: int) -> aiosqlite.Connection:
     try:
         if config.read_only and target != ":memory:":
-            conn = await aiosqlite.connect(_read_only_uri(target), uri=True, isolation_level=None)
+            if unreadable_wal(target):
+                raise DatabaseRefused(_UNREADABLE_WAL)
+            conn = await aiosqlite.connect(read_only_uri(target), uri=True, isolation_level=None)
         else:
             conn = await aiosqlite.connect(target, isolation_level=None)
     except sqlite3.Error as exc:

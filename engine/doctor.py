@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvm.engine.db import APPLICATION_ID, connect_blocking
+from memvm.engine.db import APPLICATION_ID, connect_blocking, wal_in_header, writable
 from memvm.engine.migrations import SCHEMA_VERSION
 
 
@@ -45,9 +45,10 @@ def diagnose(path: str | Path) -> Diagnosis:
     found = Diagnosis(path=str(target), file_bytes=target.stat().st_size)
     wal = target.with_name(target.name + "-wal")
     found.wal_bytes = wal.stat().st_size if wal.exists() else 0
-    # Not mode=ro: the FTS5 check is phrased as an INSERT, and a read-only open would also miss
-    # a WAL that only a writer may recover. Nothing is committed.
-    conn = connect_blocking(target)
+    # Not mode=ro where it can be helped: the FTS5 check is phrased as an INSERT, and a read-only
+    # open would also miss a WAL that only a writer may recover. Nothing is committed. A file that
+    # cannot be written (a backup on read-only media) is checked read-only, as it is served.
+    conn = connect_blocking(target, read_only=not writable(target))
     try:
         _file_checks(conn, found)
         if found.checks.get("integrity") == "ok" and found.checks.get("owner") == "ok":
@@ -66,6 +67,8 @@ def _one(conn: sqlite3.Connection, sql: str) -> Any:
 
 def _file_checks(conn: sqlite3.Connection, found: Diagnosis) -> None:
     found.journal_mode = str(_one(conn, "PRAGMA journal_mode"))
+    if found.journal_mode != "wal" and wal_in_header(found.path):
+        found.journal_mode = "wal"  # opened immutable, where SQLite reports "delete"
     found.page_size = int(_one(conn, "PRAGMA page_size") or 0)
     found.page_count = int(_one(conn, "PRAGMA page_count") or 0)
     found.free_pages = int(_one(conn, "PRAGMA freelist_count") or 0)
@@ -121,6 +124,9 @@ def _memvm_checks(conn: sqlite3.Connection, found: Diagnosis) -> None:
         found.problems.append(f"the search index disagrees with the pages ({found.checks['search_index']})")
 
 
+_READ_ONLY_SKIP = "ok (structure check skipped: read-only file)"
+
+
 def _search_index_check(conn: sqlite3.Connection) -> str:
     # The index holds its content elsewhere (content='page_search', a view over the pages and their
     # texts), so FTS5's own check sees only itself on this SQLite; that every page is indexed, and
@@ -136,10 +142,13 @@ def _search_index_check(conn: sqlite3.Connection) -> str:
     except sqlite3.OperationalError as exc:
         if "readonly" not in str(exc):
             raise
-        return "ok (structure check skipped: read-only file)"
+        return _READ_ONLY_SKIP
     try:
         conn.execute("INSERT INTO pages_fts (pages_fts) VALUES ('integrity-check')")
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as exc:
+        # An immutable open (read-only media) takes the write lock and refuses only the write.
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY:
+            return _READ_ONLY_SKIP
         return "FTS5 integrity-check failed"
     finally:
         conn.execute("ROLLBACK")

@@ -21,7 +21,7 @@ from types import FrameType
 import anyio
 from memvm.engine import Engine
 from memvm.engine.backup import BackupError, backup
-from memvm.engine.db import connect_blocking
+from memvm.engine.db import connect_blocking, writable
 from memvm.engine.doctor import Diagnosis, diagnose
 from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.transfer import TransferError, export_to, import_from
@@ -167,7 +167,7 @@ def _export(db: Path, out: str | None, namespace: str | None, *, force: bool) ->
     target = Path(out).expanduser() if out is not None else None
     if target is not None and target.exists() and not force:
         return _fail(f"{target} already exists; name a new file, or pass --force to replace it")
-    conn = connect_blocking(db)
+    conn = connect_blocking(db, read_only=not writable(db))
     try:
         if target is None:
             rows = export_to(conn, sys.stdout, namespace)

@@ -1,0 +1,105 @@
+"""A database on read-only media (a backup on a read-only mount, a folder nobody may write) is
+served with --read-only and checked with doctor, as it is, without a -shm or -wal beside it.
+
+The commands run for real, as a user that file modes bind (see unprivileged.py): root would
+write the folder regardless.
+"""
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from memvm.engine import Engine
+
+from tests.conftest import note
+from tests.server.conftest import call, call_error, read
+from tests.server.unprivileged import open_dir, read_only, unprivileged
+
+pytestmark = pytest.mark.anyio
+
+LIMIT = 120  # seconds, for a subprocess on a loaded 2-core machine
+FACTS = ("the spare key is under the blue pot", "the boiler is serviced every march", "the cat is fed twice")
+
+
+async def fill(db: Path) -> None:
+    engine = await Engine.open(db)
+    try:
+        for n, fact in enumerate(FACTS):
+            await engine.remember(namespace="default", session="home", page=note(fact), key=f"fact-{n}")
+    finally:
+        await engine.close()
+
+
+def memvm(*arguments: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        unprivileged([sys.executable, "-m", "memvm.server", *map(str, arguments)]),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+    )
+
+
+def read_only_server(db: Path) -> StdioServerParameters:
+    command, *args = unprivileged(
+        [sys.executable, "-m", "memvm.server", "serve", "--read-only", "--db", str(db)]
+    )
+    return StdioServerParameters(
+        command=command, args=args, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    )
+
+
+async def test_a_database_on_read_only_media_is_served_and_checked_as_it_is(report_figure):
+    with open_dir() as shared:
+        media = shared / "media"
+        media.mkdir()
+        db = media / "memvm.db"
+        await fill(db)
+        assert sorted(p.name for p in media.iterdir()) == ["memvm.db"]  # a clean close left no WAL
+        read_only(db, media)
+        before = db.read_bytes()
+
+        doctor = memvm("doctor", "--db", db)
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+        assert "journal wal" in doctor.stdout and "healthy" in doctor.stdout
+
+        with anyio.fail_after(LIMIT):
+            async with Client(read_only_server(db)) as client:
+                found = [await call(client, "search_pages", query=fact) for fact in FACTS]
+                page = await read(client, "memvm://pages/fact-0")
+                refused = await call_error(client, "remember", content="this cannot be stored")
+        assert [hits["results"][0]["page_id"] for hits in found] == ["fact-0", "fact-1", "fact-2"]
+        assert FACTS[0] in page
+        assert "read-only" in refused
+        assert db.read_bytes() == before
+        assert sorted(p.name for p in media.iterdir()) == ["memvm.db"]
+    report_figure(f"readonly_media: serve_reads={len(found) + 1} doctor=ok unchanged=True")
+
+
+async def test_a_read_only_copy_whose_last_writes_are_in_its_wal_is_refused_in_one_line():
+    with open_dir() as shared:
+        db = shared / "memvm.db"
+        await fill(db)
+        # A copy taken while a writer had the file open: the last writes are only in the -wal.
+        writer = sqlite3.connect(db, isolation_level=None)
+        try:
+            writer.execute("PRAGMA wal_autocheckpoint=0")
+            writer.execute("UPDATE pages SET importance = 0.9")
+            media = shared / "media"
+            media.mkdir()
+            for name in ("memvm.db", "memvm.db-wal"):
+                shutil.copy(shared / name, media / name)
+        finally:
+            writer.close()
+        read_only(media)
+        for command in (["serve", "--read-only"], ["doctor"]):
+            done = memvm(*command, "--db", media / "memvm.db")
+            assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+            (line,) = done.stderr.strip().splitlines()
+            assert "its last writes are in its -wal file" in line
