@@ -68,8 +68,9 @@ class EngineConfig(BaseModel):
     # Read transactions that run at once, each on its own connection (a thread each).
     read_connections: int = Field(4, ge=1, le=64)
     synchronous: Synchronous = Synchronous.FULL
-    # A quota on the database file: past it, writes fail with "storage full" (and nothing is
-    # half-written) while reads, forget and the freed space go on working. None: only the disk's.
+    # A quota on the database file and its WAL together: past it, writes fail with "storage full"
+    # (and nothing is half-written) while reads, forget and the freed space go on working. It binds
+    # this process's writes only, as synchronous does. None: only the disk's.
     max_db_mb: int | None = Field(None, ge=1)
     # Open the file read-only (SQLite mode=ro): reads work, every write is the "read-only" tool
     # error, and a file that still needs a migration is refused at start.

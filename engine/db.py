@@ -17,7 +17,7 @@ import random
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -117,6 +117,7 @@ class Database:
         self._idle_readers: list[aiosqlite.Connection] = []
         self._reader_slots = anyio.Semaphore(config.read_connections)
         self.path = path
+        self._quota_bytes = None if self._shared or config.max_db_mb is None else config.max_db_mb * 2**20
         # Times a write found the file locked by another process and tried again; never reset.
         self.busy_retries = 0
 
@@ -190,6 +191,7 @@ class Database:
         leaves the connection out of any transaction, ready for the next one.
         """
         async with self._lock:
+            await self._check_room()
             await self._begin()
             try:
                 yield Writes(self._writer)
@@ -203,6 +205,31 @@ class Database:
                 await _shielded(self._writer, "ROLLBACK")
                 _raise_translated(exc)
                 raise
+
+    async def _check_room(self) -> None:
+        """Refuse a write, as "storage full", while the file and its WAL together pass the quota.
+
+        max_page_count bounds the file alone. The WAL grows past it while a reader holds an old
+        snapshot, since checkpoints cannot fold it back meanwhile: so a write that finds the two
+        over the quota first folds the WAL in (TRUNCATE) and is refused only if they still are.
+        One write may take the total over the quota by its own size; the next is refused.
+        """
+        if self._quota_bytes is None or self._on_disk() <= self._quota_bytes:
+            return
+        try:
+            await _pragma(self._writer, "PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            _raise_translated(exc)
+            raise
+        if self._on_disk() > self._quota_bytes:
+            raise StorageFull()
+
+    def _on_disk(self) -> int:
+        total = 0
+        for name in (self.path, f"{self.path}-wal"):
+            with suppress(FileNotFoundError):
+                total += os.path.getsize(name)
+        return total
 
     async def _begin(self) -> None:
         """Take the file's write lock, retrying while another process holds it (see the module)."""

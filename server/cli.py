@@ -92,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--max-db-mb",
         type=int,
-        help="cap the database file at this many MiB: past it, writes get a 'storage full' tool error",
+        help="cap the database file and its WAL together at this many MiB: past it, writes get a "
+        "'storage full' tool error; applies to this process's writes",
     )
     serve.add_argument(
         "--read-only",

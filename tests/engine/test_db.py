@@ -6,7 +6,7 @@ from collections.abc import Callable
 import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.db import APPLICATION_ID
-from memvm.engine.errors import DatabaseRefused, StorageBusy
+from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageFull
 from memvm.engine.migrations import MIGRATIONS, applied_versions, migrate
 
 from tests.conftest import note
@@ -149,3 +149,41 @@ async def test_a_lock_held_past_the_busy_timeout_is_storage_busy_and_writes_noth
     assert engine.db.busy_retries >= 1
     found = await engine.search(namespace="ns", session="s", query="Never written")
     assert found.results == []
+
+
+async def test_the_quota_counts_the_wal_that_a_reader_holding_a_snapshot_keeps_growing(
+    open_engine, db_path, report_figure
+):
+    quota = 2 * 2**20
+    engine = await open_engine(EngineConfig(max_db_mb=2))
+    await engine.remember(namespace="default", session="s", page=note("a first note"))
+    # Another program reads and keeps its snapshot open: no checkpoint can fold the WAL back.
+    reader = sqlite3.connect(db_path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM pages").fetchone()
+    stored = largest = 0
+    try:
+        for i in range(200):  # about 12 MiB of text if nothing stopped it
+            try:
+                await engine.remember(namespace="default", session="s", page=note(f"{i} " + "word " * 12_000))
+            except StorageFull:
+                break
+            stored += 1
+            largest = max(largest, _on_disk(db_path))
+        else:
+            pytest.fail("the quota never stopped a write while the WAL grew")
+    finally:
+        reader.close()
+    # One write may take the total past the quota by its own size (about 0.2 MiB here); no more.
+    assert stored >= 2 and largest <= quota + 2**20
+    # With the reader gone the WAL folds back and the next write fits again.
+    after = await engine.remember(namespace="default", session="s", page=note("after the reader left"))
+    assert after.page_id
+    report_figure(
+        f"quota_wal: stored={stored} max_on_disk={largest / 2**20:.1f}MiB quota=2.0MiB recovered=True"
+    )
+
+
+def _on_disk(db_path) -> int:
+    wal = db_path.with_name(db_path.name + "-wal")
+    return db_path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
