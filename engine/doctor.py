@@ -11,6 +11,8 @@ from typing import Any
 
 from memvm.engine.db import APPLICATION_ID, connect_blocking, wal_in_header, writable
 from memvm.engine.migrations import SCHEMA_VERSION
+from memvm.engine.row_rules import violations
+from memvm.engine.transfer import memory_tables
 
 
 @dataclass
@@ -118,6 +120,13 @@ def _memvm_checks(conn: sqlite3.Connection, found: Diagnosis) -> None:
     found.checks["page_counts"] = "ok" if drift == 0 else f"{drift} namespaces off"
     if drift:
         found.problems.append(f"page counts disagree with the pages in {drift} namespaces")
+
+    # The rules import holds every row to: a row written by other means may break them.
+    broken = violations(conn, [table.name for table in memory_tables(conn)])
+    found.checks["rows"] = (
+        "ok" if not broken else f"{len(broken)}{'+' if len(broken) >= 20 else ''} break rules"
+    )
+    found.problems += [f"{violation}" for violation in broken[:5]]
 
     found.checks["search_index"] = _search_index_check(conn)
     if not found.checks["search_index"].startswith("ok"):

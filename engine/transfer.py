@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from memvm.engine.export_upgrade import OLDEST_READABLE, Upgrade
 from memvm.engine.migrations import SCHEMA_VERSION
+from memvm.engine.row_rules import violations
 
 FORMAT = "memvm-export"
 FORMAT_VERSION = 1
@@ -110,6 +111,11 @@ def import_from(conn: sqlite3.Connection, lines: Iterable[str]) -> int:
         rows, upgrade = _insert_all(conn, tables, lines)
         for statement in upgrade.finishing():
             conn.execute(statement)
+        # A row that fits its table can still break what the tools keep (a page type, JSON, a
+        # page of another namespace): checked on what was inserted, before anything is committed.
+        broken = violations(conn, tables, limit=1)
+        if broken:
+            raise TransferError(f"{broken[0]}; nothing was imported")
         if conn.execute("PRAGMA foreign_key_check").fetchone():
             raise TransferError("the file has rows that point at rows it does not hold; nothing was imported")
         conn.execute("COMMIT")

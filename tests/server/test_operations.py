@@ -176,6 +176,7 @@ def test_doctor_reports_a_healthy_file(filled, capsys):
         "owner": "ok",
         "foreign_keys": "ok",
         "page_counts": "ok",
+        "rows": "ok",
         "search_index": "ok",
     }
 
@@ -239,3 +240,78 @@ def test_backup_is_a_checked_copy_and_never_overwrites(filled, tmp_path, capsys)
     assert not Path(str(target) + "-wal").exists() or Path(str(target) + "-wal").stat().st_size == 0
     assert run("backup", target, "--db", filled) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+# Rows that fit their table's SQL but break what the tools keep; each used to be imported, to
+# break search, faults or resources (or to show acme's page in globex's working set), and to be
+# called healthy by doctor.
+BAD_ROWS = {
+    "foreign page in a working set": (
+        "UPDATE working_set SET page_rowid = (SELECT min(rowid) FROM pages WHERE namespace = 'acme') "
+        "WHERE namespace = 'globex' AND page_rowid = (SELECT max(page_rowid) FROM working_set WHERE namespace = 'globex')",
+        "table working_set, row (namespace='globex', session='globex-trip', page_rowid=",
+        "it maps a page of another namespace",
+    ),
+    "unknown page type": (
+        "UPDATE pages SET type = 'memo' WHERE page_id = 'seats' AND namespace = 'acme'",
+        "table pages, row (rowid=",
+        "its type is not a page type",
+    ),
+    "value that is not JSON": (
+        "UPDATE bindings SET value = '{not json' WHERE seq = 1 AND namespace = 'acme'",
+        "table bindings, row (rowid=",
+        "its value is not JSON",
+    ),
+    "counter about to overflow": (
+        "UPDATE sessions SET turn = 9223372036854775807 WHERE namespace = 'acme'",
+        "table sessions, row (namespace='acme', session='acme-trip')",
+        "turn is not a whole number within",
+    ),
+    "infinite time": (
+        "UPDATE tool_calls SET at = 9e999 WHERE call_id = (SELECT min(call_id) FROM tool_calls)",
+        "table tool_calls, row (call_id=",
+        "at is not a finite number",
+    ),
+    "metadata that is not an object": (
+        "UPDATE pages SET metadata = '[1, 2]' WHERE page_id = 'seats' AND namespace = 'globex'",
+        "table pages, row (rowid=",
+        "its metadata is not a JSON object",
+    ),
+    "fix of another namespace's call": (
+        "UPDATE tool_calls SET fixed_by = (SELECT max(call_id) FROM tool_calls WHERE namespace = 'globex') "
+        "WHERE call_id = (SELECT min(call_id) FROM tool_calls WHERE namespace = 'acme')",
+        "table tool_calls, row (call_id=",
+        "fixed_by names a call of another namespace",
+    ),
+}
+
+
+def test_import_refuses_and_doctor_reports_every_row_that_breaks_a_rule(
+    filled, tmp_path, capsys, report_figure
+):
+    refused = found = 0
+    for n, (damage, (sql, row, rule)) in enumerate(BAD_ROWS.items()):
+        db = tmp_path / f"bad{n}.db"
+        db.write_bytes(filled.read_bytes())
+        with sqlite3.connect(db) as conn:
+            conn.execute(sql)
+            assert conn.total_changes >= 1, damage
+        capsys.readouterr()
+        assert run("doctor", "--db", db) == 1, damage
+        report = capsys.readouterr().out
+        assert row in report and rule in report, (damage, report)
+        found += 1
+
+        export, copy = tmp_path / f"bad{n}.jsonl", tmp_path / f"copy{n}.db"
+        assert run("export", "--db", db, "--out", export) == 0
+        capsys.readouterr()
+        assert run("import", export, "--db", copy) == 2, damage
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith("memvm: table ") and row in line and rule in line, (damage, line)
+        assert line.endswith("nothing was imported")
+        with sqlite3.connect(copy) as conn:
+            assert [
+                t.name for t in memory_tables(conn) if conn.execute(f'SELECT 1 FROM "{t.name}"').fetchone()
+            ] == []
+        refused += 1
+    report_figure(f"import_validation: bad_rows={len(BAD_ROWS)} refused={refused} doctor_found={found}")
