@@ -8,7 +8,7 @@ shows one namespace's page in another's working set. Rules are kept per table:
   at SQLite's limit overflows on its next step), REAL a finite number, TEXT text;
 - the closed sets (page types, roles, levels, outcomes...) from the engine's own enums, JSON
   columns that parse, and ranges;
-- everything a row points at belongs to the row's namespace.
+- everything a row points at belongs to the row's namespace (call ids do by construction).
 
 A table added later gets the type rules from its declaration; its own rules go in `_TABLE_RULES`.
 """
@@ -111,44 +111,22 @@ _TABLE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "guard_calls": (("its kind is not a tool kind", _one_of("kind", ToolKind)),),
     "guard_strikes": (("its rule is not a guard rule", _one_of("rule", GuardRule)),),
+    "page_texts": (
+        (
+            "its page is of another namespace",
+            _other_namespace("page_texts", "rowid", "pages", "rowid"),
+        ),
+    ),
+    # Call ids count per namespace and the links between calls name (namespace, call id), so
+    # a call can only ever point at its own namespace's calls; the schema's keys check the rest.
     "tool_calls": (
         ("its outcome is not an outcome", _one_of("outcome", Outcome)),
         ("its arguments are not JSON", _not_json("args")),
         ("its delta is not JSON", _not_json("delta", nullable=True)),
-        (
-            "fixed_by names a call of another namespace",
-            _other_namespace("tool_calls", "fixed_by", "tool_calls", "call_id"),
-        ),
-        (
-            "fixes names a call of another namespace",
-            _other_namespace("tool_calls", "fixes", "tool_calls", "call_id"),
-        ),
     ),
-    "tool_stats": (
-        ("it counts more successes than calls", "successes > calls"),
-        (
-            "last_call_id names a call of another namespace",
-            _other_namespace("tool_stats", "last_call_id", "tool_calls", "call_id"),
-        ),
-    ),
-    "error_patterns": (
-        ("its typical fix is not JSON", _not_json("typical_fix", nullable=True)),
-        (
-            "last_call_id names a call of another namespace",
-            _other_namespace("error_patterns", "last_call_id", "tool_calls", "call_id"),
-        ),
-        (
-            "fix_call_id names a call of another namespace",
-            _other_namespace("error_patterns", "fix_call_id", "tool_calls", "call_id"),
-        ),
-    ),
-    "success_values": (
-        ("its value is not JSON", _not_json("value")),
-        (
-            "last_call_id names a call of another namespace",
-            _other_namespace("success_values", "last_call_id", "tool_calls", "call_id"),
-        ),
-    ),
+    "tool_stats": (("it counts more successes than calls", "successes > calls"),),
+    "error_patterns": (("its typical fix is not JSON", _not_json("typical_fix", nullable=True)),),
+    "success_values": (("its value is not JSON", _not_json("value")),),
 }
 
 

@@ -269,7 +269,7 @@ BAD_ROWS = {
     ),
     "infinite time": (
         "UPDATE tool_calls SET at = 9e999 WHERE call_id = (SELECT min(call_id) FROM tool_calls)",
-        "table tool_calls, row (call_id=",
+        "table tool_calls, row (rowid=",
         "at is not a finite number",
     ),
     "metadata that is not an object": (
@@ -277,11 +277,11 @@ BAD_ROWS = {
         "table pages, row (rowid=",
         "its metadata is not a JSON object",
     ),
-    "fix of another namespace's call": (
-        "UPDATE tool_calls SET fixed_by = (SELECT max(call_id) FROM tool_calls WHERE namespace = 'globex') "
-        "WHERE call_id = (SELECT min(call_id) FROM tool_calls WHERE namespace = 'acme')",
-        "table tool_calls, row (call_id=",
-        "fixed_by names a call of another namespace",
+    "texts of another namespace's page": (
+        "UPDATE page_texts SET namespace = 'globex' "
+        "WHERE rowid = (SELECT rowid FROM pages WHERE page_id = 'seats' AND namespace = 'acme')",
+        "table page_texts, row (rowid=",
+        "its page is of another namespace",
     ),
 }
 
