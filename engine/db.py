@@ -16,6 +16,7 @@ import os
 import random
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path, PurePath
@@ -116,6 +117,11 @@ class Database:
         # read holds up only its own connection, and a read never waits behind a write (WAL).
         self._idle_readers: list[aiosqlite.Connection] = []
         self._reader_slots = anyio.Semaphore(config.read_connections)
+        # Reads that name their namespace take at most half of those at once, so however slow one
+        # tenant's reads are, another tenant's read always finds a connection free.
+        self._namespace_share = max(1, config.read_connections // 2)
+        self._shares: dict[str, anyio.Semaphore] = {}
+        self._share_users: Counter[str] = Counter()
         self.path = path
         self._quota_bytes = None if self._shared or config.max_db_mb is None else config.max_db_mb * 2**20
         # Times a write found the file locked by another process and tried again; never reset.
@@ -152,14 +158,18 @@ class Database:
             await self._writer.close()
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[Reads]:
-        """One read transaction: all of its queries see the same committed snapshot."""
+    async def read(self, namespace: str | None = None) -> AsyncIterator[Reads]:
+        """One read transaction: all of its queries see the same committed snapshot.
+
+        A read that may be slow names its `namespace`, whose reads then share no more than half
+        of the read connections.
+        """
         if self._shared:
             # One private in-memory database has one connection: reads queue behind writes.
             async with self._lock:
                 yield Reads(self._writer)
             return
-        async with self._reader_slots:
+        async with self._share(namespace), self._reader_slots:
             conn = await self._reader()
             ended = False
             try:
@@ -175,6 +185,21 @@ class Database:
                 else:  # a connection whose transaction could not be ended is not reused
                     with anyio.CancelScope(shield=True):
                         await conn.close()
+
+    @asynccontextmanager
+    async def _share(self, namespace: str | None) -> AsyncIterator[None]:
+        if namespace is None:
+            yield
+            return
+        share = self._shares.setdefault(namespace, anyio.Semaphore(self._namespace_share))
+        self._share_users[namespace] += 1
+        try:
+            async with share:
+                yield
+        finally:
+            self._share_users[namespace] -= 1
+            if not self._share_users[namespace]:
+                del self._share_users[namespace], self._shares[namespace]
 
     async def _reader(self) -> aiosqlite.Connection:
         if self._idle_readers:

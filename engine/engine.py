@@ -167,7 +167,7 @@ class Engine:
         modality: Modality | None = None,
         scope: SearchScope = SearchScope.ALL,
     ) -> SearchResult:
-        async with self.db.read() as conn:
+        async with self.db.read(namespace) as conn:
             return await search_pages(
                 conn,
                 namespace=namespace,

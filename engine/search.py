@@ -20,6 +20,7 @@ from memvm.engine.db import Reads, Row
 from memvm.engine.levels import collapse
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
 from memvm.engine.pages import level_tokens
+from memvm.engine.postings import Posting, postings
 from memvm.engine.snippets import searched, snippet, window_sql
 from memvm.engine.terms import TERM, Stemmer, match_expression, query_terms
 
@@ -36,17 +37,6 @@ _HIT_COLUMNS = """p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.c
 _MAPPED_IN_VIEWER = (
     "LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?"
 )
-
-# Every occurrence of the query's stems, counted per page and stem: the term frequencies, and (by
-# the pages each stem is on) the document frequencies of BM25. The count comes first and the page
-# is joined to each count, not to each occurrence: a page that repeats a term thousands of times
-# is then read once, not once per occurrence.
-_POSTINGS = """
-SELECT t.doc AS rowid, t.stem, t.tf, p.search_chars AS chars, p.type, p.modality, p.session
-FROM (SELECT doc, term AS stem, count(*) AS tf FROM pages_terms WHERE term IN ({marks}) GROUP BY doc, term) AS t
-JOIN pages p ON p.rowid = t.doc
-WHERE p.namespace = ?
-"""
 
 # The best-scoring pages with what re-scoring needs: session, speaker, role, length, and the
 # rowids of the pages up to `reach` before and after each in its session ({neighbours}). The
@@ -167,7 +157,7 @@ async def _capped_counts(
     return [int(row[0]) for row in rows]
 
 
-def _bm25(postings: list[Row], pages: int, chars: int) -> dict[int, float]:
+def _bm25(postings: list[Posting], pages: int, chars: int) -> dict[int, float]:
     """Each page's BM25 score over `postings`, with the namespace's `pages` and total `chars`.
 
     The inverse document frequency is Lucene's, log(1 + (N - n + 0.5) / (n + 0.5)), which stays
@@ -218,7 +208,7 @@ class _Filters:
                 params.append(str(value))
         return " ".join(clauses), params
 
-    def admit(self, row: Row) -> bool:
+    def admit(self, row: Posting) -> bool:
         return (
             (self.page_type is None or row["type"] == self.page_type.value)
             and (self.modality is None or row["modality"] == self.modality.value)
@@ -314,15 +304,11 @@ async def search_pages(
     if terms and len(hits) < limit:
         ranking = await _ranking(conn, namespace, terms, pages, pages == in_file, limit)
         stems = stemmer.stems(ranking.terms)
-        postings = (
-            await conn.all(_POSTINGS.format(marks=", ".join("?" * len(stems))), (*stems, namespace))
-            if stems
-            else []
-        )
-        bm25 = _bm25(postings, pages, chars)
+        found = await postings(conn, namespace, ranking.terms, stemmer, whole_file=pages == in_file)
+        bm25 = _bm25(found, pages, chars)
         admitted = {
             row["rowid"]
-            for row in postings
+            for row in found
             if filters.admit(row) and (ranking.within is None or row["rowid"] in ranking.within)
         }
         depth = max(tuning.depth, limit)

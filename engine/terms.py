@@ -80,6 +80,11 @@ class Stemmer:
         self._conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._conn.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{TOKENIZE}')")
         self._conn.execute("CREATE VIRTUAL TABLE stems USING fts5vocab(words, instance)")
+        # Pages' texts, counted here as the index counts them (see postings).
+        self._conn.execute(
+            f"CREATE VIRTUAL TABLE texts USING fts5(content, speaker, search_key, tokenize='{TOKENIZE}')"
+        )
+        self._conn.execute("CREATE VIRTUAL TABLE text_terms USING fts5vocab(texts, instance)")
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[str, ...]] = {}
 
@@ -96,6 +101,26 @@ class Stemmer:
         if missing:
             known.update(self._tokenize(missing))
         return known
+
+    def frequencies(
+        self, texts: list[tuple[int, str, str | None, str | None]], stems: list[str]
+    ) -> list[tuple[int, str, int]]:
+        """(rowid, stem, occurrences) of `stems` in pages' (rowid, content, speaker, key) texts."""
+        marks = ", ".join("?" * len(stems))
+        with self._lock:
+            try:
+                self._conn.executemany(
+                    "INSERT INTO texts (rowid, content, speaker, search_key) VALUES (?, ?, ?, ?)", texts
+                )
+                return [
+                    (int(doc), str(stem), int(tf))
+                    for doc, stem, tf in self._conn.execute(
+                        f"SELECT doc, term, count(*) FROM text_terms WHERE term IN ({marks}) GROUP BY doc, term",
+                        stems,
+                    )
+                ]
+            finally:
+                self._conn.execute("DELETE FROM texts")
 
     def _tokenize(self, terms: list[str]) -> dict[str, tuple[str, ...]]:
         with self._lock:

@@ -84,22 +84,31 @@ async def test_a_page_repeating_one_word_is_searched_in_bounded_time_beside_anot
     )
 
 
-async def test_one_tenants_open_read_does_not_hold_up_another_tenants_search(engine):
+async def test_one_tenants_slow_reads_leave_another_tenant_a_connection(engine):
     await engine.remember(namespace="a", session="s", page=note("walrus notes"))
     await engine.remember(namespace="b", session="s", page=note("walrus facts"))
-    release = anyio.Event()
-    held = anyio.Event()
+    release, shared_out = anyio.Event(), anyio.Event()
+    share = engine.config.read_connections // 2
+    inside = 0
 
     async def slow_reader() -> None:
-        async with engine.db.read() as conn:
+        nonlocal inside
+        async with engine.db.read("a") as conn:
             await conn.all("SELECT count(*) FROM pages WHERE namespace = ?", ("a",))
-            held.set()
+            inside += 1
+            if inside == share:
+                shared_out.set()
             await release.wait()
 
     with anyio.fail_after(30):
         async with anyio.create_task_group() as group:
-            group.start_soon(slow_reader)
-            await held.wait()
+            # As many slow reads as there are read connections: without a share per namespace
+            # they took every one, and the other tenant's search waited for them all.
+            for _ in range(engine.config.read_connections):
+                group.start_soon(slow_reader)
+            await shared_out.wait()
             found = await engine.search(namespace="b", session="s", query="walrus")
+            held = inside
             release.set()
     assert [hit.snippet for hit in found.results] == ["walrus facts"]
+    assert held == share
