@@ -1,10 +1,18 @@
-"""Names that start with what a client has typed: sessions and page ids, for completion.
+"""The shapes of names (namespaces, sessions, page ids), and the names that start with what a
+client has typed, for completion.
 
-Both read a key range of a primary or unique index (`>= prefix` and `< prefix + U+FFFF`), so the
-cost does not depend on how many names exist, and no prefix character acts as a pattern.
+The shapes are the engine's, so that the tools' arguments and the rules every stored row keeps
+(import, doctor) hold names to the same pattern. The completions read a key range of a primary
+or unique index (`>= prefix` and `< prefix + U+FFFF`), so the cost does not depend on how many
+names exist, and no prefix character acts as a pattern.
 """
 
 from memvm.engine.db import Reads
+
+# A namespace or a session.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
+# A page id, or the key that becomes one.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 
 _SESSIONS = """
 SELECT session FROM sessions WHERE namespace = ? AND session >= ? AND session < ?

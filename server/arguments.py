@@ -4,12 +4,11 @@ import json
 from typing import Annotated, Any
 
 from memvm.engine.models import Modality, Outcome, PageType, Role, SearchScope
+from memvm.engine.names import ID_PATTERN, NAME_PATTERN
 from memvm.engine.references import ALIAS_PATTERN
 from memvm.resources.rules import MODE_MEANINGS, RuleMode
-from memvm.server.settings import NAME_PATTERN
 from pydantic import AfterValidator, Field
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 MAX_CONTENT_CHARS = 1_000_000
 MAX_JSON_CHARS = 1_000_000
 MAX_ARGUMENT_KEYS = 1_000  # top-level arguments of one tool call; the size cap bounds the rest

@@ -7,12 +7,12 @@ from collections.abc import Awaitable, Callable
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from memvm.engine.errors import MemvmError
+from memvm.engine.names import NAME_PATTERN
 from memvm.resources.context import render_context, render_developer_message
 from memvm.resources.manifest import render_manifest
 from memvm.resources.rules import RuleMode
 from memvm.server.app_state import Runtime, RuntimeHolder, ToolContext
 from memvm.server.errors import resource_error
-from memvm.server.settings import NAME_PATTERN
 
 JSON = "application/json"
 TEXT = "text/plain"

@@ -6,9 +6,8 @@ from enum import StrEnum
 from pathlib import Path
 
 from memvm.engine.config import EngineConfig
+from memvm.engine.names import NAME_PATTERN
 from pydantic import BaseModel, ConfigDict, Field
-
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
 
 
 class ToolProfile(StrEnum):

@@ -14,7 +14,7 @@ from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
-from memvm.server.settings import NAME_PATTERN
+from memvm.engine.names import NAME_PATTERN
 
 MIN_TOKEN_CHARS = 16
 # "aaaaaaaaaaaaaaaa" is 16 characters and no secret. A random token of 16 hex digits has fewer than
