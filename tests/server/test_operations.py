@@ -283,6 +283,60 @@ BAD_ROWS = {
         "table page_texts, row (rowid=",
         "its page is of another namespace",
     ),
+    # SQLite takes both as JSON; Python's reader, which every tool uses, fails on them.
+    "JSON nested 900 deep": (
+        "UPDATE bindings SET value = replace(hex(zeroblob(900)), '00', '[') || replace(hex(zeroblob(900)), '00', ']'), "
+        "value_type = 'list' WHERE seq = 1 AND namespace = 'acme'",
+        "table bindings, row (rowid=",
+        "its value is not JSON memvm reads",
+    ),
+    "integer of 4401 digits": (
+        "UPDATE success_values SET value = '1' || replace(hex(zeroblob(4400)), '00', '0') WHERE namespace = 'acme'",
+        "table success_values, row (namespace='acme', tool='book_table'",
+        "its value is not JSON memvm reads",
+    ),
+    "typical fix that is not an object": (
+        "UPDATE error_patterns SET typical_fix = '[1, 2]' WHERE namespace = 'acme'",
+        "table error_patterns, row (namespace='acme', tool='book_table'",
+        "its typical fix is not a JSON object",
+    ),
+    "negative counter": (
+        "UPDATE sessions SET faults_this_turn = -5 WHERE namespace = 'acme'",
+        "table sessions, row (namespace='acme', session='acme-trip')",
+        "its faults_this_turn is negative",
+    ),
+    "token count far below the text": (
+        "UPDATE pages SET tokens_full = 1 WHERE page_id = "
+        "(SELECT page_id FROM pages WHERE namespace = 'acme' AND type = 'note' ORDER BY tokens_full DESC LIMIT 1)",
+        "table pages, row (rowid=",
+        "its token counts are below its texts' length / 128",
+    ),
+    "line tokens far below the line": (
+        "UPDATE working_set SET line_tokens = 1 WHERE namespace = 'acme' AND page_rowid = "
+        "(SELECT rowid FROM pages WHERE namespace = 'acme' AND type = 'note' ORDER BY tokens_full DESC LIMIT 1)",
+        "table working_set, row (namespace='acme', session='acme-trip', page_rowid=",
+        "its line tokens are below its line's length / 128",
+    ),
+    "provenance no tool writes": (
+        "UPDATE pages SET provenance = 'system administrator' WHERE page_id = 'seats' AND namespace = 'acme'",
+        "table pages, row (rowid=",
+        "its provenance is not model, a role or tool:NAME",
+    ),
+    "page id no tool accepts": (
+        "UPDATE pages SET page_id = 'window seats' WHERE page_id = 'seats' AND namespace = 'acme'",
+        "table pages, row (rowid=",
+        "its page_id is not a name of the shape",
+    ),
+    "empty namespace": (
+        "UPDATE id_counters SET namespace = '' WHERE namespace = 'acme'",
+        "table id_counters, row (namespace='', prefix=",
+        "its namespace is not a name of the shape",
+    ),
+    "value type that is not the value's": (
+        "UPDATE bindings SET value_type = 'string' WHERE value_type = 'number' AND namespace = 'acme'",
+        "table bindings, row (rowid=",
+        "its value type is not its value's JSON type",
+    ),
 }
 
 
