@@ -4,30 +4,69 @@ Pages, summaries and tool outcomes are rendered between memvm's tags (`<VM:RULES
 `<VM:MANIFEST_JSON>`, `<VM:CONTEXT>`, `<procedural_memory>`). A page that spells one of them
 would close the block it sits in and open one of its own, with rules of its own. `neutralise`
 escapes the opening bracket of anything a reader could take for one of those tags, at render time:
-what is stored, searched and faulted stays exactly as given. What counts as a tag is judged the
-way a reader would see it: in any case, with spaces or invisible characters inside, in full-width
-or other compatibility forms. Other angle brackets (HTML, generics, comparisons) are left alone.
+what is stored, searched and faulted stays exactly as given.
+
+What counts as a tag is judged the way a reader would see it, character by character after the
+bracket: in any case and in full-width or other compatibility forms; with accents, spaces and
+anything unseen (control and format characters, combining marks, variation selectors, tag
+characters, fillers, unassigned code points) ignored wherever they sit; with letters, colons and
+slashes that look like the ASCII ones (Cyrillic "М", Greek "Ρ") read as those; with angle-shaped
+brackets ("‹", "〈", "⟨", "˂") read as `<`; and with any run of separators between "procedural"
+and "memory". Other angle brackets (HTML, generics, comparisons) are left alone.
 """
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # What an escaped opening bracket reads as: the entity every model knows as "a literal <".
 ESCAPED_OPENER = "&lt;"
 
-# Characters whose compatibility form is "<": the ASCII bracket, its small and full-width forms.
-_OPENER = re.compile("[<\ufe64\uff1c]")
-# What a reader skips over between a bracket and a tag name: white space, control characters
-# and invisible formatting characters (soft hyphen, zero-width and direction marks, BOM).
-_INVISIBLE = r"\s\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff"
-_GAP = re.compile(f"[{_INVISIBLE}]*")
-_INVISIBLE_RUN = re.compile(f"[{_INVISIBLE}]+")
-# How far past the bracket and its gap a tag name is looked for: the longest name with room for
-# invisible characters between its letters.
-_WINDOW = 96
-# A memvm tag, opening or closing, as it reads once folded to plain lower-case ASCII: `vm:`
-# starts all of memvm's own tags (and any added later).
-_TAG = re.compile(r"[/\u2044\u2215\u29f8]*(?:vm:|procedural[_\-\u2010-\u2015]?memory)")
+# Characters that look like the ASCII one a tag is spelled with, beyond what compatibility
+# decomposition already folds (full-width, mathematical and small forms). Kept to the characters of
+# "<", "/", ":" and the letters of "vm" and "procedural memory"; a key in upper case is read before
+# the letter is folded to lower case, where it would look like something else (Greek "Μ" -> "μ").
+_LOOKS_LIKE = {
+    "<": (
+        "\u02c2"  # modifier letter left arrowhead
+        "\u2039"  # single left-pointing angle quotation mark
+        "\u3008\u27e8\u29fc\u276c\u276e"  # CJK, mathematical, curved and ornament angle brackets
+        "\u1438\u16b2"  # Canadian syllabics "pa", runic "kauna"
+    ),
+    "/": "\u2044\u2215\u29f8\u2571\u27cb\u3033",  # fraction, division, big, box-drawing slashes
+    ":": "\u02d0\u02f8\u05c3\u0589\u1804\u205a\u2236\ua789",  # IPA, Hebrew, Armenian, ratio colons
+    # Cyrillic, Greek and Latin small-capital letters.
+    "a": "\u0410\u0430\u0391\u03b1\u0251\u1d00",
+    "c": "\u0421\u0441\u03f9\u03f2\u1d04",
+    "d": "\u0500\u0501\u1d05",
+    "e": "\u0415\u0435\u0395\u1d07",
+    "l": "I\u0406\u04c0\u04cf\u0399\u01c0\u029f",  # capital I reads as a small l in many fonts
+    "m": "\u041c\u043c\u039c\u03fa\u1d0d",
+    "o": "\u041e\u043e\u039f\u03bf\u0585\u1d0f",
+    "p": "\u0420\u0440\u03a1\u03c1\u1d18",
+    "r": "\u0433\u0280",
+    "u": "\u057d\u03c5\u1d1c",
+    # Cyrillic "В" is the letter "v" to anyone who reads the script; Izhitsa and Greek nu look it.
+    "v": "\u0412\u0432\u0474\u0475\u03bd\u1d20\u028b",
+    "y": "\u0423\u0443\u04ae\u04af\u03a5\u03b3\u028f",
+}
+_LOOKALIKES = {char: ascii_char for ascii_char, chars in _LOOKS_LIKE.items() for char in chars}
+
+# Every character that reads as an opening bracket: the lookalikes above and those whose
+# compatibility decomposition holds one (small and full-width forms, "≮" = "<" + combining slash,
+# and "〈" U+2329 and the vertical presentation form U+FE3F, which decompose to "〈" U+3008).
+_OPENER = re.compile("[" + re.escape("<\u226e\ufe64\uff1c\u2329\ufe3f" + _LOOKS_LIKE["<"]) + "]")
+
+# Categories a reader does not see as a letter of a name: control, format and unassigned
+# characters, combining marks (accents, variation selectors) and every kind of space.
+_UNSEEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Mn", "Me", "Zs", "Zl", "Zp"})
+# Letters that draw nothing: the Hangul fillers, and the blank braille pattern.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+# memvm's tag names as read with the leading "/" taken off and a run of separators as one space:
+# `vm:` starts all of memvm's own tags (and any added later).
+_TAG_NAMES = ("vm:", "procedural memory", "proceduralmemory")
+_SEPARATOR_AT = len("procedural")
 
 
 def neutralise(text: str) -> str:
@@ -38,9 +77,46 @@ def neutralise(text: str) -> str:
 
 
 def _escape_tag(match: re.Match[str]) -> str:
-    text = match.string
-    gap = _GAP.match(text, match.end())
-    assert gap is not None  # a starred pattern always matches
-    following = text[gap.end() : gap.end() + _WINDOW]
-    folded = _INVISIBLE_RUN.sub("", unicodedata.normalize("NFKC", following).casefold())
-    return ESCAPED_OPENER if _TAG.match(folded) else match.group()
+    return ESCAPED_OPENER if _names_a_tag(match.string, match.end()) else match.group()
+
+
+def _names_a_tag(text: str, start: int) -> bool:
+    # A name never holds a bracket, so the reading stops at the next one: each character is read
+    # for one bracket at most, and a long text full of brackets costs no more than its length.
+    name = ""
+    for index in range(start, len(text)):
+        for char in _fold(text[index]):
+            if char == "<":
+                return False
+            if name and _is_separator(char) and _is_separator(name[-1]):
+                continue  # a run of separators reads as one
+            name += char
+            body = name.removeprefix("/")
+            if len(body) > _SEPARATOR_AT and _is_separator(body[_SEPARATOR_AT]):
+                body = f"{body[:_SEPARATOR_AT]} {body[_SEPARATOR_AT + 1 :]}"
+            if body in _TAG_NAMES:
+                return True
+            if not any(tag.startswith(body) for tag in _TAG_NAMES):
+                return False
+    return False
+
+
+def _is_separator(char: str) -> bool:
+    return not char.isalnum() and char not in "<>"
+
+
+@lru_cache(maxsize=4096)
+def _fold(char: str) -> str:
+    """`char` as a reader takes it in a tag name: lower-case ASCII where it looks like it, nothing
+    where nothing is seen."""
+    folded: list[str] = []
+    for part in unicodedata.normalize("NFKD", char):
+        if _unseen(part):
+            continue
+        lowered = unicodedata.normalize("NFKD", _LOOKALIKES.get(part, part).casefold())
+        folded.extend(_LOOKALIKES.get(each, each) for each in lowered if not _unseen(each))
+    return "".join(folded)
+
+
+def _unseen(char: str) -> bool:
+    return char in _BLANK_LETTERS or unicodedata.category(char) in _UNSEEN_CATEGORIES
