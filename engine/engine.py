@@ -231,10 +231,13 @@ class Engine:
             log = CallLog(conn=conn, namespace=namespace, session=state.session, turn=state.turn)
             return await guards.check_tool_call(log, tool=tool, args=args, config=self.config.guards, now=now)
 
-    async def record_tool_outcome(self, *, namespace: str, session: str, call: ToolOutcome) -> OutcomeResult:
+    async def record_tool_outcome(
+        self, *, namespace: str, session: str, call: ToolOutcome, host_session: str | None = None
+    ) -> OutcomeResult:
+        """Log a finished call; an ad-hoc session's results count in `host_session` for the guards."""
         await self._counting()
         return await outcomes.record_tool_outcome(
-            self._writer, namespace=namespace, session=session, call=call
+            self._writer, namespace=namespace, session=session, call=call, host_session=host_session
         )
 
     async def procedural_knowledge(

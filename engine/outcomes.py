@@ -25,7 +25,7 @@ from memvm.engine.models import (
     ToolOutcome,
 )
 from memvm.engine.pages import insert_page
-from memvm.engine.sessions import touch_session
+from memvm.engine.sessions import allowance_session, touch_session
 from memvm.engine.signatures import argument_delta, error_signature, flatten
 
 # A failure is fixed by a success among the session's next calls, not by one much later.
@@ -106,8 +106,14 @@ def goal_key(goal: str | None) -> str:
 
 
 async def record_tool_outcome(
-    writer: Writer, *, namespace: str, session: str, call: ToolOutcome
+    writer: Writer, *, namespace: str, session: str, call: ToolOutcome, host_session: str | None = None
 ) -> OutcomeResult:
+    """Log `call` in `session`, link it to the failure it fixes, and say if the tool has run away.
+
+    The call and its result page stay in `session`. When `session` is ad hoc, the result is also
+    bound in `host_session`, the caller's own, and the runaway check reads that session's results:
+    the guards judge an ad-hoc session's calls there, so a new name per call hides nothing.
+    """
     page = _result_page(call)
     levels = (await writer.levels_off_loop([page]))[0] if page else None
     if levels is not None and levels.tokens.full < writer.config.result_page_tokens:
@@ -121,6 +127,10 @@ async def record_tool_outcome(
     now = writer.clock.now()
     async with writer.db.write() as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        own = allowance_session(state, host_session)
+        guarded = state
+        if own is not None:
+            guarded = await touch_session(conn, namespace, own, now, writer.config.turn_idle_seconds)
         window = await conn.all(_LAST_SESSION_CALLS, (namespace, session, FIX_WINDOW))
         ref = None
         if _bindable(call):
@@ -136,6 +146,18 @@ async def record_tool_outcome(
                 name=None,
             )
             ref = bound.ref
+            if guarded is not state:
+                await bind(
+                    conn,
+                    namespace=namespace,
+                    session=guarded.session,
+                    turn=guarded.turn,
+                    now=now,
+                    tool=call.tool,
+                    args=call.args,
+                    value=call.result,
+                    name=None,
+                )
         row = await conn.one(
             _INSERT_CALL,
             (
@@ -180,7 +202,7 @@ async def record_tool_outcome(
         runaway = None
         if ref is not None and writer.config.guards.runaway_repeats:
             recent = await recent_results(
-                conn, namespace, session, call.tool, writer.config.guards.runaway_repeats
+                conn, namespace, guarded.session, call.tool, writer.config.guards.runaway_repeats
             )
             runaway = runaway_reason(recent, writer.config.guards.runaway_repeats)
     return OutcomeResult(call_id=call_id, fix=fix, ref=ref, page_id=page_id, runaway=runaway)

@@ -56,6 +56,7 @@ async def record_tool_outcome(
             duration_ms=duration_ms,
             goal=goal,
         ),
+        host_session=runtime.default_session,
     )
     if recorded.page_id is not None:  # a large result became a page the manifest may list
         await manifest_changed(ctx, runtime.session(session))

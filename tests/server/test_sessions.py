@@ -1,6 +1,7 @@
 """What a session is, who starts one, and what a model gets by naming sessions that do not exist."""
 
 import json
+import sqlite3
 
 import pytest
 from memvm.engine.config import EngineConfig
@@ -88,3 +89,26 @@ async def test_a_named_session_is_created_on_first_use_and_holds_its_pages(conne
         fault = await call(client, "page_fault", page_id=stored["page_id"], session="alpha")
     assert [hit["page_id"] for hit in found["results"]] == [stored["page_id"]]
     assert fault["working_set_session"] == "alpha" and fault["mapped"]
+
+
+async def test_invented_sessions_do_not_hide_a_runaway_result_from_the_callers_guard(connect, db_path):
+    async with connect(tools=ToolProfile.MODEL) as client:
+        recorded = [
+            await call(
+                client,
+                "record_tool_outcome",
+                tool="gauge",
+                args={"step": i},
+                outcome="success",
+                result=7,
+                session=f"fresh-{i}",
+            )
+            for i in range(6)
+        ]
+        check = await call(client, "check_tool_call", tool="gauge", args={"step": 9})
+    assert recorded[-1]["runaway"] == "returned 7 the last 3 times"
+    assert "runaway" in [reason["rule"] for reason in check["reasons"]]
+    # The calls themselves stay filed under the sessions they named.
+    with sqlite3.connect(db_path) as conn:
+        sessions = [row[0] for row in conn.execute("SELECT session FROM tool_calls ORDER BY call_id")]
+    assert sessions == [f"fresh-{i}" for i in range(6)]
