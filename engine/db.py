@@ -106,7 +106,9 @@ class Writes(Reads):
 class Database:
     """The connections to one SQLite file (or one private in-memory database)."""
 
-    def __init__(self, writer: aiosqlite.Connection, path: str, config: EngineConfig) -> None:
+    def __init__(
+        self, writer: aiosqlite.Connection, path: str, config: EngineConfig, quota_bytes: int | None = None
+    ) -> None:
         self._writer = writer
         self._config = config
         self._shared = path == ":memory:"
@@ -123,7 +125,7 @@ class Database:
         self._shares: dict[str, anyio.Semaphore] = {}
         self._share_users: Counter[str] = Counter()
         self.path = path
-        self._quota_bytes = None if self._shared or config.max_db_mb is None else config.max_db_mb * 2**20
+        self._quota_bytes = None if self._shared else quota_bytes
         # Times a write found the file locked by another process and tried again; never reset.
         self.busy_retries = 0
 
@@ -132,19 +134,18 @@ class Database:
         """Open the write connection; refuse a corrupt or foreign file with DatabaseRefused."""
         target = str(path)
         writer = await _connect(target, config, busy_ms=min(config.busy_timeout_ms, _BUSY_SLICE_MS))
+        quota_bytes = None
         try:
             await _check_file(writer)
             if target != ":memory:" and not config.read_only:
                 # Switching to WAL is a write; a read-only file keeps its mode.
                 await _pragma(writer, "PRAGMA journal_mode=WAL")
             if config.max_db_mb is not None:
-                # max_page_count is per connection and only the writer grows the file.
-                page_size = await _pragma(writer, "PRAGMA page_size")
-                await _pragma(writer, f"PRAGMA max_page_count={config.max_db_mb * 2**20 // page_size[0][0]}")
+                quota_bytes = await _cap_pages(writer, config.max_db_mb * 2**20)
         except BaseException:
             await writer.close()
             raise
-        return cls(writer, target, config)
+        return cls(writer, target, config, quota_bytes)
 
     async def close(self) -> None:
         """Close every connection; closing again does nothing."""
@@ -388,6 +389,18 @@ async def _connect(target: str, config: EngineConfig, *, busy_ms: int) -> aiosql
         await conn.close()
         raise DatabaseRefused(f"not a usable SQLite database ({exc})") from exc
     return conn
+
+
+async def _cap_pages(writer: aiosqlite.Connection, cap_bytes: int) -> int:
+    """Hold the file to `cap_bytes`; returns the quota in force, in bytes.
+
+    max_page_count is per connection, and only the writer grows the file. SQLite never sets it
+    below the file's size: a file already over the cap is held to the size it has, so it still
+    opens, its reads go on, it never grows, and the room `forget` frees is used again.
+    """
+    page_size = int((await _pragma(writer, "PRAGMA page_size"))[0][0])
+    pages = (await _pragma(writer, f"PRAGMA max_page_count={cap_bytes // page_size}"))[0][0]
+    return max(cap_bytes, int(pages) * page_size)
 
 
 async def _check_file(conn: aiosqlite.Connection) -> None:

@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -184,9 +185,28 @@ def _room_for_pages(config: EngineConfig) -> EngineConfig:
 # The tool errors speak to a model mid-call; at start the person running memvm reads this instead.
 _START_PROBLEMS = {
     StorageBusy: "another process held its write lock past the busy timeout (a migration?); start again",
-    StorageFull: "the disk (or --max-db-mb) is full; free space and start again",
+    StorageFull: "the disk is full; free space and start again",
     StorageReadOnly: "the file or its folder is read-only; use --read-only to serve it as it is",
 }
+
+
+def _start_problem(exc: StorageError, settings: ServerSettings) -> str:
+    # A file over its cap opens and serves reads; only a schema upgrade that needs room stops it,
+    # and then, while the disk has room, the cap is what to change.
+    cap = settings.engine.max_db_mb
+    if isinstance(exc, StorageFull) and cap is not None and _disk_has_room(settings.db):
+        return (
+            f"it has no room left under --max-db-mb {cap} for this memvm's schema upgrade; "
+            "start once with a larger --max-db-mb"
+        )
+    return _START_PROBLEMS[type(exc)]
+
+
+def _disk_has_room(db: str) -> bool:
+    try:
+        return shutil.disk_usage(os.path.dirname(os.path.abspath(db))).free >= 2**20
+    except OSError:
+        return False
 
 
 async def _check_database(settings: ServerSettings) -> None:
@@ -241,7 +261,7 @@ def serve(args: argparse.Namespace) -> int:
         print(f"memvm: refusing to open {settings.db}: {exc}", file=sys.stderr)
         return 2
     except StorageError as exc:
-        print(f"memvm: cannot open {settings.db}: {_START_PROBLEMS[type(exc)]}", file=sys.stderr)
+        print(f"memvm: cannot open {settings.db}: {_start_problem(exc, settings)}", file=sys.stderr)
         return 2
     except (sqlite3.Error, OSError) as exc:
         # What is left: the disk or the file system said no (an I/O error, a vanished folder).

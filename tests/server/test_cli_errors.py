@@ -16,6 +16,8 @@ import anyio
 import pytest
 from memvm.engine import Engine
 
+from tests.conftest import note
+from tests.engine.old_schema import add_page, add_session, file_at
 from tests.server.unprivileged import open_dir, read_only, unprivileged
 
 MEMVM = str(Path(sys.executable).with_name("memvm"))
@@ -144,3 +146,38 @@ def test_a_terminated_backup_removes_its_partial_file(db, tmp_path):
     assert process.returncode == 128 + signal.SIGTERM
     assert "Traceback" not in stderr
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("copy")] == []
+
+
+async def fill(db: Path, pages: int) -> None:
+    engine = await Engine.open(db)
+    try:
+        for i in range(pages):
+            await engine.remember(
+                namespace="default", session="s", page=note(f"report {i}: " + "lorem " * 3000)
+            )
+    finally:
+        await engine.close()
+
+
+def test_a_file_over_its_cap_is_served_and_not_called_a_full_disk(tmp_path):
+    db = tmp_path / "big.db"
+    anyio.run(fill, db, 30)
+    assert db.stat().st_size > 2**20
+    done = memvm("serve", "--db", db, "--max-db-mb", "1")  # stdin at its end: serves, then stops
+    assert done.returncode == 0, done.stderr
+    assert "full" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_old_file_at_its_cap_that_needs_room_to_upgrade_names_the_cap_not_the_disk(tmp_path):
+    db = tmp_path / "old.db"
+    conn = file_at(db, 1)
+    try:
+        add_session(conn, "default", "s")
+        for i in range(100):
+            add_page(conn, "default", "s", f"page-{i}", f"report {i}: " + "lorem " * 3000)
+    finally:
+        conn.close()
+    assert db.stat().st_size > 2**20
+    done = memvm("serve", "--db", db, "--max-db-mb", "1")
+    refused(done, "no room left under --max-db-mb 1 for this memvm's schema upgrade")
+    assert "disk" not in done.stderr

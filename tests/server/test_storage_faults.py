@@ -40,6 +40,31 @@ async def test_a_full_database_refuses_writes_keeps_what_it_has_and_recovers_aft
     )
 
 
+async def test_a_file_already_over_the_cap_opens_serves_reads_and_reuses_what_forget_frees(connect, db_path):
+    async with connect() as client:  # filled by a server without a cap
+        kept = [
+            (await call(client, "remember", content=f"report {i}: " + "lorem ipsum " * 1500))["page_id"]
+            for i in range(40)
+        ]
+    over = db_path.stat().st_size
+    assert over > 2**20
+    async with connect(engine=EngineConfig(max_db_mb=1)) as client:
+        page = await read(client, f"memvm://pages/{kept[0]}")
+        found = await call(client, "search_pages", query="report lorem", limit=50)
+        refused = await call_error(client, "remember", content="more: " + "dolor sit amet " * 1500)
+        for page_id in kept[:3]:
+            await call(client, "forget", page_id=page_id)
+        stored = await call(client, "remember", content="after cleaning up: " + "dolor sit amet " * 1500)
+    assert "report 0: lorem ipsum" in page and found["total_pages"] == len(kept)
+    assert refused.startswith("Storage is full, so nothing was saved")
+    assert stored["page_id"]
+    with sqlite3.connect(db_path) as conn:  # the last write went into the room forget freed
+        pages, page_size = (
+            conn.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_count", "page_size")
+        )
+    assert pages * page_size <= over
+
+
 async def test_a_lock_held_by_another_process_is_a_retry_error_and_reads_go_on(
     connect, db_path, report_figure
 ):
