@@ -32,16 +32,23 @@ class TokenFileError(Exception):
 
 def load_tokens(path: str | Path) -> dict[str, str]:
     """token -> namespace from a JSON file; refuses weak, malformed or repeated tokens, unusable
-    namespaces, and a file anyone may write to."""
+    namespaces, and a file anyone may write to or replace."""
     file = Path(path).expanduser()
     try:
         mode = file.stat().st_mode
-        data = json.loads(file.read_text(encoding="utf-8"), object_pairs_hook=_Pairs)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TokenFileError(f"cannot read the tokens file {path}: {exc}") from exc
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise TokenFileError(f"cannot read the tokens file {path} ({exc.strerror})") from exc
+    # The content is judged first: /dev/null, writable by all, is best told it holds no JSON.
+    data = _parse(raw, path)
     if mode & stat.S_IWOTH:
         # Anyone on the machine could add a token of their own, for any namespace.
         raise TokenFileError(f"the tokens file {path} is writable by every user; chmod o-w it (or 600)")
+    if (folder := _open_folder(file)) is not None:
+        raise TokenFileError(
+            f"the tokens file {path} is in {folder}, where every user may replace it; "
+            "keep it in a folder only you can write"
+        )
     if not isinstance(data, _Pairs) or not data:
         raise TokenFileError(f"the tokens file {path} must hold a JSON object of token -> namespace")
     tokens: dict[str, str] = {}
@@ -54,6 +61,40 @@ def load_tokens(path: str | Path) -> dict[str, str]:
             raise TokenFileError(f"a namespace in {path} is not a name of letters, digits and _ . : -")
         tokens[token] = namespace
     return tokens
+
+
+def _open_folder(file: Path) -> Path | None:
+    """A folder, on the way to the file or to what a link names, that every user may write and
+    whose entries they may therefore rename or replace (no sticky bit, unlike /tmp)."""
+    given = file.absolute()
+    for folder in (*given.parents, *file.resolve().parents):
+        try:
+            mode = folder.stat().st_mode
+        except OSError:
+            continue
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+            return folder
+    return None
+
+
+def _parse(raw: bytes, path: str | Path) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TokenFileError(
+            f"the tokens file {path} is not UTF-8 text; save it as UTF-8 JSON mapping tokens to namespaces"
+        ) from exc
+    if not text.strip():
+        raise TokenFileError(
+            f"the tokens file {path} is empty, not JSON; give a JSON object mapping tokens to namespaces"
+        )
+    try:
+        return json.loads(text, object_pairs_hook=_Pairs)
+    except json.JSONDecodeError as exc:
+        raise TokenFileError(
+            f"the tokens file {path} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            "give a JSON object mapping tokens to namespaces"
+        ) from exc
 
 
 class _Pairs(list[tuple[str, Any]]):

@@ -13,7 +13,10 @@ GOOD = "a-long-enough-token-1234"
 
 def write(tmp_path, content):
     path = tmp_path / "tokens.json"
-    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content if isinstance(content, str) else json.dumps(content))
     return path
 
 
@@ -24,7 +27,9 @@ def test_a_tokens_file_maps_each_token_to_its_namespace(tmp_path):
 @pytest.mark.parametrize(
     ("content", "complaint"),
     [
-        ("not json", "cannot read"),
+        ("not json", "is not JSON .* give a JSON object mapping tokens to namespaces"),
+        ("", "is empty, not JSON; give a JSON object mapping tokens to namespaces"),
+        ("\xff\xfe{}".encode("latin-1"), "is not UTF-8 text"),
         ([GOOD], "JSON object"),
         ({}, "JSON object"),
         ({"short": "alice"}, "shorter than 16"),
@@ -65,6 +70,40 @@ def test_a_tokens_file_anyone_may_write_is_refused(tmp_path):
         load_tokens(path)
     path.chmod(0o640)
     assert load_tokens(path) == {GOOD: "alice"}
+
+
+@pytest.mark.parametrize("sticky", [False, True])
+def test_a_tokens_file_in_a_folder_anyone_may_write_is_refused_unless_the_folder_is_sticky(tmp_path, sticky):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    path = write(shared, {GOOD: "alice"})
+    path.chmod(0o600)
+    shared.chmod(0o1777 if sticky else 0o777)
+    link = tmp_path / "tokens-link.json"
+    link.symlink_to(path)
+    for named in (path, link):
+        if sticky:
+            assert load_tokens(named) == {GOOD: "alice"}
+        else:
+            with pytest.raises(TokenFileError, match="where every user may replace it") as refused:
+                load_tokens(named)
+            assert "\n" not in str(refused.value)
+
+
+def test_the_cli_says_an_empty_tokens_file_is_not_json_in_one_sentence(tmp_path):
+    flags = ["--transport", "streamable-http", "--tokens", "/dev/null", "--db", str(tmp_path / "m.db")]
+    done = subprocess.run(
+        [sys.executable, "-m", "memvm.server", "serve", *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line == (
+        "memvm: the tokens file /dev/null is empty, not JSON; give a JSON object mapping tokens to namespaces"
+    )
 
 
 def test_the_cli_refuses_a_repeated_token_in_one_line_without_a_traceback(tmp_path):
