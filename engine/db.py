@@ -133,6 +133,8 @@ class Database:
     async def open(cls, path: str | Path, config: EngineConfig) -> "Database":
         """Open the write connection; refuse a corrupt or foreign file with DatabaseRefused."""
         target = str(path)
+        if target != ":memory:" and not config.read_only:
+            _check_writable(target)
         writer = await _connect(target, config, busy_ms=min(config.busy_timeout_ms, _BUSY_SLICE_MS))
         quota_bytes = None
         try:
@@ -347,6 +349,28 @@ def writable(target: str | Path) -> bool:
     """Whether this process may write the file and its folder (where SQLite keeps -wal and -shm)."""
     path = os.path.abspath(target)
     return os.access(path, os.W_OK) and os.access(os.path.dirname(path), os.W_OK)
+
+
+def _check_writable(target: str) -> None:
+    """Refuse, saying why, a file that cannot be opened for writing: SQLite's own words for it
+    ("unable to open database file", "attempt to write a readonly database") sound like damage."""
+    path = os.path.abspath(target)
+    if not os.path.exists(path):
+        if not os.access(os.path.dirname(path), os.W_OK):
+            raise DatabaseRefused(
+                "its folder cannot be written, so the database cannot be made there; name a file in a "
+                "folder this user may write"
+            )
+        return
+    if not os.access(os.path.dirname(path), os.W_OK):
+        raise DatabaseRefused(
+            "its folder cannot be written (read-only media?), and SQLite keeps its -wal and -shm files "
+            "there; serve it as it is with --read-only, or copy it to a folder this user may write"
+        )
+    if not os.access(path, os.W_OK):
+        raise DatabaseRefused(
+            "the file cannot be written by this user; serve it as it is with --read-only, or make it writable"
+        )
 
 
 def _on_read_only_media(path: str) -> bool:

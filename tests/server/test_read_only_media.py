@@ -103,3 +103,27 @@ async def test_a_read_only_copy_whose_last_writes_are_in_its_wal_is_refused_in_o
             assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
             (line,) = done.stderr.strip().splitlines()
             assert "its last writes are in its -wal file" in line
+
+
+async def test_serving_a_file_it_cannot_write_without_read_only_says_so_and_suggests_read_only():
+    with open_dir() as shared:
+        media = shared / "media"
+        media.mkdir()
+        await fill(media / "memvm.db")
+        read_only(media / "memvm.db", media)
+        on_media = memvm("serve", "--db", media / "memvm.db")
+        # A writable folder, a file this user may not write.
+        folder = shared / "folder"
+        folder.mkdir()
+        folder.chmod(0o777)
+        await fill(folder / "memvm.db")
+        read_only(folder / "memvm.db")
+        file_only = memvm("serve", "--db", folder / "memvm.db")
+    lines = []
+    for done in (on_media, file_only):
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        (line,) = done.stderr.strip().splitlines()
+        assert "not a usable SQLite database" not in line and "serve it as it is with --read-only" in line
+        lines.append(line)
+    assert "its folder cannot be written (read-only media?)" in lines[0]
+    assert "the file cannot be written by this user" in lines[1]
