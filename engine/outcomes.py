@@ -134,30 +134,22 @@ async def record_tool_outcome(
         window = await conn.all(_LAST_SESSION_CALLS, (namespace, session, FIX_WINDOW))
         ref = None
         if _bindable(call):
-            bound = await bind(
-                conn,
-                namespace=namespace,
-                session=session,
-                turn=state.turn,
-                now=now,
-                tool=call.tool,
-                args=call.args,
-                value=call.result,
-                name=None,
-            )
-            ref = bound.ref
-            if guarded is not state:
+            # Bound in the named session, and also in the caller's own when the name was made up.
+            bound = [
                 await bind(
                     conn,
                     namespace=namespace,
-                    session=guarded.session,
-                    turn=guarded.turn,
+                    session=each.session,
+                    turn=each.turn,
                     now=now,
                     tool=call.tool,
                     args=call.args,
                     value=call.result,
                     name=None,
                 )
+                for each in ([state] if guarded is state else [state, guarded])
+            ]
+            ref = bound[0].ref
         row = await conn.one(
             _INSERT_CALL,
             (

@@ -90,24 +90,8 @@ def test_a_tokens_file_in_a_folder_anyone_may_write_is_refused_unless_the_folder
             assert "\n" not in str(refused.value)
 
 
-def test_the_cli_says_an_empty_tokens_file_is_not_json_in_one_sentence(tmp_path):
-    flags = ["--transport", "streamable-http", "--tokens", "/dev/null", "--db", str(tmp_path / "m.db")]
-    done = subprocess.run(
-        [sys.executable, "-m", "memvm.server", "serve", *flags],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 2 and done.stdout == ""
-    (line,) = done.stderr.strip().splitlines()
-    assert line == (
-        "memvm: the tokens file /dev/null is empty, not JSON; give a JSON object mapping tokens to namespaces"
-    )
-
-
-def test_the_cli_refuses_a_repeated_token_in_one_line_without_a_traceback(tmp_path):
-    tokens = write(tmp_path, f'{{"{GOOD}": "alice", "{GOOD}": "bob"}}')
+def _serve_refused(tmp_path, tokens) -> str:
+    """The one line `memvm serve` refuses a tokens file with (exit 2, nothing on stdout)."""
     flags = ["--transport", "streamable-http", "--tokens", str(tokens), "--db", str(tmp_path / "m.db")]
     done = subprocess.run(
         [sys.executable, "-m", "memvm.server", "serve", *flags],
@@ -118,7 +102,18 @@ def test_the_cli_refuses_a_repeated_token_in_one_line_without_a_traceback(tmp_pa
     )
     assert done.returncode == 2 and done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("memvm: a token appears twice")
+    return line
+
+
+def test_the_cli_says_an_empty_tokens_file_is_not_json_in_one_sentence(tmp_path):
+    assert _serve_refused(tmp_path, "/dev/null") == (
+        "memvm: the tokens file /dev/null is empty, not JSON; give a JSON object mapping tokens to namespaces"
+    )
+
+
+def test_the_cli_refuses_a_repeated_token_in_one_line_without_a_traceback(tmp_path):
+    tokens = write(tmp_path, f'{{"{GOOD}": "alice", "{GOOD}": "bob"}}')
+    assert _serve_refused(tmp_path, tokens).startswith("memvm: a token appears twice")
 
 
 async def test_only_an_exact_token_is_accepted_and_it_carries_its_namespace():
