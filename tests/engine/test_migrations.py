@@ -1,4 +1,4 @@
-"""Migrations 7 and 8 on blank and populated files: every row kept, and running again changes nothing."""
+"""Migrations 7 to 9 on blank and populated files: every row kept, and running again changes nothing."""
 
 import sqlite3
 
@@ -11,6 +11,17 @@ from tests.conftest import NS, note
 from tests.engine.old_schema import add_page, add_session, file_at
 
 pytestmark = pytest.mark.anyio
+
+
+# The schema 6 file's tool calls, once numbered within their namespace: (namespace, call_id,
+# fixed_by, fixes). The links between them follow the new numbers.
+CALLS_PER_NAMESPACE = [
+    ("a", 1, 2, None),
+    ("a", 2, None, 1),
+    ("a", 3, None, None),
+    ("b", 1, None, None),
+    ("b", 2, None, None),
+]
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -85,15 +96,11 @@ async def test_a_populated_schema_6_file_keeps_every_page_and_call(open_engine, 
         stats = conn.execute("SELECT namespace, last_call_id FROM tool_stats ORDER BY namespace").fetchall()
         pattern = conn.execute("SELECT last_call_id, fix_call_id FROM error_patterns").fetchone()
         value = conn.execute("SELECT last_call_id FROM success_values").fetchone()
+        ad_hoc = conn.execute("SELECT DISTINCT ad_hoc FROM sessions").fetchall()
     assert after == chars  # the ranking's statistics are what they were
-    assert calls == [
-        ("a", 1, 2, None),
-        ("a", 2, None, 1),
-        ("a", 3, None, None),
-        ("b", 1, None, None),
-        ("b", 2, None, None),
-    ]
+    assert calls == CALLS_PER_NAMESPACE
     assert stats == [("a", 3), ("b", 2)] and pattern == (1, 2) and value == (2,)
+    assert ad_hoc == [(0,)]  # sessions from before keep an allowance of their own
     assert diagnose(db_path).healthy
     assert await migrate(engine.db) == []
     # A new call goes on from the namespace's own count.
