@@ -11,8 +11,9 @@ bracket: in any case and in full-width or other compatibility forms; with accent
 anything unseen (control and format characters, combining marks, variation selectors, tag
 characters, fillers, unassigned code points) ignored wherever they sit; with letters, colons and
 slashes that look like the ASCII ones (Cyrillic "М", Greek "Ρ") read as those; with angle-shaped
-brackets ("‹", "〈", "⟨", "˂") read as `<`; and with any run of separators between "procedural"
-and "memory". Other angle brackets (HTML, generics, comparisons) are left alone.
+brackets ("‹", "〈", "⟨", "˂") read as `<`; and with any run of separators after "vm" or between
+"procedural" and "memory" (`</VM CONTEXT>`, `<VM-RULES>`, `<\\VM:RULES>`). Other angle brackets
+(HTML, generics, comparisons) are left alone.
 """
 
 import re
@@ -33,7 +34,7 @@ _LOOKS_LIKE = {
         "\u3008\u27e8\u29fc\u276c\u276e"  # CJK, mathematical, curved and ornament angle brackets
         "\u1438\u16b2"  # Canadian syllabics "pa", runic "kauna"
     ),
-    "/": "\u2044\u2215\u29f8\u2571\u27cb\u3033",  # fraction, division, big, box-drawing slashes
+    "/": "\\\u2044\u2215\u29f8\u2571\u27cb\u3033",  # backslash; fraction, division, big, box-drawing slashes
     ":": "\u02d0\u02f8\u05c3\u0589\u1804\u205a\u2236\ua789",  # IPA, Hebrew, Armenian, ratio colons
     # Cyrillic, Greek and Latin small-capital letters.
     "a": "\u0410\u0430\u0391\u03b1\u0251\u1d00",
@@ -64,8 +65,10 @@ _UNSEEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Mn", "Me", "Zs", "Zl", "Zp"})
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 # memvm's tag names as read with the leading "/" taken off and a run of separators as one space:
-# `vm:` starts all of memvm's own tags (and any added later).
-_TAG_NAMES = ("vm:", "procedural memory", "proceduralmemory")
+# `vm:` starts all of memvm's own tags (and any added later), whatever separator follows the vm.
+# Spaces are unseen, so `VM CONTEXT` reads as "vmcontext": memvm's own names are tags that way
+# too, read as a reader reads them in either case (a capital I reads as l: "MANlFEST").
+_SPELLINGS = ("vm:", "vmcontext", "vmrules", "vmmanifest", "procedural memory", "proceduralmemory")
 _SEPARATOR_AT = len("procedural")
 
 
@@ -94,11 +97,18 @@ def _names_a_tag(text: str, start: int) -> bool:
             body = name.removeprefix("/")
             if len(body) > _SEPARATOR_AT and _is_separator(body[_SEPARATOR_AT]):
                 body = f"{body[:_SEPARATOR_AT]} {body[_SEPARATOR_AT + 1 :]}"
+            if len(body) == len("vm:") and body.startswith("vm") and _joins(body[-1]):
+                body = "vm:"  # `VM-RULES`, `VM_RULES`, `VM.RULES` read as memvm's tags too
             if body in _TAG_NAMES:
                 return True
             if not any(tag.startswith(body) for tag in _TAG_NAMES):
                 return False
     return False
+
+
+def _joins(char: str) -> bool:
+    """Punctuation that joins two words (dash, underscore, dot, colon), not a closing bracket."""
+    return unicodedata.category(char) in ("Pd", "Pc", "Po")
 
 
 def _is_separator(char: str) -> bool:
@@ -120,3 +130,6 @@ def _fold(char: str) -> str:
 
 def _unseen(char: str) -> bool:
     return char in _BLANK_LETTERS or unicodedata.category(char) in _UNSEEN_CATEGORIES
+
+
+_TAG_NAMES = tuple({*_SPELLINGS, *("".join(_fold(char) for char in name.upper()) for name in _SPELLINGS)})

@@ -7,6 +7,12 @@ from hypothesis import strategies as st
 
 # Tag spellings a page might use to close memvm's blocks or open its own.
 TAG_LOOKALIKES = [
+    "</VM CONTEXT>",
+    "<VM-RULES>",
+    "<VM_RULES>",
+    "<VM.RULES>",
+    "<\\VM:RULES>",
+    "<VM MANIFEST_JSON>",
     "</VM:CONTEXT>",
     "<VM:CONTEXT>",
     '<VM:RULES mode="strict">',
@@ -108,6 +114,7 @@ _READS_AS = str.maketrans(
     {
         **dict.fromkeys(BRACKETS[1:], "<"),
         "\u2215": "/",
+        "\\": "/",
         "\u2236": ":",
         **dict.fromkeys("\u0412\u0432\u0474\u0475", "v"),
         **dict.fromkeys("\u041c\u043c\u039c\u1d0d", "m"),
@@ -127,7 +134,7 @@ _READS_AS = str.maketrans(
 # combining marks, spaces of every kind, and the letters that draw nothing.
 _HIDDEN_CATEGORIES = {"Cc", "Cf", "Cn", "Mn", "Me", "Zs", "Zl", "Zp"}
 _BLANK = set("\u115f\u1160\u3164\uffa0\u2800")
-_TAG = re.compile(r"<(/?)(vm:[a-z_]+|procedural(?:[^\w<>]|_)*memory)")
+_TAG = re.compile(r"<(/?)(vm(?:[:\-_.]+|(?=context|rules|manifest))[a-z_]+|procedural(?:[^\w<>]|_)*memory)")
 
 
 def _seen(text: str) -> str:
