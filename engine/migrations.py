@@ -672,9 +672,9 @@ _NAMESPACE_CALL_IDS = Migration(
     ),
 )
 
-# A session a model-facing tool created by naming it, which the host never started with begin_turn
-# or ingest: its faults and guard calls also count against the caller's own session, so naming
-# a fresh session does not buy a fresh allowance. Sessions that exist already keep their own.
+# A session whose current turn the host did not start (with begin_turn or ingest): its faults
+# and guard calls also count against the caller's own session, so naming another session does
+# not buy a fresh allowance. Sessions that exist already keep their own until their next idle gap.
 _AD_HOC_SESSIONS = Migration(
     version=9,
     name="sessions started by naming them",

@@ -127,7 +127,7 @@ class SessionState(BaseModel):
     faults_this_turn: int
     turn_started_at: float
     last_call_at: float
-    # Created by a model-facing tool naming it; the host never started it (see engine.sessions).
+    # Its current turn was not started by the host (see engine.sessions).
     ad_hoc: bool = False
 
 

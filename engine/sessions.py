@@ -4,9 +4,11 @@ A turn advances when the host calls begin_turn, when a user message is ingested,
 that never mark turns, on the first call after `turn_idle_seconds` of silence in the session. The
 per-turn fault allowance resets with each new turn.
 
-Any tool creates a session by naming it, but only begin_turn and ingest start one for the host.
-A session a model-facing tool created is ad hoc: its faults and guard calls also count against
-the caller's own session (see `allowance_session`), so a made-up name per call buys nothing.
+Any tool creates a session by naming it, but only the host drives one: begin_turn and ingest
+start its turns. A session whose current turn the host did not start is ad hoc: a name a
+model-facing tool made up, or an old conversation a call came back to after an idle gap (which
+starts a new turn by itself). Its faults and guard calls also count against the caller's own
+session (see `allowance_session`), so naming another session, made up or long over, buys nothing.
 """
 
 from memvm.engine.db import Reads, Row, Writes
@@ -22,7 +24,7 @@ INSERT INTO sessions (
     namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, created_at, ad_hoc)
 VALUES (?1, ?2, 0, 0, ?3, ?3, ?3, NOT ?5)
 ON CONFLICT (namespace, session) DO UPDATE SET
-    ad_hoc = ad_hoc AND NOT ?5,
+    ad_hoc = CASE WHEN ?5 THEN 0 WHEN ?3 - last_call_at > ?4 THEN 1 ELSE ad_hoc END,
     turn = CASE WHEN ?3 - last_call_at > ?4 THEN turn + 1 ELSE turn END,
     faults_this_turn = CASE WHEN ?3 - last_call_at > ?4 THEN 0 ELSE faults_this_turn END,
     turn_started_at = CASE WHEN ?3 - last_call_at > ?4 THEN ?3 ELSE turn_started_at END,
@@ -75,7 +77,8 @@ async def touch_session(
 ) -> SessionState:
     """Create the session on first use, start a new turn after an idle gap, and record this call.
 
-    `by_host` says the host is the caller (ingest), which makes the session its own, not ad hoc.
+    `by_host` says the host is the caller (ingest), which makes the session its own, not ad hoc;
+    a turn started here by an idle gap makes it ad hoc.
     """
     row = await conn.one(_TOUCH, (namespace, session, now, idle_seconds, by_host))
     assert row is not None  # RETURNING always yields the row

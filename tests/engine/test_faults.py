@@ -6,7 +6,7 @@ from memvm.engine import Engine, EngineConfig
 from memvm.engine.db import Database
 from memvm.engine.errors import FaultLimitReached, PageNotFound
 from memvm.engine.migrations import migrate
-from memvm.engine.models import Level
+from memvm.engine.models import FaultResult, Level
 from memvm.engine.tokens import TokenCounter
 from memvm.engine.working_set import line_cost, page_line
 
@@ -231,3 +231,31 @@ async def test_past_the_fault_limit_a_page_already_in_context_is_handed_over_as_
     assert "stays at level 3" in again.reason and "limit of 3 page faults" in again.reason
     with pytest.raises(FaultLimitReached):
         await fault(engine, ids[3])
+
+
+async def test_an_old_conversation_named_after_an_idle_gap_is_charged_to_the_callers_own_session(
+    engine, clock
+):
+    limit = engine.config.max_faults_per_turn
+    pages = [
+        await engine.remember(namespace=NS, session="desk", page=note(f"pump {i} at dawn")) for i in range(8)
+    ]
+    await engine.ingest(namespace=NS, session="old", messages=[user("Where are the pumps?")])
+    clock.advance(engine.config.turn_idle_seconds + 1)  # the old conversation is over
+    await engine.ingest(namespace=NS, session="live", messages=[user("And the valves?")])
+
+    async def fault(session: str, page: int) -> FaultResult:
+        return await engine.page_fault(
+            namespace=NS, session=session, page_id=pages[page].page_id, host_session="desk"
+        )
+
+    # The conversation the host is driving keeps its own allowance.
+    assert [(await fault("live", i)).mapped for i in range(limit)] == [True] * limit
+    for i in range(limit):
+        await fault("desk", i)
+    # The old one is ad hoc now: the caller's own allowance is spent, so it has none either.
+    with pytest.raises(FaultLimitReached):
+        await fault("old", limit)
+    # Once the host starts a turn in it again, it is the host's conversation again.
+    await engine.begin_turn(namespace=NS, session="old")
+    assert (await fault("old", limit)).mapped
