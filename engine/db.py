@@ -16,7 +16,6 @@ import os
 import random
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path, PurePath
@@ -32,6 +31,7 @@ from memvm.engine.errors import (
     StorageFull,
     StorageReadOnly,
 )
+from memvm.engine.read_slots import ReadSlots
 
 # "memv" in ASCII: marks a file as memvm's, so a foreign SQLite file is never migrated over.
 APPLICATION_ID = 0x6D656D76
@@ -118,12 +118,8 @@ class Database:
         # Read connections, opened as reads need them, at most `read_connections` at once: a slow
         # read holds up only its own connection, and a read never waits behind a write (WAL).
         self._idle_readers: list[aiosqlite.Connection] = []
-        self._reader_slots = anyio.Semaphore(config.read_connections)
-        # Reads that name their namespace take at most half of those at once, so however slow one
-        # tenant's reads are, another tenant's read always finds a connection free.
-        self._namespace_share = max(1, config.read_connections // 2)
-        self._shares: dict[str, anyio.Semaphore] = {}
-        self._share_users: Counter[str] = Counter()
+        # Shared out per namespace, so one tenant's slow reads never hold them all (see read_slots).
+        self._reader_slots = ReadSlots(config.read_connections)
         self.path = path
         self._quota_bytes = None if self._shared else quota_bytes
         # Times a write found the file locked by another process and tried again; never reset.
@@ -164,15 +160,15 @@ class Database:
     async def read(self, namespace: str | None = None) -> AsyncIterator[Reads]:
         """One read transaction: all of its queries see the same committed snapshot.
 
-        A read that may be slow names its `namespace`, whose reads then share no more than half
-        of the read connections.
+        A read that may be slow names its `namespace`, so that its share of the read connections
+        stays fair (see read_slots).
         """
         if self._shared:
             # One private in-memory database has one connection: reads queue behind writes.
             async with self._lock:
                 yield Reads(self._writer)
             return
-        async with self._share(namespace), self._reader_slots:
+        async with self._reader_slots.take(namespace):
             conn = await self._reader()
             ended = False
             try:
@@ -188,21 +184,6 @@ class Database:
                 else:  # a connection whose transaction could not be ended is not reused
                     with anyio.CancelScope(shield=True):
                         await conn.close()
-
-    @asynccontextmanager
-    async def _share(self, namespace: str | None) -> AsyncIterator[None]:
-        if namespace is None:
-            yield
-            return
-        share = self._shares.setdefault(namespace, anyio.Semaphore(self._namespace_share))
-        self._share_users[namespace] += 1
-        try:
-            async with share:
-                yield
-        finally:
-            self._share_users[namespace] -= 1
-            if not self._share_users[namespace]:
-                del self._share_users[namespace], self._shares[namespace]
 
     async def _reader(self) -> aiosqlite.Connection:
         if self._idle_readers:
