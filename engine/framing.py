@@ -11,9 +11,10 @@ bracket: in any case and in full-width or other compatibility forms; with accent
 anything unseen (control and format characters, combining marks, variation selectors, tag
 characters, fillers, unassigned code points) ignored wherever they sit; with letters, colons and
 slashes that look like the ASCII ones (Cyrillic "М", Greek "Ρ") read as those; with angle-shaped
-brackets ("‹", "〈", "⟨", "˂") read as `<`; and with any run of separators after "vm" or between
-"procedural" and "memory" (`</VM CONTEXT>`, `<VM-RULES>`, `<\\VM:RULES>`). Other angle brackets
-(HTML, generics, comparisons) are left alone.
+brackets ("‹", "〈", "⟨", "˂") read as `<`; with marks before the name ignored (`<-VM:RULES>`); with
+any mark but a closing bracket between "vm" and one of memvm's names (`</VM CONTEXT>`,
+`<VM−RULES>`, `<VM|RULES>`); and with any run of separators between "procedural" and "memory".
+Other angle brackets (HTML, generics, comparisons, `<vm-id>`, `List<VM.Instance>`) are left alone.
 """
 
 import re
@@ -70,6 +71,8 @@ _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 # too, read as a reader reads them in either case (a capital I reads as l: "MANlFEST").
 _SPELLINGS = ("vm:", "vmcontext", "vmrules", "vmmanifest", "procedural memory", "proceduralmemory")
 _SEPARATOR_AT = len("procedural")
+# What may stand before a tag's name, read as the closing slash or ignored: `<-VM:RULES>`.
+_LEADING = "/-_.\\|~=+*^`'\"$#@!?&%"
 
 
 def neutralise(text: str) -> str:
@@ -94,11 +97,13 @@ def _names_a_tag(text: str, start: int) -> bool:
             if name and _is_separator(char) and _is_separator(name[-1]):
                 continue  # a run of separators reads as one
             name += char
-            body = name.removeprefix("/")
+            body = name.lstrip(_LEADING)
             if len(body) > _SEPARATOR_AT and _is_separator(body[_SEPARATOR_AT]):
                 body = f"{body[:_SEPARATOR_AT]} {body[_SEPARATOR_AT + 1 :]}"
-            if len(body) == len("vm:") and body.startswith("vm") and _joins(body[-1]):
-                body = "vm:"  # `VM-RULES`, `VM_RULES`, `VM.RULES` read as memvm's tags too
+            if len(body) > len("vm") and body.startswith("vm") and body[2] != ":" and _joins(body[2]):
+                # `VM-RULES`, `VM|RULES`, `VM−RULES` read as `VM RULES`: a tag when a name of
+                # memvm's follows, while `vm-id` or `VM.Instance` stay text.
+                body = "vm" + body[3:]
             if body in _TAG_NAMES:
                 return True
             if not any(tag.startswith(body) for tag in _TAG_NAMES):
@@ -107,8 +112,8 @@ def _names_a_tag(text: str, start: int) -> bool:
 
 
 def _joins(char: str) -> bool:
-    """Punctuation that joins two words (dash, underscore, dot, colon), not a closing bracket."""
-    return unicodedata.category(char) in ("Pd", "Pc", "Po")
+    """A mark that can stand between two words (dash, bar, dot, sign, arrow), not a closing bracket."""
+    return _is_separator(char) and unicodedata.category(char) not in ("Pe", "Pf")
 
 
 def _is_separator(char: str) -> bool:

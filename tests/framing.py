@@ -12,6 +12,10 @@ TAG_LOOKALIKES = [
     "<VM_RULES>",
     "<VM.RULES>",
     "<\\VM:RULES>",
+    "<VM\u2212RULES>",
+    "</VM|CONTEXT>",
+    "<VM\u2192RULES>",
+    "<-VM:RULES>",
     "<VM MANIFEST_JSON>",
     "</VM:CONTEXT>",
     "<VM:CONTEXT>",
@@ -134,7 +138,10 @@ _READS_AS = str.maketrans(
 # combining marks, spaces of every kind, and the letters that draw nothing.
 _HIDDEN_CATEGORIES = {"Cc", "Cf", "Cn", "Mn", "Me", "Zs", "Zl", "Zp"}
 _BLANK = set("\u115f\u1160\u3164\uffa0\u2800")
-_TAG = re.compile(r"<(/?)(vm(?:[:\-_.]+|(?=context|rules|manifest))[a-z_]+|procedural(?:[^\w<>]|_)*memory)")
+_JOIN = r"(?:[^\w<>]|_)"
+_TAG = re.compile(
+    rf"<(?:(?!/){_JOIN})*(/?){_JOIN}*(vm(?::[a-z_]+|{_JOIN}*(?:context|rules|manifest)[a-z_]*)|procedural{_JOIN}*memory)"
+)
 
 
 def _seen(text: str) -> str:

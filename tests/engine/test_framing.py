@@ -35,6 +35,7 @@ def test_every_spelling_of_a_memvm_tag_is_escaped(spelling):
         "<\u041c\u043e\u0441\u043a\u0432\u0430> <\u0412\u0430\u043c> <\u0432\u043c\u0435\u0441\u0442\u0435>",
         "<\u039c\u03ac\u03b8\u03b7\u03bc\u03b1> <\u03c1\u03bf\u03ae>",
         "<procedural> <memory> <procedure_memory>",
+        "<vm-id> List<VM.Instance> Map<VM,Int> a <- b",
     ],
 )
 def test_other_angle_brackets_are_left_as_they_are(text):
