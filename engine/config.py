@@ -75,6 +75,9 @@ class EngineConfig(BaseModel):
     # Open the file read-only (SQLite mode=ro): reads work, every write is the "read-only" tool
     # error, and a file that still needs a migration is refused at start.
     read_only: bool = False
+    # Replace secret-shaped strings (provider keys, tokens, private keys, passwords in URLs) with
+    # [REDACTED:kind] in everything stored (see redaction).
+    redact_secrets: bool = True
     guards: GuardConfig = Field(default_factory=GuardConfig)
     search: SearchTuning = Field(default_factory=SearchTuning)
 

@@ -46,6 +46,7 @@ from memvm.engine.models import (
 from memvm.engine.names import page_ids, session_names
 from memvm.engine.pages import get_page
 from memvm.engine.procedures import procedural_knowledge
+from memvm.engine.redaction import redact, redact_value
 from memvm.engine.search import search_pages
 from memvm.engine.sessions import allowance_session, begin_turn, read_session, touch_session
 from memvm.engine.terms import Stemmer
@@ -116,12 +117,24 @@ class Engine:
         self, *, namespace: str, session: str, page: NewPage, key: str | None = None
     ) -> RememberResult:
         await self._counting()
+        if self.config.redact_secrets:
+            page = page.model_copy(
+                update={
+                    "content": redact(page.content),
+                    "summary": None if page.summary is None else redact(page.summary),
+                    "metadata": redact_value(page.metadata),
+                }
+            )
         return await memory.remember(self._writer, namespace=namespace, session=session, page=page, key=key)
 
     async def ingest(
         self, *, namespace: str, session: str, messages: Sequence[IngestMessage]
     ) -> IngestResult:
         await self._counting()
+        if self.config.redact_secrets:
+            messages = [
+                message.model_copy(update={"content": redact(message.content)}) for message in messages
+            ]
         return await memory.ingest(self._writer, namespace=namespace, session=session, messages=messages)
 
     async def pin_page(self, *, namespace: str, session: str, page_id: str, pinned: bool) -> PageState:
@@ -189,6 +202,8 @@ class Engine:
     async def bind_value(
         self, *, namespace: str, session: str, tool: str, args: Any, value: Any, name: str | None = None
     ) -> BindResult:
+        if self.config.redact_secrets:
+            args, value = redact_value(args), redact_value(value)
         now = self.clock.now()
         async with self.db.write() as conn:
             state = await touch_session(conn, namespace, session, now, self.config.turn_idle_seconds)
@@ -236,6 +251,15 @@ class Engine:
     ) -> OutcomeResult:
         """Log a finished call; an ad-hoc session's results count in `host_session` for the guards."""
         await self._counting()
+        if self.config.redact_secrets:
+            call = call.model_copy(
+                update={
+                    "args": redact_value(call.args),
+                    "result": redact_value(call.result),
+                    "error_message": None if call.error_message is None else redact(call.error_message),
+                    "goal": None if call.goal is None else redact(call.goal),
+                }
+            )
         return await outcomes.record_tool_outcome(
             self._writer, namespace=namespace, session=session, call=call, host_session=host_session
         )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memvm.engine.errors import InvalidArgument
+from memvm.engine.redaction import redact_value
 
 MAX_DEPTH = 32
 MAX_NODES = 20_000
@@ -124,8 +125,12 @@ def canonical_json(value: Any) -> str:
 
 
 def call_hash(tool: str, args: Any) -> str:
-    """Identifies a call by its tool and arguments, whatever the key order."""
-    return hashlib.sha256(f"{tool}\x00{canonical_json(args)}".encode()).hexdigest()
+    """Identifies a call by its tool and arguments, whatever the key order.
+
+    Of the arguments as stored, secrets redacted: a call is known again whether it comes with
+    its secrets (check_tool_call) or as it was logged without them (record_tool_outcome).
+    """
+    return hashlib.sha256(f"{tool}\x00{canonical_json(redact_value(args))}".encode()).hexdigest()
 
 
 def short(written: Any, limit: int = 32) -> str:

@@ -102,6 +102,12 @@ def _parser() -> argparse.ArgumentParser:
         help="open the database read-only: reads work, writes get a 'read-only' tool error",
     )
     serve.add_argument(
+        "--keep-secrets",
+        action="store_true",
+        help="store secret-shaped strings (API keys, tokens, private keys, passwords in URLs) as "
+        "given instead of as [REDACTED:kind]",
+    )
+    serve.add_argument(
         "--guards",
         choices=[p.value for p in GuardPreset],
         default=GuardPreset.DEFAULT.value,
@@ -162,6 +168,7 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
                 synchronous=Synchronous(args.synchronous),
                 max_db_mb=args.max_db_mb,
                 read_only=args.read_only,
+                redact_secrets=not args.keep_secrets,
                 guards=_guards(args),
             )
         ),

@@ -1,0 +1,176 @@
+"""Secret-shaped strings never reach storage: each provider's key shape, on every write path."""
+
+import random
+import sqlite3
+import string
+
+import pytest
+from memvm.engine import EngineConfig
+from memvm.engine.models import IngestMessage, Outcome, Role, ToolOutcome
+from memvm.engine.redaction import redact, redact_value
+from memvm.engine.transfer import export_lines
+
+from tests.conftest import NS, note
+
+pytestmark = pytest.mark.anyio
+
+_RNG = random.Random(15)
+ALNUM = string.ascii_letters + string.digits
+URLSAFE = ALNUM + "_-"
+
+
+def chars(alphabet: str, count: int) -> str:
+    """Random characters: a key of the documented shape, made up here so no real key is in the tree."""
+    return "".join(_RNG.choice(alphabet) for _ in range(count))
+
+
+# (kind, secret): the shapes the providers document, at their documented lengths.
+SECRETS = [
+    ("anthropic_key", "sk-ant-api03-" + chars(URLSAFE, 93) + "AA"),
+    ("openai_key", "sk-proj-" + chars(URLSAFE, 74) + "T3BlbkFJ" + chars(URLSAFE, 74)),
+    ("openai_key", "sk-" + chars(ALNUM, 20) + "T3BlbkFJ" + chars(ALNUM, 20)),
+    ("openai_key", "sk-" + chars(ALNUM, 48)),
+    ("aws_access_key_id", "AKIA" + chars(string.ascii_uppercase + string.digits, 16)),
+    ("github_token", "ghp_" + chars(ALNUM, 36)),
+    ("github_token", "gho_" + chars(ALNUM, 36)),
+    ("github_token", "github_pat_" + chars(ALNUM, 22) + "_" + chars(ALNUM, 59)),
+    ("gitlab_token", "glpat-" + chars(URLSAFE, 20)),
+    (
+        "slack_token",
+        "xoxb-" + chars(string.digits, 12) + "-" + chars(string.digits, 13) + "-" + chars(ALNUM, 24),
+    ),
+    (
+        "slack_webhook",
+        "https://hooks.slack.com/services/T"
+        + chars(ALNUM, 8)
+        + "/B"
+        + chars(ALNUM, 10)
+        + "/"
+        + chars(ALNUM, 24),
+    ),
+    ("stripe_key", "sk_live_" + chars(ALNUM, 24)),
+    ("stripe_key", "rk_test_" + chars(ALNUM, 99)),
+    ("google_api_key", "AIza" + chars(URLSAFE, 35)),
+    ("google_oauth_secret", "GOCSPX-" + chars(URLSAFE, 28)),
+    ("sendgrid_key", "SG." + chars(URLSAFE, 22) + "." + chars(URLSAFE, 43)),
+    ("twilio_key", "SK" + chars(string.hexdigits.lower()[:16], 32)),
+    ("npm_token", "npm_" + chars(ALNUM, 36)),
+    ("pypi_token", "pypi-AgEIcHlwaS5vcmc" + chars(URLSAFE, 70)),
+    ("huggingface_token", "hf_" + chars(ALNUM, 34)),
+    ("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + chars(URLSAFE, 43)),
+]
+# (text with a secret in context, what stays of it, the secret)
+IN_CONTEXT = [
+    (
+        "aws_secret_access_key = " + (aws := chars(ALNUM + "/+", 40)),
+        "aws_secret_access_key = [REDACTED:aws_secret_access_key]",
+        aws,
+    ),
+    (
+        "Authorization: Bearer " + (bearer := chars(URLSAFE + ".", 40)),
+        "Authorization: Bearer [REDACTED:bearer_token]",
+        bearer,
+    ),
+    (
+        "Authorization: Basic dXNlcjpodW50ZXIyLXBhc3N3b3Jk",
+        "Authorization: Basic [REDACTED:basic_auth]",
+        "dXNlcjpodW50ZXIyLXBhc3N3b3Jk",
+    ),
+    (
+        "postgres://app:" + (password := "s3cr3t-" + chars(ALNUM, 10)) + "@db.internal:5432/prod",
+        "postgres://app:[REDACTED:url_password]@db.internal:5432/prod",
+        password,
+    ),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+        + (block := "\n".join(chars(ALNUM + "+/", 70) for _ in range(5)))
+        + "\n-----END OPENSSH PRIVATE KEY-----",
+        "[REDACTED:private_key]",
+        block,
+    ),
+]
+# Ordinary text that looks a little like a secret and must stay as it is.
+ORDINARY = [
+    "commit 3f1c2a9b8e7d6c5b4a39281706f5e4d3c2b1a098 fixed it",
+    "request id 123e4567-e89b-12d3-a456-426614174000",
+    "pip install scikit-learn; the sk-learn alias is gone",
+    "https://user@example.com/path and https://example.com/a:b@c",
+    "Bearer of bad news; basic arithmetic",
+    "the disk key AKIA is short",
+    "ghp_short and hf_small are not tokens",
+]
+
+
+@pytest.mark.parametrize(("kind", "secret"), SECRETS, ids=[kind for kind, _ in SECRETS])
+def test_each_providers_key_shape_is_redacted_and_its_surroundings_kept(kind, secret):
+    text = f"export KEY={secret} # from the console"
+    redacted = redact(text)
+    assert secret not in redacted
+    assert redacted == f"export KEY=[REDACTED:{kind}] # from the console"
+    assert redact(redacted) == redacted
+
+
+@pytest.mark.parametrize(("text", "kept", "secret"), IN_CONTEXT)
+def test_tokens_passwords_and_private_keys_are_redacted_in_their_context(text, kept, secret):
+    assert redact(text) == kept
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_that_resembles_a_secret_is_left_alone(text):
+    assert redact(text) == text
+
+
+def test_every_string_in_a_json_value_is_redacted_and_its_keys_kept():
+    secret = SECRETS[5][1]
+    value = {"headers": {"token": secret}, "list": [1, secret, None], "ok": True}
+    assert redact_value(value) == {
+        "headers": {"token": "[REDACTED:github_token]"},
+        "list": [1, "[REDACTED:github_token]", None],
+        "ok": True,
+    }
+
+
+async def _stored(db_path) -> str:
+    with sqlite3.connect(db_path) as conn:
+        return "\n".join(export_lines(conn))
+
+
+async def test_no_write_path_stores_a_secret(engine, db_path):
+    secrets = [secret for _, secret in SECRETS] + [secret for _, _, secret in IN_CONTEXT]
+    payloads = [secret for _, secret in SECRETS] + [text for text, _, _ in IN_CONTEXT]
+    for index, payload in enumerate(payloads):
+        await engine.remember(
+            namespace=NS, session="s", page=note(f"note {index}: {payload}", summary=f"key {payload}")
+        )
+        await engine.ingest(
+            namespace=NS, session="s", messages=[IngestMessage(role=Role.USER, content=f"use {payload}")]
+        )
+        await engine.record_tool_outcome(
+            namespace=NS,
+            session="s",
+            call=ToolOutcome(
+                tool="deploy",
+                args={"token": payload, "step": index},
+                outcome=Outcome.FAILURE,
+                result={"echo": payload},
+                error_type="AuthError",
+                error_message=f"bad token {payload}",
+                goal=f"deploy with {payload}",
+            ),
+        )
+        await engine.bind_value(
+            namespace=NS, session="s", tool="vault", args={"id": index}, value={"secret": payload}
+        )
+    stored = await _stored(db_path)
+    assert [secret for secret in secrets if secret in stored] == []
+    assert stored.count("[REDACTED:") >= 6 * len(secrets)
+    found = await engine.search(namespace=NS, session="s", query=SECRETS[5][1])
+    assert found.results == [] or all(SECRETS[5][1] not in hit.snippet for hit in found.results)
+
+
+async def test_redaction_can_be_turned_off(open_engine, db_path):
+    engine = await open_engine(EngineConfig(redact_secrets=False))
+    secret = SECRETS[5][1]
+    await engine.remember(namespace=NS, session="s", page=note(f"keep {secret}"))
+    assert secret in await _stored(db_path)
