@@ -9,6 +9,7 @@ was there without any of it; redacting twice changes nothing more.
 """
 
 import re
+from functools import partial
 from typing import Any
 
 _MARK = "[REDACTED:{kind}]"
@@ -64,7 +65,7 @@ def redact(text: str) -> str:
     if not _CUES.search(text):
         return text
     for kind, pattern in _COMPILED:
-        text = pattern.sub(lambda match, kind=kind: _replacement(match, kind), text)
+        text = pattern.sub(partial(_replacement, kind=kind), text)
     return text
 
 
