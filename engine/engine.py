@@ -16,6 +16,7 @@ from memvm.engine.config import EngineConfig
 from memvm.engine.db import Database, Reads
 from memvm.engine.errors import PageNotFound
 from memvm.engine.grounding import check_ungrounded
+from memvm.engine.hook_events import handled_event, record_event
 from memvm.engine.manifest_pages import available_pages, namespace_counts
 from memvm.engine.migrations import check_current, migrate
 from memvm.engine.models import (
@@ -23,6 +24,7 @@ from memvm.engine.models import (
     FaultResult,
     ForgetResult,
     GroundingResult,
+    HandledHookEvent,
     IngestMessage,
     IngestResult,
     Level,
@@ -276,6 +278,26 @@ class Engine:
         async with self.db.read() as conn:
             return await procedural_knowledge(
                 conn, namespace=namespace, tools=tools, goal=goal, error_type=error_type
+            )
+
+    async def handled_hook_event(self, *, namespace: str, digest: str) -> HandledHookEvent | None:
+        """The host hook event with this digest, if it was handled before."""
+        async with self.db.read(namespace) as conn:
+            return await handled_event(conn, namespace, digest)
+
+    async def record_hook_event(
+        self, *, namespace: str, session: str, digest: str, event: str, answer: str | None = None
+    ) -> None:
+        """Mark a host hook event handled (a second record of the same digest changes nothing)."""
+        async with self.db.write() as conn:
+            await record_event(
+                conn,
+                namespace=namespace,
+                session=session,
+                digest=digest,
+                event=event,
+                answer=answer,
+                now=self.clock.now(),
             )
 
     async def get_page(self, *, namespace: str, page_id: str) -> Page:

@@ -683,6 +683,27 @@ _AD_HOC_SESSIONS = Migration(
     ),
 )
 
+# Host hooks see an event again when the host retries it: one row per event handled, keyed by a
+# digest of the event, so a replay adds nothing and a pre-tool replay gets the same decision.
+_HOOK_EVENTS = Migration(
+    version=10,
+    name="host hook events handled",
+    statements=(
+        """
+        CREATE TABLE hook_events (
+            namespace TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            session TEXT NOT NULL,
+            event TEXT NOT NULL,
+            answer TEXT,
+            at REAL NOT NULL,
+            PRIMARY KEY (namespace, digest)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX hook_events_by_session ON hook_events (namespace, session, at)",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
@@ -693,6 +714,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _PAGE_TEXTS,
     _NAMESPACE_CALL_IDS,
     _AD_HOC_SESSIONS,
+    _HOOK_EVENTS,
 )
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

@@ -459,3 +459,10 @@ class FixGuidance(BaseModel):
 class ProceduralKnowledge(BaseModel):
     tools: list[ToolHints]
     guidance: list[FixGuidance]
+
+
+class HandledHookEvent(BaseModel):
+    """A host hook event handled before: its name and, for a decision, the answer given."""
+
+    event: str
+    answer: str | None

@@ -20,10 +20,12 @@ from memvm.engine.errors import (
     StorageReadOnly,
 )
 from memvm.engine.guard_config import GuardConfig, GuardPreset
+from memvm.engine.paths import default_db_path
 from memvm.engine.tokens import SUPPORTED_ENCODINGS
+from memvm.hooks.cli import add_arguments as add_hook_arguments
 from memvm.server.cli_ops import DatabasePathError, add_operations, check_db_path, run_operation
 from memvm.server.http import Transport, is_loopback
-from memvm.server.settings import ServerSettings, ToolProfile, default_db_path
+from memvm.server.settings import ServerSettings, ToolProfile
 from memvm.server.tokens import TokenFileError, load_tokens
 from pydantic import ValidationError
 
@@ -122,6 +124,10 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="start the server and drive it through a real MCP client")
     demo.add_argument("--db", help="SQLite file to use (default: a new temporary one)")
+    hook = commands.add_parser(
+        "hook", help="handle one agent-host hook event (JSON on stdin, the host's answer on stdout)"
+    )
+    add_hook_arguments(hook)
     add_operations(commands)
     return parser
 
@@ -317,7 +323,13 @@ def _reader_gone() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["hook"]:
+        # Its own parser: a mistyped hook command answers the host, never exits 2 (a block).
+        from memvm.hooks.cli import main as hook
+
+        return hook(given[1:])
+    args = _parser().parse_args(given)
     # `memvm demo | head` or `memvm export | head`: the reader leaving early ends the command
     # quietly, as it ends any other program in a pipe, instead of with a traceback.
     try:

@@ -24,8 +24,8 @@ from memvm.engine.backup import BackupError, backup
 from memvm.engine.db import connect_blocking, writable
 from memvm.engine.doctor import Diagnosis, diagnose
 from memvm.engine.errors import DatabaseRefused, StorageError
+from memvm.engine.paths import default_db_path
 from memvm.engine.transfer import TransferError, export_to, import_from
-from memvm.server.settings import default_db_path
 
 _DB_HELP = "SQLite file (default: $MEMVM_DB, else the per-user data directory)"
 

@@ -1,9 +1,6 @@
 """Server settings: where the database is, whose it is, and which tools the model sees."""
 
-import os
-import sys
 from enum import StrEnum
-from pathlib import Path
 
 from memvm.engine.config import EngineConfig
 from memvm.engine.names import NAME_PATTERN
@@ -25,16 +22,3 @@ class ServerSettings(BaseModel):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     # token -> namespace, for the HTTP transports; None serves the process's namespace to all.
     tokens: dict[str, str] | None = Field(None, repr=False)
-
-
-def default_db_path() -> Path:
-    """$MEMVM_DB, else memvm.db in the per-user data directory of this platform."""
-    if env := os.environ.get("MEMVM_DB"):
-        return Path(env)
-    if sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    elif sys.platform == "win32":
-        base = Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming"))
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
-    return base / "memvm" / "memvm.db"

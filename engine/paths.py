@@ -1,0 +1,18 @@
+"""Where the database lives when no --db names it: one answer for the server and the hooks."""
+
+import os
+import sys
+from pathlib import Path
+
+
+def default_db_path() -> Path:
+    """$MEMVM_DB, else memvm.db in the per-user data directory of this platform."""
+    if env := os.environ.get("MEMVM_DB"):
+        return Path(env)
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming"))
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
+    return base / "memvm" / "memvm.db"

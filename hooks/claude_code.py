@@ -1,0 +1,85 @@
+"""Claude Code's hook protocol: https://code.claude.com/docs/en/hooks
+
+Each event arrives as one JSON object on stdin (common fields `session_id`, `transcript_path`,
+`cwd`, `hook_event_name`); the answer is one JSON object on stdout with exit code 0. Exit code 2
+would block, so memvm never uses it: a deny is `permissionDecision` "deny" in
+`hookSpecificOutput`, and context is `additionalContext`.
+"""
+
+from typing import Any
+
+from memvm.hooks.events import (
+    EventKind,
+    HookAnswer,
+    HookEvent,
+    Host,
+    MalformedEvent,
+    as_object,
+    event_digest,
+    session_name,
+    text_field,
+)
+
+_KINDS = {
+    "UserPromptSubmit": EventKind.PROMPT,
+    "PreToolUse": EventKind.PRE_TOOL,
+    "PostToolUse": EventKind.TOOL_DONE,
+    "PostToolUseFailure": EventKind.TOOL_FAILED,
+    "Stop": EventKind.REPLY,
+    # Documented events memvm has nothing to do for (yet): answered with nothing, quietly.
+    "SessionStart": EventKind.IGNORED,
+    "SessionEnd": EventKind.IGNORED,
+    "PreCompact": EventKind.IGNORED,
+    "PostCompact": EventKind.IGNORED,
+    "Notification": EventKind.IGNORED,
+    "SubagentStop": EventKind.IGNORED,
+    "PermissionRequest": EventKind.IGNORED,
+}
+
+# Events whose `hookSpecificOutput` takes `additionalContext` (the reference's "Add context" list).
+_TAKES_CONTEXT = {"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "SessionStart"}
+
+
+def parse(payload: Any) -> HookEvent:
+    if not isinstance(payload, dict):
+        raise MalformedEvent("the event is not a JSON object")
+    name = payload.get("hook_event_name")
+    if not isinstance(name, str) or name not in _KINDS:
+        raise MalformedEvent(f"unknown event {str(name)[:40]!r}")
+    kind = _KINDS[name]
+    tool_event = kind in (EventKind.PRE_TOOL, EventKind.TOOL_DONE, EventKind.TOOL_FAILED)
+    if tool_event and not isinstance(payload.get("tool_name"), str):
+        raise MalformedEvent(f"{name} without a tool_name")
+    response = payload.get("tool_response")
+    # Failures arrive as PostToolUseFailure; a response flagged is_error is taken as one too.
+    if kind is EventKind.TOOL_DONE and isinstance(response, dict) and response.get("is_error") is True:
+        kind = EventKind.TOOL_FAILED
+    duration = payload.get("duration_ms")
+    return HookEvent(
+        kind=kind,
+        name=name,
+        session=session_name(payload.get("session_id"), Host.CLAUDE_CODE),
+        digest=event_digest(Host.CLAUDE_CODE, payload),
+        prompt=text_field(payload, "prompt"),
+        tool=text_field(payload, "tool_name"),
+        tool_input=as_object(payload.get("tool_input")),
+        tool_response=response,
+        error=text_field(payload, "error"),
+        duration_ms=float(duration) if isinstance(duration, int | float) else None,
+        reply=text_field(payload, "last_assistant_message"),
+    )
+
+
+def render(event: HookEvent, answer: HookAnswer) -> dict[str, Any]:
+    if answer.deny is not None and event.kind is EventKind.PRE_TOOL:
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": event.name,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": answer.deny,
+            }
+        }
+    # No permissionDecision on a warning: "allow" would also skip the user's permission prompt.
+    if answer.context and event.name in _TAKES_CONTEXT:
+        return {"hookSpecificOutput": {"hookEventName": event.name, "additionalContext": answer.context}}
+    return {}

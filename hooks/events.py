@@ -1,0 +1,88 @@
+"""Hook events as memvm sees them, whatever the host: what happened, in which session, and the
+answer to give back."""
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from memvm.engine.names import NAME_PATTERN
+
+
+class Host(StrEnum):
+    CLAUDE_CODE = "claude-code"
+
+
+class EventKind(StrEnum):
+    PROMPT = "prompt"  # the user submitted a prompt: a new turn
+    PRE_TOOL = "pre_tool"  # a tool is about to run: the guards decide
+    TOOL_DONE = "tool_done"  # a tool ran and succeeded
+    TOOL_FAILED = "tool_failed"  # a tool ran and failed
+    REPLY = "reply"  # the agent's final reply of the turn
+    IGNORED = "ignored"  # an event memvm knows and has nothing to do for
+
+
+class MalformedEvent(Exception):
+    """The event on stdin is not one the host's protocol describes."""
+
+
+@dataclass(frozen=True)
+class HookEvent:
+    kind: EventKind
+    name: str  # the host's own name for the event, echoed in the answer
+    session: str
+    digest: str
+    prompt: str = ""
+    tool: str = ""
+    tool_input: dict[str, Any] = field(default_factory=dict)
+    tool_response: Any = None
+    error: str = ""
+    duration_ms: float | None = None
+    reply: str = ""
+
+
+@dataclass(frozen=True)
+class HookAnswer:
+    """What memvm has to say: a reason to deny the call, context to add, or nothing."""
+
+    deny: str | None = None
+    context: str | None = None
+
+
+_NAME = re.compile(NAME_PATTERN)
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_.:\-]")
+
+
+def session_name(raw: Any, host: Host) -> str:
+    """The host's session id as a memvm session name, the same for the same id every time.
+
+    An id that is already a valid name is kept as it is; any other gets its invalid characters
+    replaced and a digest of the whole id appended, so two ids never share a session.
+    """
+    if not isinstance(raw, str) or not raw:
+        return host.value
+    if _NAME.match(raw):
+        return raw
+    tag = hashlib.sha256(raw.encode()).hexdigest()[:12]
+    cleaned = _NOT_NAME.sub("-", raw).lstrip("_.:-")[:50]
+    return f"{cleaned}-{tag}" if cleaned else f"{host.value}-{tag}"
+
+
+def event_digest(host: Host, payload: dict[str, Any]) -> str:
+    """Equal for a replay of the same event: the host and every field, in a canonical order."""
+    canonical = json.dumps([host.value, payload], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """Tool input as an object: the hosts send one, but a bare value is kept under `input`."""
+    if isinstance(value, dict):
+        return value
+    return {} if value is None else {"input": value}
+
+
+def text_field(payload: dict[str, Any], name: str) -> str:
+    value = payload.get(name)
+    return value if isinstance(value, str) else ""

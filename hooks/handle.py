@@ -1,0 +1,105 @@
+"""One hook event applied to memory: capture, recall and the guards, the same for every host."""
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from memvm.engine import Engine
+from memvm.engine.models import CallVerdict, IngestMessage, Outcome, Role, ToolCallCheck, ToolOutcome
+from memvm.hooks.events import EventKind, HookAnswer, HookEvent
+from memvm.hooks.recall import recall
+
+# How much of a repeated call's bound result a deny reason quotes.
+_CACHED_CHARS = 1_500
+
+
+@dataclass(frozen=True)
+class HookSettings:
+    namespace: str
+    recall_tokens: int
+
+
+async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> HookAnswer:
+    """Apply `event` once: a replay of an event handled before adds nothing and gets the same decision."""
+    if event.kind is EventKind.IGNORED:
+        return HookAnswer()
+    namespace = settings.namespace
+    seen = await engine.handled_hook_event(namespace=namespace, digest=event.digest)
+    if seen is not None:
+        return HookAnswer(deny=seen.answer)
+    answer = await _apply(engine, event, settings)
+    await engine.record_hook_event(
+        namespace=namespace, session=event.session, digest=event.digest, event=event.name, answer=answer.deny
+    )
+    return answer
+
+
+async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> HookAnswer:
+    namespace, session = settings.namespace, event.session
+    match event.kind:
+        case EventKind.PRE_TOOL:
+            check = await engine.check_tool_call(
+                namespace=namespace, session=session, tool=event.tool, args=event.tool_input
+            )
+            return _guard_answer(check)
+        case EventKind.PROMPT:
+            if not event.prompt.strip():
+                return HookAnswer()
+            # Ingesting the user's message starts the turn: budgets and repeats count afresh.
+            ingested = await engine.ingest(
+                namespace=namespace,
+                session=session,
+                messages=[IngestMessage(role=Role.USER, content=event.prompt)],
+            )
+            context = await recall(
+                engine,
+                namespace=namespace,
+                session=session,
+                query=event.prompt,
+                own_pages=set(ingested.page_ids),
+                max_tokens=settings.recall_tokens,
+            )
+            return HookAnswer(context=context)
+        case EventKind.TOOL_DONE | EventKind.TOOL_FAILED:
+            await engine.record_tool_outcome(namespace=namespace, session=session, call=_outcome(event))
+            return HookAnswer()
+        case EventKind.REPLY:
+            if event.reply.strip():
+                await engine.ingest(
+                    namespace=namespace,
+                    session=session,
+                    messages=[IngestMessage(role=Role.ASSISTANT, content=event.reply)],
+                )
+            return HookAnswer()
+    return HookAnswer()
+
+
+def _outcome(event: HookEvent) -> ToolOutcome:
+    failed = event.kind is EventKind.TOOL_FAILED
+    return ToolOutcome(
+        tool=event.tool,
+        args=event.tool_input,
+        outcome=Outcome.FAILURE if failed else Outcome.SUCCESS,
+        result=None if failed else event.tool_response,
+        error_message=(event.error or _text(event.tool_response)) if failed else None,
+        duration_ms=event.duration_ms,
+    )
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "the tool failed"
+    return value if isinstance(value, str) else json.dumps(value, default=str)[:2_000]
+
+
+def _guard_answer(check: ToolCallCheck) -> HookAnswer:
+    said = [reason.message for reason in check.reasons]
+    if check.verdict is CallVerdict.BLOCK:
+        reason = "memvm guard: " + " ".join(said)
+        if check.cached_result is not None:
+            cached = json.dumps(check.cached_result, default=str)
+            reason += f" The earlier result ({check.cached_ref}): {cached[:_CACHED_CHARS]}"
+        return HookAnswer(deny=reason)
+    if check.verdict is CallVerdict.WARN:
+        return HookAnswer(context="memvm guard warning: " + " ".join(said))
+    return HookAnswer()

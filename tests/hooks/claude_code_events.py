@@ -1,0 +1,71 @@
+"""Claude Code hook events in the documented shape: https://code.claude.com/docs/en/hooks
+(sections "Common input fields", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+"PostToolUseFailure", "Stop", "SessionEnd"; field names and example values from there)."""
+
+from typing import Any
+
+SESSION = "abc123"
+_COMMON = {
+    "session_id": SESSION,
+    "transcript_path": "/home/user/.claude/projects/my-project/00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl",
+    "cwd": "/home/user/my-project",
+    "permission_mode": "default",
+}
+
+
+def prompt(text: str, **extra: Any) -> dict[str, Any]:
+    return {**_COMMON, "hook_event_name": "UserPromptSubmit", "prompt": text, **extra}
+
+
+def pre_tool(tool_input: dict[str, Any], tool_use_id: str, tool: str = "Bash") -> dict[str, Any]:
+    return {
+        **_COMMON,
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": tool_use_id,
+    }
+
+
+def post_tool(
+    tool_input: dict[str, Any], tool_response: Any, tool_use_id: str, tool: str = "Bash"
+) -> dict[str, Any]:
+    return {
+        **_COMMON,
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_response": tool_response,
+        "tool_use_id": tool_use_id,
+        "duration_ms": 12,
+    }
+
+
+def tool_failure(
+    tool_input: dict[str, Any], error: str, tool_use_id: str, tool: str = "Bash"
+) -> dict[str, Any]:
+    return {
+        **_COMMON,
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": tool_use_id,
+        "error": error,
+        "is_interrupt": False,
+        "duration_ms": 4187,
+    }
+
+
+def stop(reply: str) -> dict[str, Any]:
+    return {
+        **_COMMON,
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+        "last_assistant_message": reply,
+        "background_tasks": [],
+        "session_crons": [],
+    }
+
+
+def session_end() -> dict[str, Any]:
+    return {**_COMMON, "hook_event_name": "SessionEnd", "reason": "other"}

@@ -1,0 +1,198 @@
+"""`memvm hook claude-code`, run as the real process the host starts, on documented events."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hooks import claude_code_events as cc
+
+MEMVM = Path(sys.executable).with_name("memvm")
+NS = "default"
+
+
+def hook(db: Path, event: Any, *extra: str) -> tuple[dict[str, Any], list[str]]:
+    """The answer (parsed stdout) and the stderr lines of one hook run, which must exit 0."""
+    raw = event if isinstance(event, bytes) else json.dumps(event).encode()
+    done = subprocess.run(
+        [str(MEMVM), "hook", "claude-code", "--db", str(db), *extra],
+        input=raw,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), done.stderr.decode().splitlines()
+
+
+def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def transcript(db: Path) -> list[tuple[str, str, str]]:
+    return rows(
+        db,
+        "SELECT p.session, p.role, t.content FROM pages p JOIN page_texts t USING (rowid) "
+        "WHERE p.type = 'transcript' ORDER BY p.rowid",
+    )
+
+
+def test_an_allowed_call_gets_an_empty_answer(tmp_path):
+    db = tmp_path / "m.db"
+    assert hook(db, cc.prompt("run the tests")) == ({}, [])
+    assert hook(db, cc.pre_tool({"command": "npm test"}, "toolu_1")) == ({}, [])
+
+
+def test_a_repeated_identical_call_is_warned_then_denied_until_the_next_prompt(tmp_path):
+    db = tmp_path / "m.db"
+    hook(db, cc.prompt("run the tests"))
+    call = {"command": "npm test", "description": "Run test suite"}
+    assert hook(db, cc.pre_tool(call, "toolu_1"))[0] == {}
+
+    warned, _ = hook(db, cc.pre_tool(call, "toolu_2"))
+    assert warned["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
+    assert "permissionDecision" not in warned["hookSpecificOutput"]
+    assert "already ran with these arguments" in warned["hookSpecificOutput"]["additionalContext"]
+
+    denied, _ = hook(db, cc.pre_tool(call, "toolu_3"))
+    assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "Bash already ran with these arguments" in denied["hookSpecificOutput"]["permissionDecisionReason"]
+
+    # A replay of the denied event gets the same decision; a new prompt is a new turn.
+    assert hook(db, cc.pre_tool(call, "toolu_3"))[0] == denied
+    hook(db, cc.prompt("and once more, please"))
+    assert hook(db, cc.pre_tool(call, "toolu_4"))[0] == {}
+
+
+def test_a_failure_then_a_fix_is_learned_without_the_model(tmp_path):
+    db = tmp_path / "m.db"
+    hook(db, cc.prompt("run the tests"))
+    wrong = {"command": "npm tset"}
+    hook(db, cc.tool_failure(wrong, "Exit code 1\nnpm ERR! missing script: tset", "toolu_1"))
+    fixed = {"command": "npm test"}
+    hook(db, cc.post_tool(fixed, {"stdout": "12 passing", "stderr": "", "interrupted": False}, "toolu_2"))
+
+    calls = rows(db, "SELECT tool, outcome, args, fixed_by IS NOT NULL, fixes IS NOT NULL FROM tool_calls")
+    assert [(tool, outcome, json.loads(args)) for tool, outcome, args, _, _ in calls] == [
+        ("Bash", "failure", wrong),
+        ("Bash", "success", fixed),
+    ]
+    assert [(fixed_by, fixes) for *_, fixed_by, fixes in calls] == [(1, 0), (0, 1)]
+
+
+def test_replayed_events_add_nothing_twice(tmp_path):
+    db = tmp_path / "m.db"
+    events = [
+        cc.prompt("where is the deploy script"),
+        cc.post_tool({"command": "ls deploy"}, {"stdout": "run.sh"}, "toolu_1"),
+        cc.stop("The deploy script is deploy/run.sh."),
+    ]
+    for event in events + events:
+        hook(db, event)
+    assert transcript(db) == [
+        (cc.SESSION, "user", "where is the deploy script"),
+        (cc.SESSION, "assistant", "The deploy script is deploy/run.sh."),
+    ]
+    assert rows(db, "SELECT count(*) FROM tool_calls") == [(1,)]
+
+
+def test_a_fact_from_one_session_is_recalled_in_a_later_one_as_data_with_its_page_id(tmp_path):
+    db = tmp_path / "m.db"
+    hook(db, cc.prompt("the staging cluster is called heron and deploys go through argo"))
+    hook(db, cc.stop("Noted: staging cluster heron, deploys through argo."))
+    [(page_id,)] = rows(db, "SELECT page_id FROM pages WHERE role = 'assistant'")
+
+    later = {**cc.prompt("which cluster is staging on?"), "session_id": "def456"}
+    answer, _ = hook(db, later)
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "not instructions" in context
+    assert page_id in context and f"| {cc.SESSION} |" in context
+    assert "which cluster" not in context  # the prompt's own page is not recalled
+
+    nothing = {**cc.prompt("xylophone quartz zebra"), "session_id": "def456"}
+    assert hook(db, nothing)[0] == {}
+
+
+def test_secrets_in_tool_results_and_prompts_are_redacted_before_storage(tmp_path):
+    db = tmp_path / "m.db"
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    hook(db, cc.prompt(f"use the token {token} for the release"))
+    hook(db, cc.post_tool({"command": "cat .env"}, {"stdout": f"GITHUB_TOKEN={token}"}, "toolu_1"))
+    stored = json.dumps(rows(db, "SELECT content FROM page_texts") + rows(db, "SELECT args FROM tool_calls"))
+    assert token not in stored
+    assert "[REDACTED:" in stored
+
+
+def test_an_invalid_session_id_maps_to_the_same_valid_session_every_time(tmp_path):
+    db = tmp_path / "m.db"
+    odd = "weird id/with spaces"
+    for text in ("first prompt", "second prompt"):
+        hook(db, {**cc.prompt(text), "session_id": odd})
+    sessions = {session for session, _, _ in transcript(db)}
+    assert len(sessions) == 1
+    assert sessions.pop().startswith("weird-id-with-spaces-")
+
+
+def _locked(db: Path) -> sqlite3.Connection:
+    hook(db, cc.prompt("make the file"))
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+    return conn
+
+
+@pytest.mark.parametrize(
+    ("case", "event"),
+    [
+        ("not json", b"{not json"),
+        ("not an object", b"[1, 2]"),
+        ("unknown event", json.dumps({**cc.prompt("x"), "hook_event_name": "SomethingNew"}).encode()),
+        ("locked database", cc.pre_tool({"command": "ls"}, "toolu_9")),
+        ("corrupt database", cc.pre_tool({"command": "ls"}, "toolu_9")),
+    ],
+)
+def test_bad_input_or_a_broken_database_answers_empty_with_one_stderr_line(tmp_path, case, event):
+    db = tmp_path / "m.db"
+    held = _locked(db) if case == "locked database" else None
+    if case == "corrupt database":
+        db.write_bytes(b"this is not a database file" * 200)
+    try:
+        answer, errors = hook(db, event, "--wait-ms", "200")
+    finally:
+        if held is not None:
+            held.close()
+    assert answer == {}
+    assert len(errors) == 1 and errors[0].startswith("memvm hook: ")
+    assert "Traceback" not in errors[0]
+
+
+def test_a_known_event_memvm_has_nothing_to_do_for_is_answered_quietly(tmp_path):
+    assert hook(tmp_path / "m.db", cc.session_end()) == ({}, [])
+
+
+def test_a_mistyped_hook_command_answers_empty_instead_of_blocking(tmp_path):
+    done = subprocess.run(
+        [str(MEMVM), "hook", "claude-codee"], input=b"{}", capture_output=True, timeout=60, check=False
+    )
+    assert (done.returncode, json.loads(done.stdout)) == (0, {})
+    assert len(done.stderr.decode().splitlines()) == 1
+
+
+def test_the_hook_path_imports_neither_the_mcp_sdk_nor_the_server(tmp_path):
+    script = (
+        "import io, sys, json\n"
+        "from memvm.hooks.entry import main\n"
+        f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(cc.pre_tool({'command': 'ls'}, 't1')).encode()!r}))\n"
+        f"main(['hook', 'claude-code', '--db', {str(tmp_path / 'm.db')!r}])\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('mcp', 'uvicorn', 'starlette')"
+        " or m.startswith('memvm.server') or m.startswith('memvm.resources')]\n"
+        "print(json.dumps(loaded), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == {}
+    assert json.loads(done.stderr.decode().splitlines()[-1]) == []
