@@ -61,6 +61,7 @@ async def fill(db: Path) -> None:
                 goal="book dinner",
             )
             await engine.record_tool_outcome(**s, call=fixed)
+            await engine.record_hook_event(**s, digest=f"{ns}-event", event="PreToolUse", answer="denied")
     finally:
         await engine.close()
 
