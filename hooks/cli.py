@@ -16,7 +16,7 @@ import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageError, StorageFull
 from memvm.engine.paths import default_db_path
-from memvm.hooks import claude_code
+from memvm.hooks import claude_code, gemini_cli
 from memvm.hooks.events import HookAnswer, HookEvent, Host, MalformedEvent
 from memvm.hooks.handle import HookSettings, handle
 
@@ -62,10 +62,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _protocol(
-    host: Host,
-) -> tuple[Callable[[Any], HookEvent], Callable[[HookEvent, HookAnswer], dict[str, Any]]]:
-    return claude_code.parse, claude_code.render
+_Protocol = tuple[Callable[[Any], HookEvent], Callable[[HookEvent, HookAnswer], dict[str, Any]]]
+
+# Each host's reading of its events and writing of its answers; what memvm does is the same for all.
+_PROTOCOLS: dict[Host, _Protocol] = {
+    Host.CLAUDE_CODE: (claude_code.parse, claude_code.render),
+    Host.GEMINI_CLI: (gemini_cli.parse, gemini_cli.render),
+}
+
+
+def _protocol(host: Host) -> _Protocol:
+    return _PROTOCOLS[host]
 
 
 def _answer(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:

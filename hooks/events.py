@@ -13,6 +13,7 @@ from memvm.engine.names import NAME_PATTERN
 
 class Host(StrEnum):
     CLAUDE_CODE = "claude-code"
+    GEMINI_CLI = "gemini-cli"
 
 
 class EventKind(StrEnum):

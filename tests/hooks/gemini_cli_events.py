@@ -1,0 +1,67 @@
+"""Gemini CLI hook events in the documented shape: https://geminicli.com/docs/hooks/reference
+(with https://geminicli.com/docs/hooks/ for the common input fields and the example values:
+"Common input fields", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionStart",
+"PreCompress", "Notification", "SessionEnd"). AfterTool's `tool_response` is the reference's object
+`{llmContent, returnDisplay, error?}`; a failed call carries `error` `{message, type}`."""
+
+from typing import Any
+
+SESSION = "abc123"
+_COMMON = {
+    "session_id": SESSION,
+    "transcript_path": "/path/to/transcript.jsonl",
+    "cwd": "/path/to/project",
+    "timestamp": "2025-12-01T10:30:00Z",
+}
+
+
+def before_agent(prompt: str) -> dict[str, Any]:
+    return {**_COMMON, "hook_event_name": "BeforeAgent", "prompt": prompt}
+
+
+def before_tool(tool_input: dict[str, Any], tool: str = "run_shell_command") -> dict[str, Any]:
+    return {**_COMMON, "hook_event_name": "BeforeTool", "tool_name": tool, "tool_input": tool_input}
+
+
+def after_tool(
+    tool_input: dict[str, Any],
+    output: str,
+    error: dict[str, str] | None = None,
+    tool: str = "run_shell_command",
+) -> dict[str, Any]:
+    response: dict[str, Any] = {"llmContent": output, "returnDisplay": output}
+    if error is not None:
+        response["error"] = error
+    return {
+        **_COMMON,
+        "hook_event_name": "AfterTool",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_response": response,
+    }
+
+
+def after_agent(prompt: str, reply: str) -> dict[str, Any]:
+    return {
+        **_COMMON,
+        "hook_event_name": "AfterAgent",
+        "prompt": prompt,
+        "prompt_response": reply,
+        "stop_hook_active": False,
+    }
+
+
+def lifecycle() -> list[dict[str, Any]]:
+    """The lifecycle events, which memvm answers with nothing."""
+    return [
+        {**_COMMON, "hook_event_name": "SessionStart", "source": "startup"},
+        {**_COMMON, "hook_event_name": "PreCompress", "trigger": "auto"},
+        {
+            **_COMMON,
+            "hook_event_name": "Notification",
+            "notification_type": "ToolPermission",
+            "message": "string",
+            "details": {},
+        },
+        {**_COMMON, "hook_event_name": "SessionEnd", "reason": "exit"},
+    ]

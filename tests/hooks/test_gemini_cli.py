@@ -1,0 +1,151 @@
+"""`memvm hook gemini-cli`, run as the real process the host starts, on documented events."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hooks import gemini_cli_events as gc
+
+MEMVM = Path(sys.executable).with_name("memvm")
+
+
+def hook(db: Path, event: Any, *extra: str) -> tuple[dict[str, Any], list[str]]:
+    """The answer (parsed stdout) and the stderr lines of one hook run, which must exit 0."""
+    raw = event if isinstance(event, bytes) else json.dumps(event).encode()
+    done = subprocess.run(
+        [str(MEMVM), "hook", "gemini-cli", "--db", str(db), *extra],
+        input=raw,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), done.stderr.decode().splitlines()
+
+
+def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def transcript(db: Path) -> list[tuple[str, str, str]]:
+    return rows(
+        db,
+        "SELECT p.session, p.role, t.content FROM pages p JOIN page_texts t USING (rowid) "
+        "WHERE p.type = 'transcript' ORDER BY p.rowid",
+    )
+
+
+def test_a_prompt_is_stored_and_a_later_session_recalls_it_as_before_agent_context(tmp_path):
+    db = tmp_path / "m.db"
+    assert hook(db, gc.before_agent("the staging cluster is called heron and deploys go through argo")) == (
+        {},
+        [],
+    )
+    assert transcript(db) == [
+        (gc.SESSION, "user", "the staging cluster is called heron and deploys go through argo")
+    ]
+    [(page_id,)] = rows(db, "SELECT page_id FROM pages WHERE role = 'user'")
+
+    later = {**gc.before_agent("which cluster is staging on?"), "session_id": "def456"}
+    answer, errors = hook(db, later)
+    assert errors == []
+    assert set(answer) == {"hookSpecificOutput"}
+    assert answer["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "not instructions" in context
+    assert page_id in context and f"| {gc.SESSION} |" in context
+    assert "which cluster" not in context  # the prompt's own page is not recalled
+
+
+def at(event: dict[str, Any], second: int) -> dict[str, Any]:
+    """The event as fired at another moment: Gemini CLI's events differ only by `timestamp`."""
+    return {**event, "timestamp": f"2025-12-01T10:30:{second:02d}Z"}
+
+
+def test_a_repeated_identical_call_is_denied_with_decision_deny_until_the_next_prompt(tmp_path):
+    db = tmp_path / "m.db"
+    hook(db, at(gc.before_agent("run the tests"), 0))
+    call = gc.before_tool({"command": "npm test", "description": "Run test suite"})
+    assert hook(db, at(call, 1)) == ({}, [])
+    # The guard warns on the second call, but BeforeTool takes no context: the call just runs.
+    assert hook(db, at(call, 2)) == ({}, [])
+
+    denied, _ = hook(db, at(call, 3))
+    assert set(denied) == {"decision", "reason"}
+    assert denied["decision"] == "deny"
+    assert "run_shell_command already ran with these arguments" in denied["reason"]
+
+    # A replay of the denied event gets the same decision; a new prompt is a new turn.
+    assert hook(db, at(call, 3))[0] == denied
+    hook(db, at(gc.before_agent("and once more, please"), 4))
+    assert hook(db, at(call, 5)) == ({}, [])
+
+
+def test_a_failure_then_a_fix_is_learned_from_after_tool(tmp_path):
+    db = tmp_path / "m.db"
+    hook(db, gc.before_agent("run the tests"))
+    wrong = {"command": "npm tset"}
+    error = {
+        "message": "Command exited with code 1: npm ERR! missing script: tset",
+        "type": "execution_failed",
+    }
+    assert hook(db, gc.after_tool(wrong, "npm ERR! missing script: tset", error=error)) == ({}, [])
+    fixed = {"command": "npm test"}
+    assert hook(db, gc.after_tool(fixed, "12 passing")) == ({}, [])
+
+    calls = rows(
+        db,
+        "SELECT tool, outcome, args, error_message, fixed_by IS NOT NULL, fixes IS NOT NULL FROM tool_calls",
+    )
+    assert [(tool, outcome, json.loads(args), message) for tool, outcome, args, message, _, _ in calls] == [
+        ("run_shell_command", "failure", wrong, error["message"]),
+        ("run_shell_command", "success", fixed, None),
+    ]
+    assert [(fixed_by, fixes) for *_, fixed_by, fixes in calls] == [(1, 0), (0, 1)]
+
+
+def test_the_after_agent_reply_is_stored_once_even_when_replayed(tmp_path):
+    db = tmp_path / "m.db"
+    events = [
+        gc.before_agent("where is the deploy script"),
+        gc.after_agent("where is the deploy script", "The deploy script is deploy/run.sh."),
+    ]
+    for event in events + events:
+        assert hook(db, event) == ({}, [])
+    assert transcript(db) == [
+        (gc.SESSION, "user", "where is the deploy script"),
+        (gc.SESSION, "assistant", "The deploy script is deploy/run.sh."),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("case", "event"),
+    [
+        ("not json", b"{not json"),
+        ("not an object", b"[1, 2]"),
+        ("unknown event", json.dumps({**gc.before_agent("x"), "hook_event_name": "SomethingNew"}).encode()),
+        (
+            "claude code's event name",
+            json.dumps({**gc.before_agent("x"), "hook_event_name": "PreToolUse"}).encode(),
+        ),
+        ("tool event without a tool", json.dumps({**gc.before_tool({}), "tool_name": None}).encode()),
+    ],
+)
+def test_malformed_input_answers_empty_with_one_stderr_line(tmp_path, case, event):
+    answer, errors = hook(tmp_path / "m.db", event)
+    assert answer == {}
+    assert len(errors) == 1 and errors[0].startswith("memvm hook: ")
+    assert "Traceback" not in errors[0]
+
+
+def test_lifecycle_events_are_answered_quietly_and_store_nothing(tmp_path):
+    db = tmp_path / "m.db"
+    for event in gc.lifecycle():
+        assert hook(db, event) == ({}, [])
+    assert transcript(db) == []
