@@ -10,36 +10,13 @@ from typing import Any
 import pytest
 
 from tests.hooks import claude_code_events as cc
+from tests.hooks.runner import MEMVM, rows, run_hook, transcript
 
-MEMVM = Path(sys.executable).with_name("memvm")
 NS = "default"
 
 
 def hook(db: Path, event: Any, *extra: str) -> tuple[dict[str, Any], list[str]]:
-    """The answer (parsed stdout) and the stderr lines of one hook run, which must exit 0."""
-    raw = event if isinstance(event, bytes) else json.dumps(event).encode()
-    done = subprocess.run(
-        [str(MEMVM), "hook", "claude-code", "--db", str(db), *extra],
-        input=raw,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout), done.stderr.decode().splitlines()
-
-
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql).fetchall()
-
-
-def transcript(db: Path) -> list[tuple[str, str, str]]:
-    return rows(
-        db,
-        "SELECT p.session, p.role, t.content FROM pages p JOIN page_texts t USING (rowid) "
-        "WHERE p.type = 'transcript' ORDER BY p.rowid",
-    )
+    return run_hook("claude-code", db, event, *extra)
 
 
 def test_an_allowed_call_gets_an_empty_answer(tmp_path):

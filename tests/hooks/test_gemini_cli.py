@@ -1,44 +1,17 @@
 """`memvm hook gemini-cli`, run as the real process the host starts, on documented events."""
 
 import json
-import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.hooks import gemini_cli_events as gc
-
-MEMVM = Path(sys.executable).with_name("memvm")
+from tests.hooks.runner import rows, run_hook, transcript
 
 
 def hook(db: Path, event: Any, *extra: str) -> tuple[dict[str, Any], list[str]]:
-    """The answer (parsed stdout) and the stderr lines of one hook run, which must exit 0."""
-    raw = event if isinstance(event, bytes) else json.dumps(event).encode()
-    done = subprocess.run(
-        [str(MEMVM), "hook", "gemini-cli", "--db", str(db), *extra],
-        input=raw,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout), done.stderr.decode().splitlines()
-
-
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql).fetchall()
-
-
-def transcript(db: Path) -> list[tuple[str, str, str]]:
-    return rows(
-        db,
-        "SELECT p.session, p.role, t.content FROM pages p JOIN page_texts t USING (rowid) "
-        "WHERE p.type = 'transcript' ORDER BY p.rowid",
-    )
+    return run_hook("gemini-cli", db, event, *extra)
 
 
 def test_a_prompt_is_stored_and_a_later_session_recalls_it_as_before_agent_context(tmp_path):
