@@ -1,4 +1,5 @@
-"""The `memvm` command: `memvm hook` starts without the MCP server; every other command is the server's.
+"""The `memvm` command: `memvm hook` and `memvm hooks` start without the MCP server; every other
+command is the server's.
 
 The host waits for a hook on every tool call, and importing the server (and the MCP SDK) costs
 about a second, so the hook path is chosen before anything of the server is imported.
@@ -14,6 +15,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memvm.hooks.cli import main as hook
 
         return hook(args[1:])
+    if args[:1] == ["hooks"]:
+        from memvm.hooks.install_cli import main as hooks
+
+        return hooks(args[1:])
     from memvm.server.cli import main as serve  # the one place hooks/ reaches above itself
 
     return serve(args)

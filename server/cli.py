@@ -128,6 +128,10 @@ def _parser() -> argparse.ArgumentParser:
         "hook", help="handle one agent-host hook event (JSON on stdin, the host's answer on stdout)"
     )
     add_hook_arguments(hook)
+    # Listed for --help; `memvm hooks ...` is parsed by the hooks package (see main).
+    commands.add_parser(
+        "hooks", help="install memvm as a host's hook: memvm hooks install HOST", add_help=False
+    )
     add_operations(commands)
     return parser
 
@@ -329,6 +333,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memvm.hooks.cli import main as hook
 
         return hook(given[1:])
+    if given[:1] == ["hooks"]:
+        from memvm.hooks.install_cli import main as hooks
+
+        return hooks(given[1:])
     args = _parser().parse_args(given)
     # `memvm demo | head` or `memvm export | head`: the reader leaving early ends the command
     # quietly, as it ends any other program in a pipe, instead of with a traceback.
