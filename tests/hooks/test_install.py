@@ -224,3 +224,14 @@ def test_hooks_install_does_not_import_the_server_or_mcp():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_gemini_install_says_when_hooks_disabled_names_memvm(places):
+    project, home = places
+    path = project / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"hooks": {"disabled": ["memvm"]}}))
+    done = install(project, home, "gemini-cli")
+    assert done.returncode == 0, done.stderr
+    assert 'lists "memvm"' in done.stdout
+    assert json.loads(path.read_text())["hooks"]["disabled"] == ["memvm"]
