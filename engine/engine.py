@@ -50,7 +50,7 @@ from memvm.engine.pages import get_page
 from memvm.engine.procedures import procedural_knowledge
 from memvm.engine.redaction import redact, redact_value
 from memvm.engine.search import search_pages
-from memvm.engine.sessions import allowance_session, begin_turn, read_session, touch_session
+from memvm.engine.sessions import begin_turn, read_session, touch_session, touch_with_allowance
 from memvm.engine.terms import Stemmer
 from memvm.engine.tokens import TokenCounter
 from memvm.engine.working_set import line_cost, view_entries
@@ -241,10 +241,9 @@ class Engine:
         """
         now = self.clock.now()
         async with self.db.write() as conn:
-            state = await touch_session(conn, namespace, session, now, self.config.turn_idle_seconds)
-            own = allowance_session(state, host_session)
-            if own is not None:
-                state = await touch_session(conn, namespace, own, now, self.config.turn_idle_seconds)
+            _, state = await touch_with_allowance(
+                conn, namespace, session, host_session, now, self.config.turn_idle_seconds
+            )
             log = CallLog(conn=conn, namespace=namespace, session=state.session, turn=state.turn)
             return await guards.check_tool_call(log, tool=tool, args=args, config=self.config.guards, now=now)
 

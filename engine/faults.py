@@ -14,13 +14,7 @@ from memvm.engine.db import Database
 from memvm.engine.errors import FaultLimitReached, PageNotFound
 from memvm.engine.models import Actor, EvictedPage, FaultResult, Level, Page, SessionState
 from memvm.engine.pages import get_page, touch_page
-from memvm.engine.sessions import (
-    allowance_session,
-    charge_fault,
-    get_session,
-    read_session,
-    touch_session,
-)
+from memvm.engine.sessions import charge_fault, get_session, read_session, touch_with_allowance
 from memvm.engine.tokens import TokenCounter
 from memvm.engine.working_set import Bodies, WorkingSet, body_tokens, get_mapping
 
@@ -59,11 +53,10 @@ async def page_fault(
     now = clock.now()
     async with db.write() as conn:
         new_session = await read_session(conn, namespace, session) is None
-        state = await touch_session(conn, namespace, session, now, config.turn_idle_seconds)
-        own = allowance_session(state, host_session)
-        charged = [state]
-        if own is not None:
-            charged.append(await touch_session(conn, namespace, own, now, config.turn_idle_seconds))
+        state, accountable = await touch_with_allowance(
+            conn, namespace, session, host_session, now, config.turn_idle_seconds
+        )
+        charged = [state] if accountable is state else [state, accountable]
         page = await get_page(conn, namespace, page_id)
         if page is None:
             raise PageNotFound(page_id)

@@ -25,7 +25,7 @@ from memvm.engine.models import (
     ToolOutcome,
 )
 from memvm.engine.pages import insert_page
-from memvm.engine.sessions import allowance_session, touch_session
+from memvm.engine.sessions import touch_with_allowance
 from memvm.engine.signatures import argument_delta, error_signature, flatten
 
 # A failure is fixed by a success among the session's next calls, not by one much later.
@@ -126,11 +126,9 @@ async def record_tool_outcome(
     digest = call_hash(call.tool, call.args)
     now = writer.clock.now()
     async with writer.db.write() as conn:
-        state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
-        own = allowance_session(state, host_session)
-        guarded = state
-        if own is not None:
-            guarded = await touch_session(conn, namespace, own, now, writer.config.turn_idle_seconds)
+        state, guarded = await touch_with_allowance(
+            conn, namespace, session, host_session, now, writer.config.turn_idle_seconds
+        )
         window = await conn.all(_LAST_SESSION_CALLS, (namespace, session, FIX_WINDOW))
         ref = None
         if _bindable(call):

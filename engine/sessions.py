@@ -8,7 +8,7 @@ Any tool creates a session by naming it, but only the host drives one: begin_tur
 start its turns. A session whose current turn the host did not start is ad hoc: a name a
 model-facing tool made up, or an old conversation a call came back to after an idle gap (which
 starts a new turn by itself). Its faults and guard calls also count against the caller's own
-session (see `allowance_session`), so naming another session, made up or long over, buys nothing.
+session (see `touch_with_allowance`), so naming another session, made up or long over, buys nothing.
 """
 
 from memvm.engine.db import Reads, Row, Writes
@@ -95,11 +95,15 @@ async def charge_fault(conn: Writes, namespace: str, session: str) -> None:
     await conn.execute(_CHARGE_FAULT, (namespace, session))
 
 
-def allowance_session(state: SessionState, own_session: str | None) -> str | None:
-    """The caller's own session when `state` is an ad-hoc session the caller made up, else None.
+async def touch_with_allowance(
+    conn: Writes, namespace: str, session: str, own_session: str | None, now: float, idle_seconds: float
+) -> tuple[SessionState, SessionState]:
+    """Touch `session`, and the caller's `own_session` too when `session` is ad hoc.
 
-    Its fault allowance and guard budgets then also hold for calls naming `state`'s session.
+    Returns the named session and the one whose fault allowance and guard budgets the call
+    counts against: the caller's own for an ad-hoc session, else the named one itself.
     """
+    state = await touch_session(conn, namespace, session, now, idle_seconds)
     if own_session is None or not state.ad_hoc or state.session == own_session:
-        return None
-    return own_session
+        return state, state
+    return state, await touch_session(conn, namespace, own_session, now, idle_seconds)
