@@ -45,29 +45,15 @@ _TEXTS = "SELECT rowid, content, speaker, search_key FROM page_search WHERE rowi
 
 
 async def postings(
-    conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer, *, whole_file: bool
+    conn: Reads, namespace: str, terms: list[str], stems: list[str], stemmer: Stemmer, *, whole_file: bool
 ) -> list[Posting]:
     """One posting (rowid, stem, tf, chars, type, modality, session) per page and stem of `terms`."""
-    stems = stemmer.stems(terms)
     if not stems:
         return []
     marks = ", ".join("?" * len(stems))
-    counted_sql = _COUNTED.format(marks=marks)
-    # A query for a term finds the pages holding its stem when the term is one token; porter is
-    # not idempotent ("hous" stems to "hou"), so the stem itself cannot be the query.
-    each = stemmer.stem_each(terms)
-    words = {each[term][0]: term for term in terms if len(each[term]) == 1}
-    if whole_file or not all(stem in words for stem in stems):
-        return [dict(row) for row in await conn.all(counted_sql, (*stems, namespace))]
-    if not await _more_than(conn, marks, stems, FEW_OCCURRENCES):
-        return [dict(row) for row in await conn.all(counted_sql, (*stems, namespace))]
-    query = match_expression(words[stem] for stem in stems)
-    holding = {row["rowid"]: dict(row) for row in await conn.all(_HOLDING, (query, namespace))}
-    # A character of text costs about what one occurrence does counted one by one (0.3 and
-    # 0.4 microseconds on the reference machine).
-    text_cost = sum(int(page["chars"]) for page in holding.values())
-    if not await _more_than(conn, marks, stems, text_cost):
-        return [dict(row) for row in await conn.all(counted_sql, (*stems, namespace))]
+    holding = await _holding_in_bulk(conn, namespace, terms, stems, marks, stemmer, whole_file)
+    if holding is None:
+        return [dict(row) for row in await conn.all(_COUNTED.format(marks=marks), (*stems, namespace))]
     found: list[Posting] = []
     for batch in _batches(holding):
         texts = await conn.all(_TEXTS.format(marks=", ".join("?" * len(batch))), batch)
@@ -75,6 +61,33 @@ async def postings(
         counts = await anyio.to_thread.run_sync(stemmer.frequencies, rows, stems)
         found += [{**holding[rowid], "stem": stem, "tf": tf} for rowid, stem, tf in counts]
     return found
+
+
+async def _holding_in_bulk(
+    conn: Reads,
+    namespace: str,
+    terms: list[str],
+    stems: list[str],
+    marks: str,
+    stemmer: Stemmer,
+    whole_file: bool,
+) -> dict[int, Posting] | None:
+    """The namespace's pages holding `stems`, when counting in their text costs less than
+    counting the file's occurrences one by one; None when it does not."""
+    # A query for a term finds the pages holding its stem when the term is one token; porter is
+    # not idempotent ("hous" stems to "hou"), so the stem itself cannot be the query.
+    each = stemmer.stem_each(terms)
+    words = {each[term][0]: term for term in terms if len(each[term]) == 1}
+    if whole_file or not all(stem in words for stem in stems):
+        return None
+    if not await _more_than(conn, marks, stems, FEW_OCCURRENCES):
+        return None
+    query = match_expression(words[stem] for stem in stems)
+    holding = {row["rowid"]: dict(row) for row in await conn.all(_HOLDING, (query, namespace))}
+    # A character of text costs about what one occurrence does counted one by one (0.3 and
+    # 0.4 microseconds on the reference machine).
+    text_cost = sum(int(page["chars"]) for page in holding.values())
+    return holding if await _more_than(conn, marks, stems, text_cost) else None
 
 
 async def _more_than(conn: Reads, marks: str, stems: list[str], cap: int) -> bool:

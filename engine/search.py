@@ -304,7 +304,7 @@ async def search_pages(
     if terms and len(hits) < limit:
         ranking = await _ranking(conn, namespace, terms, pages, pages == in_file, limit)
         stems = stemmer.stems(ranking.terms)
-        found = await postings(conn, namespace, ranking.terms, stemmer, whole_file=pages == in_file)
+        found = await postings(conn, namespace, ranking.terms, stems, stemmer, whole_file=pages == in_file)
         bm25 = _bm25(found, pages, chars)
         admitted = {
             row["rowid"]
