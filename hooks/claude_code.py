@@ -13,9 +13,9 @@ from memvm.hooks.events import (
     HookAnswer,
     HookEvent,
     Host,
-    MalformedEvent,
     as_object,
     event_digest,
+    known_event,
     session_name,
     text_field,
 )
@@ -41,15 +41,7 @@ _TAKES_CONTEXT = {"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseF
 
 
 def parse(payload: Any) -> HookEvent:
-    if not isinstance(payload, dict):
-        raise MalformedEvent("the event is not a JSON object")
-    name = payload.get("hook_event_name")
-    if not isinstance(name, str) or name not in _KINDS:
-        raise MalformedEvent(f"unknown event {str(name)[:40]!r}")
-    kind = _KINDS[name]
-    tool_event = kind in (EventKind.PRE_TOOL, EventKind.TOOL_DONE, EventKind.TOOL_FAILED)
-    if tool_event and not isinstance(payload.get("tool_name"), str):
-        raise MalformedEvent(f"{name} without a tool_name")
+    payload, name, kind = known_event(payload, _KINDS)
     response = payload.get("tool_response")
     # Failures arrive as PostToolUseFailure; a response flagged is_error is taken as one too.
     if kind is EventKind.TOOL_DONE and isinstance(response, dict) and response.get("is_error") is True:

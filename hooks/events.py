@@ -87,3 +87,23 @@ def as_object(value: Any) -> dict[str, Any]:
 def text_field(payload: dict[str, Any], name: str) -> str:
     value = payload.get(name)
     return value if isinstance(value, str) else ""
+
+
+_TOOL_EVENTS = (EventKind.PRE_TOOL, EventKind.TOOL_DONE, EventKind.TOOL_FAILED)
+
+
+def known_event(payload: Any, kinds: dict[str, EventKind]) -> tuple[dict[str, Any], str, EventKind]:
+    """The event object, its name and its kind, by the host's table of `kinds`.
+
+    Refuses (MalformedEvent) what is not an object, an event the table does not name, and a tool
+    event without its tool's name.
+    """
+    if not isinstance(payload, dict):
+        raise MalformedEvent("the event is not a JSON object")
+    name = payload.get("hook_event_name")
+    if not isinstance(name, str) or name not in kinds:
+        raise MalformedEvent(f"unknown event {str(name)[:40]!r}")
+    kind = kinds[name]
+    if kind in _TOOL_EVENTS and not isinstance(payload.get("tool_name"), str):
+        raise MalformedEvent(f"{name} without a tool_name")
+    return payload, name, kind

@@ -15,9 +15,9 @@ from memvm.hooks.events import (
     HookAnswer,
     HookEvent,
     Host,
-    MalformedEvent,
     as_object,
     event_digest,
+    known_event,
     session_name,
     text_field,
 )
@@ -70,14 +70,7 @@ def _result(response: Any) -> Any:
 
 
 def parse(payload: Any) -> HookEvent:
-    if not isinstance(payload, dict):
-        raise MalformedEvent("the event is not a JSON object")
-    name = payload.get("hook_event_name")
-    if not isinstance(name, str) or name not in _KINDS:
-        raise MalformedEvent(f"unknown event {str(name)[:40]!r}")
-    kind = _KINDS[name]
-    if kind in (EventKind.PRE_TOOL, EventKind.TOOL_DONE) and not isinstance(payload.get("tool_name"), str):
-        raise MalformedEvent(f"{name} without a tool_name")
+    payload, name, kind = known_event(payload, _KINDS)
     response = payload.get("tool_response")
     error = _failure(response) if kind is EventKind.TOOL_DONE else None
     return HookEvent(
