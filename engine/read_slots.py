@@ -17,7 +17,6 @@ import anyio
 
 class ReadSlots:
     def __init__(self, total: int) -> None:
-        self._total = total
         self._free = total
         self._share = max(1, total // 2)
         self._held: Counter[str] = Counter()

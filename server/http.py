@@ -2,7 +2,6 @@
 
 import ipaddress
 from enum import StrEnum
-from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -24,16 +23,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def http_options(host: str, port: int, extra_hosts: list[str]) -> dict[str, Any]:
-    """Keyword arguments for MCPServer.run on an HTTP transport."""
-    return {
-        "host": host,
-        "port": port,
-        "max_request_body_size": MAX_REQUEST_BYTES,
-        "transport_security": transport_security(host, port, extra_hosts),
-    }
 
 
 def transport_security(host: str, port: int, extra_hosts: list[str]) -> TransportSecuritySettings:

@@ -12,7 +12,7 @@ import sys
 
 from mcp.server.mcpserver import MCPServer
 from memvm.server.app import MemvmServer, build_server
-from memvm.server.http import Transport, http_options
+from memvm.server.http import MAX_REQUEST_BYTES, Transport, transport_security
 from memvm.server.http_serve import run_http
 from memvm.server.settings import ServerSettings, ToolProfile
 
@@ -42,7 +42,14 @@ def main() -> None:
             log_level="WARNING",
         )
     else:
-        server.run(transport="streamable-http", **http_options("127.0.0.1", int(rest[0]), []))
+        port = int(rest[0])
+        server.run(
+            transport="streamable-http",
+            host="127.0.0.1",
+            port=port,
+            max_request_body_size=MAX_REQUEST_BYTES,
+            transport_security=transport_security("127.0.0.1", port, []),
+        )
 
 
 if __name__ == "__main__":
