@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memvm.engine.db import APPLICATION_ID, connect_blocking, wal_in_header, writable
+from memvm.engine.hook_report import HookSession, hook_sessions, stopped
 from memvm.engine.migrations import SCHEMA_VERSION
 from memvm.engine.row_rules import violations
 from memvm.engine.transfer import memory_tables
@@ -31,6 +32,8 @@ class Diagnosis:
     sessions: int = 0
     pages: int = 0
     tool_calls: int = 0
+    hook_sessions: list[HookSession] = field(default_factory=list)
+    hooks_guard_failed_open: int = 0
     checks: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
@@ -55,11 +58,25 @@ def diagnose(path: str | Path) -> Diagnosis:
         _file_checks(conn, found)
         if found.checks.get("integrity") == "ok" and found.checks.get("owner") == "ok":
             _memvm_checks(conn, found)
+        _hook_checks(conn if found.schema_version == found.schema_expected else None, found)
     except sqlite3.DatabaseError as exc:
         found.problems.append(f"not a usable SQLite database ({exc})")
+        # What the hooks met is in their journal beside the file, readable when the file is not.
+        _hook_checks(None, found)
     finally:
         conn.close()
     return found
+
+
+def _hook_checks(conn: sqlite3.Connection | None, found: Diagnosis) -> None:
+    found.hook_sessions = hook_sessions(conn, Path(found.path))
+    found.hooks_guard_failed_open = sum(entry.guard_failed_open for entry in found.hook_sessions)
+    for entry in found.hook_sessions:
+        if stopped(entry):
+            found.problems.append(
+                f"hook capture for {entry.host} session {entry.session or '(unknown)'} stopped: the last "
+                f"{entry.skipped_since_write} events were skipped ({entry.last_skip_reason})"
+            )
 
 
 def _one(conn: sqlite3.Connection, sql: str) -> Any:

@@ -285,13 +285,14 @@ class Engine:
             return await handled_event(conn, namespace, digest)
 
     async def record_hook_event(
-        self, *, namespace: str, session: str, digest: str, event: str, answer: str | None = None
+        self, *, namespace: str, host: str, session: str, digest: str, event: str, answer: str | None = None
     ) -> None:
         """Mark a host hook event handled (a second record of the same digest changes nothing)."""
         async with self.db.write() as conn:
             await record_event(
                 conn,
                 namespace=namespace,
+                host=host,
                 session=session,
                 digest=digest,
                 event=event,

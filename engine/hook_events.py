@@ -10,7 +10,7 @@ from memvm.engine.models import HandledHookEvent
 _GET = "SELECT event, answer FROM hook_events WHERE namespace = ? AND digest = ?"
 
 _RECORD = """
-INSERT INTO hook_events (namespace, digest, session, event, answer, at) VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO hook_events (namespace, digest, host, session, event, answer, at) VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (namespace, digest) DO NOTHING
 """
 
@@ -22,6 +22,14 @@ async def handled_event(conn: Reads, namespace: str, digest: str) -> HandledHook
 
 
 async def record_event(
-    conn: Writes, *, namespace: str, session: str, digest: str, event: str, answer: str | None, now: float
+    conn: Writes,
+    *,
+    namespace: str,
+    host: str,
+    session: str,
+    digest: str,
+    event: str,
+    answer: str | None,
+    now: float,
 ) -> None:
-    await conn.execute(_RECORD, (namespace, digest, session, event, answer, now))
+    await conn.execute(_RECORD, (namespace, digest, host, session, event, answer, now))

@@ -704,6 +704,13 @@ _HOOK_EVENTS = Migration(
     ),
 )
 
+# `memvm doctor` reports capture per host session; event names alone do not always say the host.
+_HOOK_HOSTS = Migration(
+    version=11,
+    name="the host of each hook event",
+    statements=("ALTER TABLE hook_events ADD COLUMN host TEXT NOT NULL DEFAULT ''",),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
@@ -715,6 +722,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _NAMESPACE_CALL_IDS,
     _AD_HOC_SESSIONS,
     _HOOK_EVENTS,
+    _HOOK_HOSTS,
 )
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

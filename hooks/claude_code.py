@@ -75,3 +75,8 @@ def render(event: HookEvent, answer: HookAnswer) -> dict[str, Any]:
     if answer.context and event.name in _TAKES_CONTEXT:
         return {"hookSpecificOutput": {"hookEventName": event.name, "additionalContext": answer.context}}
     return {}
+
+
+def kind_of(name: str) -> EventKind | None:
+    """What an event of this name is, even when the event itself could not be read."""
+    return _KINDS.get(name)

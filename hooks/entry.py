@@ -12,7 +12,7 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["hook"]:
-        from memvm.hooks.cli import main as hook
+        from memvm.hooks.client import main as hook
 
         return hook(args[1:])
     if args[:1] == ["hooks"]:

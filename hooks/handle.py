@@ -6,7 +6,7 @@ from typing import Any
 
 from memvm.engine import Engine
 from memvm.engine.models import CallVerdict, IngestMessage, Outcome, Role, ToolCallCheck, ToolOutcome
-from memvm.hooks.events import EventKind, HookAnswer, HookEvent
+from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host
 from memvm.hooks.recall import recall
 
 # How much of a repeated call's bound result a deny reason quotes.
@@ -15,6 +15,7 @@ _CACHED_CHARS = 1_500
 
 @dataclass(frozen=True)
 class HookSettings:
+    host: Host
     namespace: str
     recall_tokens: int
 
@@ -29,7 +30,12 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
         return HookAnswer(deny=seen.answer)
     answer = await _apply(engine, event, settings)
     await engine.record_hook_event(
-        namespace=namespace, session=event.session, digest=event.digest, event=event.name, answer=answer.deny
+        namespace=namespace,
+        host=settings.host.value,
+        session=event.session,
+        digest=event.digest,
+        event=event.name,
+        answer=answer.deny,
     )
     return answer
 

@@ -22,7 +22,7 @@ from memvm.engine.errors import (
 from memvm.engine.guard_config import GuardConfig, GuardPreset
 from memvm.engine.paths import default_db_path
 from memvm.engine.tokens import SUPPORTED_ENCODINGS
-from memvm.hooks.cli import add_arguments as add_hook_arguments
+from memvm.hooks.arguments import add_arguments as add_hook_arguments
 from memvm.server.cli_ops import DatabasePathError, add_operations, check_db_path, run_operation
 from memvm.server.http import Transport, is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile
@@ -330,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["hook"]:
         # Its own parser: a mistyped hook command answers the host, never exits 2 (a block).
-        from memvm.hooks.cli import main as hook
+        from memvm.hooks.client import main as hook
 
         return hook(given[1:])
     if given[:1] == ["hooks"]:

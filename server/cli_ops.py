@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
@@ -156,8 +157,36 @@ def _report(found: Diagnosis) -> list[str]:
         f"{found.pages} pages, {found.tool_calls} tool calls",
         "checks      " + ", ".join(f"{name} {verdict}" for name, verdict in found.checks.items()),
     ]
+    lines += _hook_lines(found)
     lines += [f"problem     {problem}" for problem in found.problems]
     lines.append("healthy" if found.healthy else f"{len(found.problems)} problem(s) found")
+    return lines
+
+
+def _when(at: float | None) -> str:
+    return "never" if at is None else datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _hook_lines(found: Diagnosis) -> list[str]:
+    """One line per host session the hooks saw, most recent first."""
+    if not found.hook_sessions:
+        return []
+    lines = [
+        f"hooks       {len(found.hook_sessions)} host sessions, {found.hooks_guard_failed_open} guard checks failed open"
+    ]
+    for entry in found.hook_sessions:
+        line = (
+            f"  {entry.host or '?'} {entry.session or '(unknown session)'}"
+            + (f" in {entry.namespace}" if entry.namespace else "")
+            + f": last capture {_when(entry.last_write_at)}"
+            + (f" ({entry.last_event}, {entry.events} events)" if entry.events else "")
+        )
+        if entry.skipped:
+            line += (
+                f"; {entry.skipped} skipped, {entry.guard_failed_open} guard checks failed open, "
+                f"last {_when(entry.last_skip_at)}: {entry.last_skip_reason}"
+            )
+        lines.append(line)
     return lines
 
 

@@ -9,8 +9,12 @@ pytestmark = pytest.mark.anyio
 
 async def test_an_event_recorded_twice_is_one_row_and_keeps_its_first_answer(engine, db_path):
     assert await engine.handled_hook_event(namespace=NS, digest="d1") is None
-    await engine.record_hook_event(namespace=NS, session="s", digest="d1", event="PreToolUse", answer="no")
-    await engine.record_hook_event(namespace=NS, session="s", digest="d1", event="PreToolUse", answer="yes")
+    await engine.record_hook_event(
+        namespace=NS, host="claude-code", session="s", digest="d1", event="PreToolUse", answer="no"
+    )
+    await engine.record_hook_event(
+        namespace=NS, host="claude-code", session="s", digest="d1", event="PreToolUse", answer="yes"
+    )
 
     seen = await engine.handled_hook_event(namespace=NS, digest="d1")
     assert (seen.event, seen.answer) == ("PreToolUse", "no")

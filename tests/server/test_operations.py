@@ -61,7 +61,9 @@ async def fill(db: Path) -> None:
                 goal="book dinner",
             )
             await engine.record_tool_outcome(**s, call=fixed)
-            await engine.record_hook_event(**s, digest=f"{ns}-event", event="PreToolUse", answer="denied")
+            await engine.record_hook_event(
+                **s, host="claude-code", digest=f"{ns}-event", event="PreToolUse", answer="denied"
+            )
     finally:
         await engine.close()
 

@@ -1,0 +1,112 @@
+"""One event's bytes to the host's answer, with an engine however it was opened; never raises.
+
+Whatever goes wrong (bad input, an unknown event, a busy, full or broken database) the answer is
+`{}`, which lets the host go on, with one line for stderr saying what was skipped, and the event
+goes into the journal beside the database (`memvm doctor` reads it): a pre-tool event skipped is
+a guard that failed open.
+"""
+
+import json
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memvm.engine import Engine
+from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageError, StorageFull
+from memvm.engine.hook_journal import record_skipped
+from memvm.hooks.arguments import HookUsageError
+from memvm.hooks.events import EventKind, HookEvent, Host, MalformedEvent, session_name
+from memvm.hooks.handle import HookSettings, handle
+from memvm.hooks.protocols import kind_of, protocol
+
+OpenEngine = Callable[[], AbstractAsyncContextManager[Engine]]
+
+
+@dataclass(frozen=True)
+class HookRequest:
+    host: Host
+    namespace: str
+    recall_tokens: int
+    raw: bytes
+
+
+@dataclass(frozen=True)
+class HookReply:
+    answer: dict[str, Any]
+    skipped: str | None = None  # why memvm stood aside, for one stderr line
+    engine_failed: bool = False  # the database itself failed, not the event
+
+
+def read_event(host: Host, raw: bytes) -> HookEvent:
+    try:
+        payload = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MalformedEvent("the event on stdin is not JSON") from exc
+    return protocol(host)[0](payload)
+
+
+async def answer(open_engine: OpenEngine, db: Path, request: HookRequest) -> HookReply:
+    event: HookEvent | None = None
+    try:
+        event = read_event(request.host, request.raw)
+        async with open_engine() as engine:
+            settings = HookSettings(
+                host=request.host, namespace=request.namespace, recall_tokens=request.recall_tokens
+            )
+            decided = await handle(engine, event, settings)
+        return HookReply(protocol(request.host)[1](event, decided))
+    # The top of the hook: anything at all becomes "go on without memvm", never a blocked host.
+    except Exception as exc:
+        reason = skipped_reason(exc)
+        note_skipped(db, request, event, reason)
+        return HookReply({}, reason, engine_failed=not isinstance(exc, MalformedEvent | StorageBusy))
+
+
+def note_skipped(db: Path, request: HookRequest, event: HookEvent | None, reason: str) -> None:
+    """Journal an event memvm stood aside for, as precisely as the event could be read."""
+    if event is None:
+        event = _best_reading(request)
+    record_skipped(
+        db,
+        host=request.host.value,
+        session=event.session if event else "",
+        event=event.name if event else "",
+        guard=event is not None and event.kind is EventKind.PRE_TOOL,
+        reason=reason,
+    )
+
+
+def _best_reading(request: HookRequest) -> HookEvent | None:
+    """What can be told of an event its host's protocol refused: its name and session, if any."""
+    try:
+        payload = json.loads(request.raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(payload, dict):
+        return None
+    name = payload.get("hook_event_name")
+    name = name[:80] if isinstance(name, str) else ""
+    return HookEvent(
+        kind=kind_of(request.host, name) or EventKind.IGNORED,
+        name=name,
+        session=session_name(payload.get("session_id"), request.host),
+        digest="",
+    )
+
+
+def skipped_reason(exc: BaseException) -> str:
+    if isinstance(exc, HookUsageError | MalformedEvent):
+        return str(exc)
+    if isinstance(exc, StorageBusy):
+        return "the database stayed busy past --wait-ms"
+    if isinstance(exc, StorageFull):
+        return "the database has no room left (disk full or --max-db-mb)"
+    if isinstance(exc, DatabaseRefused | StorageError):
+        return "the database cannot be used (run memvm doctor)"
+    return f"the database or the event could not be handled ({type(exc).__name__}; run memvm doctor)"
+
+
+def stderr_line(reason: str) -> str:
+    return f"memvm hook: {reason}; the host goes on without memvm for this event"

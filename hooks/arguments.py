@@ -1,0 +1,62 @@
+"""The command line of `memvm hook`, shared by the fast client and the in-process path.
+
+Standard library only: the client parses it before deciding whether anything heavy is imported.
+"""
+
+import argparse
+from typing import NoReturn
+
+HOSTS = ("claude-code", "gemini-cli")
+# Recalled context per prompt, in tokens.
+DEFAULT_RECALL_TOKENS = 600
+# A hook waits this long for another writer's lock, well inside the hosts' timeouts.
+DEFAULT_WAIT_MS = 3_000
+# How long the background process stays up without an event before it exits.
+DEFAULT_BACKGROUND_IDLE_S = 600
+
+
+class HookUsageError(Exception):
+    """The hook's own command line is wrong (a settings-file typo): said once, never a block."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise HookUsageError(message)
+
+
+def hook_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="memvm hook",
+        description="Handle one host hook event: JSON on stdin, the host's JSON answer on stdout.",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("host", choices=HOSTS, help="the agent host that runs this hook")
+    parser.add_argument("--db", help="SQLite file (default: $MEMVM_DB, else the per-user data directory)")
+    parser.add_argument("--namespace", default="default", help="whose memory (as for memvm serve)")
+    parser.add_argument(
+        "--recall-tokens",
+        type=int,
+        default=DEFAULT_RECALL_TOKENS,
+        help="tokens of recalled pages a prompt may get as context (0: none)",
+    )
+    parser.add_argument(
+        "--wait-ms",
+        type=int,
+        default=DEFAULT_WAIT_MS,
+        help="how long to wait for a busy database before answering without it",
+    )
+    parser.add_argument(
+        "--background-idle",
+        type=int,
+        default=DEFAULT_BACKGROUND_IDLE_S,
+        metavar="SECONDS",
+        help=(
+            "keep a background process per database answering events, so that each event costs "
+            "little more than starting Python; it exits after this many seconds without an event "
+            "(0: none, every event is answered in its own process)"
+        ),
+    )

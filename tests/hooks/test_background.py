@@ -1,0 +1,200 @@
+"""The background process that answers a database's hook events, through the real `memvm hook`."""
+
+import json
+import os
+import signal
+import socket as sockets
+import sqlite3
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from memvm.engine.hook_journal import skipped_events
+from memvm.hooks.runtime import endpoint
+
+from tests.hooks import claude_code_events as cc
+from tests.hooks.runner import background_pids, rows, run_hook, transcript, wait_for_background
+
+CLIENT = "import sys; from memvm.hooks.entry import main; sys.exit(main())"
+
+
+def _gone(pid: int, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _sockets(runtime: Path) -> list[Path]:
+    return list(runtime.glob("*.sock"))
+
+
+def test_after_the_first_event_the_background_process_answers_without_the_engine_imported(
+    tmp_path, hook_runtime
+):
+    db = tmp_path / "m.db"
+    run_hook("claude-code", db, cc.prompt("run the tests"))
+    wait_for_background(hook_runtime)
+    call = {"command": "npm test"}
+    run_hook("claude-code", db, cc.pre_tool(call, "toolu_1"))
+    run_hook("claude-code", db, cc.pre_tool(call, "toolu_2"))
+
+    # The third identical call, timed for its imports: the answer comes from the process that
+    # holds the engine, and this one never loads it.
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", CLIENT, "hook", "claude-code", "--db", str(db)],
+        input=json.dumps(cc.pre_tool(call, "toolu_3")).encode(),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    answer = json.loads(done.stdout)
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    imported = done.stderr.decode()
+    assert "memvm.hooks.client" in imported
+    assert (
+        "memvm.engine.engine" not in imported and "pydantic" not in imported and "aiosqlite" not in imported
+    )
+
+
+def test_with_no_background_process_every_event_is_answered_in_its_own(tmp_path, hook_runtime):
+    db = tmp_path / "m.db"
+    own = ("--background-idle", "0")
+    run_hook("claude-code", db, cc.prompt("run the tests"), *own)
+    call = {"command": "npm test"}
+    decisions = [run_hook("claude-code", db, cc.pre_tool(call, f"toolu_{n}"), *own)[0] for n in range(3)]
+    assert decisions[0] == {}
+    assert "permissionDecision" not in decisions[1]["hookSpecificOutput"]
+    assert decisions[2]["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert _sockets(hook_runtime) == [] and background_pids(hook_runtime) == []
+
+
+def test_a_database_deleted_under_the_background_process_gets_the_next_event_in_a_new_file(
+    tmp_path, hook_runtime
+):
+    db = tmp_path / "m.db"
+    run_hook("claude-code", db, cc.prompt("the first file"))
+    pid = wait_for_background(hook_runtime)
+    for path in tmp_path.glob("m.db*"):
+        path.unlink()
+
+    run_hook("claude-code", db, cc.prompt("the second file"))
+    assert transcript(db) == [(cc.SESSION, "user", "the second file")]
+    assert _gone(pid), "the process holding the deleted file went on"
+
+
+def test_the_background_process_exits_when_idle_or_when_its_socket_is_removed(tmp_path, hook_runtime):
+    run_hook("claude-code", tmp_path / "a.db", cc.prompt("hello"), "--background-idle", "1")
+    idle = wait_for_background(hook_runtime)
+    assert _gone(idle), "an idle background process stayed"
+
+    run_hook("claude-code", tmp_path / "b.db", cc.prompt("hello"))
+    watched = wait_for_background(hook_runtime)
+    for socket in _sockets(hook_runtime):
+        socket.unlink()
+    assert _gone(watched), "a background process whose socket was removed stayed"
+
+
+def test_a_runtime_folder_others_can_enter_is_not_used(tmp_path, hook_runtime):
+    hook_runtime.chmod(0o755)
+    db = tmp_path / "m.db"
+    for text in ("first", "second"):
+        assert run_hook("claude-code", db, cc.prompt(text)) == ({}, [])
+    time.sleep(0.5)  # what a background process would need to appear, were one started
+    assert list(hook_runtime.iterdir()) == []
+    assert [text for _, _, text in transcript(db)] == ["first", "second"]
+
+
+def test_a_killed_background_process_is_replaced_and_no_event_is_lost(tmp_path, hook_runtime):
+    db = tmp_path / "m.db"
+    run_hook("claude-code", db, cc.prompt("first"))
+    os.kill(wait_for_background(hook_runtime), signal.SIGKILL)
+    assert _sockets(hook_runtime), "the killed process's socket is left behind"
+
+    # The left socket answers nothing: the event is answered in its own process. The start of a
+    # replacement is held back for a while after the last one, so that marker is aged here.
+    for marker in hook_runtime.glob("*.spawned"):
+        os.utime(marker, (0, 0))
+    run_hook("claude-code", db, cc.prompt("second"))
+    wait_for_background(hook_runtime)
+    run_hook("claude-code", db, cc.prompt("third"))
+    assert [text for _, _, text in transcript(db)] == ["first", "second", "third"]
+
+
+def test_events_arriving_at_once_start_one_background_process_and_all_are_kept(tmp_path, hook_runtime):
+    db = tmp_path / "m.db"
+    run_hook("claude-code", db, cc.prompt("set up"), "--background-idle", "0")
+    events = [cc.post_tool({"command": f"echo {n}"}, {"stdout": str(n)}, f"toolu_{n}") for n in range(8)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda event: run_hook("claude-code", db, event), events))
+    assert all(answer == ({}, []) for answer in answers)
+    wait_for_background(hook_runtime)
+    run_hook("claude-code", db, cc.post_tool({"command": "echo 8"}, {"stdout": "8"}, "toolu_8"))
+    assert len(background_pids(hook_runtime)) == 1
+    assert rows(db, "SELECT count(*) FROM tool_calls") == [(9,)]
+
+
+def test_a_busy_database_makes_the_background_process_skip_the_event_and_stay(tmp_path, hook_runtime):
+    db = tmp_path / "m.db"
+    run_hook("claude-code", db, cc.prompt("first"))
+    pid = wait_for_background(hook_runtime)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+    try:
+        # Same key as the running process (default --wait-ms): it waits, then answers empty.
+        answer, errors = run_hook("claude-code", db, cc.pre_tool({"command": "ls"}, "toolu_1"))
+    finally:
+        conn.close()
+    assert answer == {}
+    assert errors == [
+        "memvm hook: the database stayed busy past --wait-ms; the host goes on without memvm for this event"
+    ]
+    # Busy is passing: the process stays for the next event.
+    assert background_pids(hook_runtime) == [pid]
+
+
+def test_a_database_broken_under_the_background_process_skips_the_event_and_it_steps_down(
+    tmp_path, hook_runtime
+):
+    db = tmp_path / "m.db"
+    run_hook("claude-code", db, cc.prompt("first"))
+    pid = wait_for_background(hook_runtime)
+    size = db.stat().st_size
+    with db.open("r+b") as broken:  # the same file, overwritten in place
+        broken.write(b"not a database any more " * (size // 24))
+    answer, errors = run_hook("claude-code", db, cc.pre_tool({"command": "ls"}, "toolu_1"))
+    assert answer == {} and len(errors) == 1 and errors[0].startswith("memvm hook: ")
+    assert _gone(pid), "the process went on with a broken database"
+
+
+def test_a_background_process_that_never_answers_costs_the_host_a_bounded_wait_and_is_journaled(
+    tmp_path, hook_runtime
+):
+    db = tmp_path / "m.db"
+    place = endpoint(db, 100)
+    assert place is not None
+    # Something listens where the background process would, takes the event and says nothing.
+    hung = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    hung.bind(str(place.socket))
+    hung.listen(1)
+    try:
+        started = time.monotonic()
+        answer, errors = run_hook(
+            "claude-code", db, cc.pre_tool({"command": "ls"}, "toolu_1"), "--wait-ms", "100"
+        )
+        waited = time.monotonic() - started
+    finally:
+        hung.close()
+    assert answer == {}
+    assert errors == [
+        "memvm hook: the background process gave no answer in time; the host goes on without memvm for this event"
+    ]
+    assert waited < 60  # the hosts' default timeouts are 60 s (Gemini CLI) and 600 s (Claude Code)
+    [skipped] = skipped_events(db)
+    assert (skipped.session, skipped.event, skipped.guard) == (cc.SESSION, "PreToolUse", True)
