@@ -16,6 +16,7 @@ from memvm.engine.config import EngineConfig
 from memvm.engine.db import Database, Reads
 from memvm.engine.errors import PageNotFound
 from memvm.engine.grounding import check_ungrounded
+from memvm.engine.guard_config import GuardConfig
 from memvm.engine.hook_events import handled_event, record_event
 from memvm.engine.manifest_pages import available_pages, namespace_counts
 from memvm.engine.migrations import check_current, migrate
@@ -232,12 +233,20 @@ class Engine:
             )
 
     async def check_tool_call(
-        self, *, namespace: str, session: str, tool: str, args: Any, host_session: str | None = None
+        self,
+        *,
+        namespace: str,
+        session: str,
+        tool: str,
+        args: Any,
+        host_session: str | None = None,
+        guards_config: GuardConfig | None = None,
     ) -> ToolCallCheck:
         """Every guard at once, on `session`'s calls this turn.
 
         A session the caller made up (ad hoc) has no budgets of its own: its calls are judged
         and counted in `host_session`, the caller's own, so a new name per call evades nothing.
+        `guards_config` replaces the engine's guard settings for this call (a host hook's own).
         """
         now = self.clock.now()
         async with self.db.write() as conn:
@@ -245,7 +254,8 @@ class Engine:
                 conn, namespace, session, host_session, now, self.config.turn_idle_seconds
             )
             log = CallLog(conn=conn, namespace=namespace, session=state.session, turn=state.turn)
-            return await guards.check_tool_call(log, tool=tool, args=args, config=self.config.guards, now=now)
+            config = guards_config or self.config.guards
+            return await guards.check_tool_call(log, tool=tool, args=args, config=config, now=now)
 
     async def record_tool_outcome(
         self, *, namespace: str, session: str, call: ToolOutcome, host_session: str | None = None

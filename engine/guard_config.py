@@ -4,10 +4,12 @@ Every limit counts per session and per turn, so a new user message gives the age
 allowance. A limit of 0 means the rule is off (never "nothing is allowed").
 """
 
+import json
 from enum import StrEnum
 from fnmatch import fnmatchcase
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class GuardPreset(StrEnum):
@@ -17,10 +19,17 @@ class GuardPreset(StrEnum):
 
 
 class ToolKind(StrEnum):
-    """Discovery calls look things up; execution calls do the work. Budgets count them apart."""
+    """Discovery calls look things up; execution calls do the work. Budgets count them apart.
+
+    Workspace calls are an agent host's own tools on the user's files and shell (read, edit,
+    grep, run a command): their results change as the agent works, and a coding turn runs dozens
+    of them, so they meet no budget, repeat, loop, runaway or ungrounded-number check; a cap named
+    for one still applies.
+    """
 
     DISCOVERY = "discovery"
     EXECUTION = "execution"
+    WORKSPACE = "workspace"
 
 
 # Names that usually mean "look something up". Only a fallback: the explicit lists win.
@@ -46,6 +55,9 @@ class GuardConfig(BaseModel):
     discovery_tools: frozenset[str] = frozenset()
     execution_tools: frozenset[str] = frozenset()
     discovery_patterns: tuple[str, ...] = DISCOVERY_NAME_PATTERNS
+    # An agent host's own tools on the user's workspace (see ToolKind.WORKSPACE). `memvm hook`
+    # fills in the host's; the explicit discovery and execution lists win over this one.
+    workspace_tools: frozenset[str] = frozenset()
     # Calls per turn of one tool. 0 = no cap, for the default and for a named tool alike.
     default_tool_cap: int = Field(0, ge=0, le=10_000)
     tool_caps: dict[str, int] = Field(default_factory=dict)
@@ -72,12 +84,17 @@ class GuardConfig(BaseModel):
             return ToolKind.DISCOVERY
         if tool in self.execution_tools:
             return ToolKind.EXECUTION
+        if tool in self.workspace_tools:
+            return ToolKind.WORKSPACE
         lowered = tool.lower()
         if any(fnmatchcase(lowered, pattern) for pattern in self.discovery_patterns):
             return ToolKind.DISCOVERY
         return ToolKind.EXECUTION
 
     def budget_for(self, kind: ToolKind) -> int:
+        """Calls of `kind` allowed per turn; 0 = no limit."""
+        if kind is ToolKind.WORKSPACE:
+            return 0
         return self.discovery_budget if kind is ToolKind.DISCOVERY else self.execution_budget
 
     def cap_for(self, tool: str) -> int:
@@ -106,3 +123,27 @@ _PRESETS: dict[GuardPreset, dict[str, object]] = {
         "grace": 3,
     },
 }
+
+
+class GuardConfigError(Exception):
+    """A guard settings file that cannot be used; the message says which and why."""
+
+
+def load_guard_config(preset: str, path: str | None, under: dict[str, object] | None = None) -> GuardConfig:
+    """The preset, with `under` over it, and the settings in the JSON object at `path` over both."""
+    chosen = GuardConfig.preset(GuardPreset(preset))
+    if under:
+        chosen = GuardConfig.model_validate({**chosen.model_dump(), **under})
+    if not path:
+        return chosen
+    try:
+        overrides = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GuardConfigError(f"cannot read the guard config {path}: {exc}") from exc
+    if not isinstance(overrides, dict):
+        raise GuardConfigError(f"the guard config {path} must hold a JSON object")
+    try:
+        return GuardConfig.model_validate({**chosen.model_dump(), **overrides})
+    except ValidationError as exc:
+        fields = ", ".join(".".join(str(part) for part in e["loc"]) for e in exc.errors())
+        raise GuardConfigError(f"invalid guard settings in {path} ({fields})") from exc

@@ -13,7 +13,7 @@ from typing import Any
 from memvm.engine.bindings import cached_result, recent_results
 from memvm.engine.call_log import CallLog
 from memvm.engine.grounding import check_ungrounded, grounding_message
-from memvm.engine.guard_config import GuardConfig
+from memvm.engine.guard_config import GuardConfig, ToolKind
 from memvm.engine.literals import as_number, call_hash, short
 from memvm.engine.models import (
     CallBudget,
@@ -61,10 +61,13 @@ async def check_tool_call(
     kind = config.kind_of(tool)
     used = await log.count_kind(kind)
     limit = config.budget_for(kind)
+    # A host's own tool on the workspace: its numbers are the agent's (a line, a timeout) and an
+    # identical call may well see changed files; only caps apply.
+    workspace = kind is ToolKind.WORKSPACE
 
     reasons = _grounding_reasons(grounding)
     struck: list[tuple[GuardRule, str]] = []
-    invented = [item for item in grounding.ungrounded if not item.suggestion]
+    invented = [] if workspace else [item for item in grounding.ungrounded if not item.suggestion]
     if invented and grounding.user_messages_on_record:
         struck.append((GuardRule.UNGROUNDED, grounding_message(invented, [])))
     elif invented:
@@ -86,7 +89,7 @@ async def check_tool_call(
         )
 
     cached = None
-    if tool not in config.polling_tools:
+    if tool not in config.polling_tools and not workspace:
         cached = await cached_result(log.conn, log.namespace, log.session, digest, log.turn)
         if cached is not None:
             reasons.append(

@@ -344,7 +344,9 @@ class GuardReason(BaseModel):
 
 
 class CallBudget(BaseModel):
-    kind: str = Field(description="discovery or execution: the two are counted apart.")
+    kind: str = Field(
+        description="discovery or execution, counted apart; workspace (an agent host's own tools) has no budget."
+    )
     used: int
     limit: int = Field(description="Calls of this kind allowed this turn; 0 means no limit.")
 

@@ -15,11 +15,12 @@ from typing import Any
 
 from memvm.engine import Engine
 from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageError, StorageFull
+from memvm.engine.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.hook_journal import record_skipped
 from memvm.hooks.arguments import HookUsageError
 from memvm.hooks.events import EventKind, HookEvent, Host, MalformedEvent, session_name
 from memvm.hooks.handle import HookSettings, handle
-from memvm.hooks.protocols import kind_of, protocol
+from memvm.hooks.protocols import kind_of, protocol, workspace_tools
 
 OpenEngine = Callable[[], AbstractAsyncContextManager[Engine]]
 
@@ -29,7 +30,14 @@ class HookRequest:
     host: Host
     namespace: str
     recall_tokens: int
+    guards: str  # the preset
+    guard_config: str | None  # an absolute path
     raw: bytes
+
+    def guard_settings(self) -> GuardConfig:
+        """The preset, with the host's own tools as workspace tools, and the file over both."""
+        under: dict[str, object] = {"workspace_tools": workspace_tools(self.host)}
+        return load_guard_config(self.guards, self.guard_config, under)
 
 
 @dataclass(frozen=True)
@@ -51,17 +59,22 @@ async def answer(open_engine: OpenEngine, db: Path, request: HookRequest) -> Hoo
     event: HookEvent | None = None
     try:
         event = read_event(request.host, request.raw)
+        settings = HookSettings(
+            host=request.host,
+            namespace=request.namespace,
+            recall_tokens=request.recall_tokens,
+            guards=request.guard_settings(),
+        )
         async with open_engine() as engine:
-            settings = HookSettings(
-                host=request.host, namespace=request.namespace, recall_tokens=request.recall_tokens
-            )
             decided = await handle(engine, event, settings)
         return HookReply(protocol(request.host)[1](event, decided))
     # The top of the hook: anything at all becomes "go on without memvm", never a blocked host.
     except Exception as exc:
         reason = skipped_reason(exc)
         note_skipped(db, request, event, reason)
-        return HookReply({}, reason, engine_failed=not isinstance(exc, MalformedEvent | StorageBusy))
+        return HookReply(
+            {}, reason, engine_failed=not isinstance(exc, MalformedEvent | StorageBusy | GuardConfigError)
+        )
 
 
 def note_skipped(db: Path, request: HookRequest, event: HookEvent | None, reason: str) -> None:
@@ -97,7 +110,7 @@ def _best_reading(request: HookRequest) -> HookEvent | None:
 
 
 def skipped_reason(exc: BaseException) -> str:
-    if isinstance(exc, HookUsageError | MalformedEvent):
+    if isinstance(exc, HookUsageError | MalformedEvent | GuardConfigError):
         return str(exc)
     if isinstance(exc, StorageBusy):
         return "the database stayed busy past --wait-ms"

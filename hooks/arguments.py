@@ -7,6 +7,7 @@ import argparse
 from typing import NoReturn
 
 HOSTS = ("claude-code", "gemini-cli")
+GUARD_PRESETS = ("default", "strict", "relaxed")
 # Recalled context per prompt, in tokens.
 DEFAULT_RECALL_TOKENS = 600
 # A hook waits this long for another writer's lock, well inside the hosts' timeouts.
@@ -48,6 +49,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_WAIT_MS,
         help="how long to wait for a busy database before answering without it",
+    )
+    parser.add_argument(
+        "--guards",
+        choices=GUARD_PRESETS,
+        default="default",
+        help="how hard the tool-call guards are, as for memvm serve (the host's own file and shell "
+        "tools meet caps only)",
+    )
+    parser.add_argument(
+        "--guard-config",
+        metavar="FILE",
+        help="JSON object of guard settings over the preset, as for memvm serve (workspace_tools "
+        "replaces the host's list of its own tools)",
     )
     parser.add_argument(
         "--background-idle",

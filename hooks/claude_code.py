@@ -80,3 +80,16 @@ def render(event: HookEvent, answer: HookAnswer) -> dict[str, Any]:
 def kind_of(name: str) -> EventKind | None:
     """What an event of this name is, even when the event itself could not be read."""
     return _KINDS.get(name)
+
+
+# Claude Code's own tools on the user's files and shell (https://code.claude.com/docs/en/tools-reference,
+# with names of earlier versions): guarded by caps only (see ToolKind.WORKSPACE). WebFetch and
+# WebSearch are not among them: a repeated fetch is waste, and gets every guard.
+WORKSPACE_TOOLS = frozenset(
+    {
+        "Bash", "BashOutput", "KillShell", "PowerShell", "Read", "Write", "Edit", "MultiEdit",
+        "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS", "Agent", "Task", "Workflow",
+        "TaskCreate", "TaskUpdate", "TodoWrite", "TodoRead", "AskUserQuestion", "ExitPlanMode",
+        "SubagentHandback", "Skill", "SlashCommand",
+    }
+)  # fmt: skip

@@ -5,6 +5,7 @@ The path taken when no background process answers (the first event for a databas
 """
 
 import argparse
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,7 +18,12 @@ from memvm.hooks.events import Host
 
 def request_of(args: argparse.Namespace, raw: bytes) -> HookRequest:
     return HookRequest(
-        host=Host(args.host), namespace=args.namespace, recall_tokens=max(0, args.recall_tokens), raw=raw
+        host=Host(args.host),
+        namespace=args.namespace,
+        recall_tokens=max(0, args.recall_tokens),
+        guards=args.guards,
+        guard_config=os.path.abspath(args.guard_config) if args.guard_config else None,
+        raw=raw,
     )
 
 

@@ -77,7 +77,13 @@ def _ask(place: Endpoint, args: Any, raw: bytes) -> dict[str, Any] | None:
         except OSError:
             return None
         conn.settimeout(args.wait_ms / 1000 + _ANSWER_MARGIN_S)
-        header = {"host": args.host, "namespace": args.namespace, "recall_tokens": args.recall_tokens}
+        header = {
+            "host": args.host,
+            "namespace": args.namespace,
+            "recall_tokens": args.recall_tokens,
+            "guards": args.guards,
+            "guard_config": os.path.abspath(args.guard_config) if args.guard_config else None,
+        }
         try:
             conn.sendall(json.dumps(header).encode() + b"\n" + raw)
             conn.shutdown(socket.SHUT_WR)

@@ -158,6 +158,8 @@ async def _answer_one(stream: SocketStream, engine: Engine, watch: _Watch) -> No
                 host=Host(header["host"]),
                 namespace=str(header["namespace"]),
                 recall_tokens=max(0, int(header["recall_tokens"])),
+                guards=str(header["guards"]),
+                guard_config=str(header["guard_config"]) if header["guard_config"] else None,
                 raw=raw,
             )
             reply = await answer(lambda: _lent(engine), watch.db, request)

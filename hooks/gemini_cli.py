@@ -99,3 +99,16 @@ def render(event: HookEvent, answer: HookAnswer) -> dict[str, Any]:
 def kind_of(name: str) -> EventKind | None:
     """What an event of this name is, even when the event itself could not be read."""
     return _KINDS.get(name)
+
+
+# Gemini CLI's own tools on the user's files and shell (packages/core/src/tools/tool-names.ts,
+# with legacy aliases): guarded by caps only (see ToolKind.WORKSPACE). web_fetch and
+# google_web_search are not among them: a repeated fetch is waste, and gets every guard.
+WORKSPACE_TOOLS = frozenset(
+    {
+        "read_file", "read_many_files", "write_file", "replace", "edit", "list_directory", "glob",
+        "grep_search", "search_file_content", "run_shell_command", "write_todos", "save_memory",
+        "activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode", "get_internal_docs",
+        "delegate_to_agent",
+    }
+)  # fmt: skip

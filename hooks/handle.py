@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memvm.engine import Engine
+from memvm.engine.guard_config import GuardConfig
 from memvm.engine.models import CallVerdict, IngestMessage, Outcome, Role, ToolCallCheck, ToolOutcome
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host
 from memvm.hooks.recall import recall
@@ -18,6 +19,7 @@ class HookSettings:
     host: Host
     namespace: str
     recall_tokens: int
+    guards: GuardConfig
 
 
 async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> HookAnswer:
@@ -45,7 +47,11 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
     match event.kind:
         case EventKind.PRE_TOOL:
             check = await engine.check_tool_call(
-                namespace=namespace, session=session, tool=event.tool, args=event.tool_input
+                namespace=namespace,
+                session=session,
+                tool=event.tool,
+                args=event.tool_input,
+                guards_config=settings.guards,
             )
             return _guard_answer(check)
         case EventKind.PROMPT:

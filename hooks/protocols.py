@@ -25,3 +25,14 @@ def protocol(host: Host) -> tuple[Parse, Render]:
 
 def kind_of(host: Host, name: str) -> EventKind | None:
     return _KINDS[host](name)
+
+
+_WORKSPACE_TOOLS: dict[Host, frozenset[str]] = {
+    Host.CLAUDE_CODE: claude_code.WORKSPACE_TOOLS,
+    Host.GEMINI_CLI: gemini_cli.WORKSPACE_TOOLS,
+}
+
+
+def workspace_tools(host: Host) -> frozenset[str]:
+    """The host's own tools on the user's files and shell, guarded by caps only."""
+    return _WORKSPACE_TOOLS[host]

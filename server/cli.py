@@ -1,7 +1,6 @@
 """The `memvm` command: serve, run the demo, and the operator's commands (see cli_ops)."""
 
 import argparse
-import json
 import os
 import shutil
 import sqlite3
@@ -19,7 +18,7 @@ from memvm.engine.errors import (
     StorageFull,
     StorageReadOnly,
 )
-from memvm.engine.guard_config import GuardConfig, GuardPreset
+from memvm.engine.guard_config import GuardConfig, GuardConfigError, GuardPreset, load_guard_config
 from memvm.engine.paths import default_db_path
 from memvm.engine.tokens import SUPPORTED_ENCODINGS
 from memvm.hooks.arguments import add_arguments as add_hook_arguments
@@ -141,20 +140,10 @@ class SettingsError(Exception):
 
 
 def _guards(args: argparse.Namespace) -> GuardConfig:
-    preset = GuardConfig.preset(GuardPreset(args.guards))
-    if not args.guard_config:
-        return preset
     try:
-        overrides = json.loads(Path(args.guard_config).expanduser().read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SettingsError(f"cannot read the guard config {args.guard_config}: {exc}") from exc
-    if not isinstance(overrides, dict):
-        raise SettingsError(f"the guard config {args.guard_config} must hold a JSON object")
-    try:
-        return GuardConfig.model_validate({**preset.model_dump(), **overrides})
-    except ValidationError as exc:
-        fields = ", ".join(".".join(str(part) for part in e["loc"]) for e in exc.errors())
-        raise SettingsError(f"invalid guard settings in {args.guard_config} ({fields})") from exc
+        return load_guard_config(args.guards, args.guard_config)
+    except GuardConfigError as exc:
+        raise SettingsError(str(exc)) from exc
 
 
 def _settings(args: argparse.Namespace) -> ServerSettings:

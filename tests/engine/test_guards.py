@@ -224,3 +224,31 @@ async def test_the_call_log_keeps_only_the_current_and_previous_turn(open_engine
     with sqlite3.connect(db_path) as conn:
         turns = {row[0] for row in conn.execute("SELECT turn FROM guard_calls")}
     assert len(turns) <= 2
+
+
+async def test_workspace_tools_meet_caps_only_and_use_no_budget(open_engine):
+    engine = await guarded(
+        open_engine, workspace_tools=frozenset({"Read", "Bash"}), execution_budget=2, grace=0
+    )
+    # Invented numbers, identical repeats, a loop of one tool: none of it stops a workspace tool.
+    for n in range(10):
+        result = await check(engine, "Read", {"file_path": f"/p/{n}.py", "offset": 137, "limit": 60})
+        assert (result.verdict.value, result.reasons) == ("allow", [])
+        assert (result.budget.kind, result.budget.limit) == (ToolKind.WORKSPACE.value, 0)
+    for _ in range(3):
+        assert (
+            await check(engine, "Bash", {"command": "pytest -q", "timeout": 120000})
+        ).verdict.value == "allow"
+    # The execution budget is untouched by them; a named list wins over the workspace one.
+    assert (await check(engine, "book_hotel", {"city": "Oslo"})).budget.used == 1
+    assert (
+        GuardConfig(workspace_tools=frozenset({"Bash"}), execution_tools=frozenset({"Bash"})).kind_of("Bash")
+        is ToolKind.EXECUTION
+    )
+
+
+async def test_a_cap_still_applies_to_a_workspace_tool(open_engine):
+    engine = await guarded(open_engine, workspace_tools=frozenset({"Bash"}), tool_caps={"Bash": 1}, grace=0)
+    assert (await check(engine, "Bash", {"command": "make"})).verdict.value == "allow"
+    blocked = await check(engine, "Bash", {"command": "make test"})
+    assert rules(blocked) == [("tool_cap", "block")]

@@ -41,15 +41,15 @@ def test_after_the_first_event_the_background_process_answers_without_the_engine
     db = tmp_path / "m.db"
     run_hook("claude-code", db, cc.prompt("run the tests"))
     wait_for_background(hook_runtime)
-    call = {"command": "npm test"}
-    run_hook("claude-code", db, cc.pre_tool(call, "toolu_1"))
-    run_hook("claude-code", db, cc.pre_tool(call, "toolu_2"))
+    tool, call = "mcp__weather__get_forecast", {"city": "Oslo"}
+    run_hook("claude-code", db, cc.pre_tool(call, "toolu_1", tool=tool))
+    run_hook("claude-code", db, cc.pre_tool(call, "toolu_2", tool=tool))
 
     # The third identical call, timed for its imports: the answer comes from the process that
     # holds the engine, and this one never loads it.
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", CLIENT, "hook", "claude-code", "--db", str(db)],
-        input=json.dumps(cc.pre_tool(call, "toolu_3")).encode(),
+        input=json.dumps(cc.pre_tool(call, "toolu_3", tool=tool)).encode(),
         capture_output=True,
         timeout=60,
         check=True,
@@ -67,8 +67,10 @@ def test_with_no_background_process_every_event_is_answered_in_its_own(tmp_path,
     db = tmp_path / "m.db"
     own = ("--background-idle", "0")
     run_hook("claude-code", db, cc.prompt("run the tests"), *own)
-    call = {"command": "npm test"}
-    decisions = [run_hook("claude-code", db, cc.pre_tool(call, f"toolu_{n}"), *own)[0] for n in range(3)]
+    tool, call = "mcp__weather__get_forecast", {"city": "Oslo"}
+    decisions = [
+        run_hook("claude-code", db, cc.pre_tool(call, f"toolu_{n}", tool=tool), *own)[0] for n in range(3)
+    ]
     assert decisions[0] == {}
     assert "permissionDecision" not in decisions[1]["hookSpecificOutput"]
     assert decisions[2]["hookSpecificOutput"]["permissionDecision"] == "deny"

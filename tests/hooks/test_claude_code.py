@@ -27,23 +27,39 @@ def test_an_allowed_call_gets_an_empty_answer(tmp_path):
 
 def test_a_repeated_identical_call_is_warned_then_denied_until_the_next_prompt(tmp_path):
     db = tmp_path / "m.db"
-    hook(db, cc.prompt("run the tests"))
-    call = {"command": "npm test", "description": "Run test suite"}
-    assert hook(db, cc.pre_tool(call, "toolu_1"))[0] == {}
+    hook(db, cc.prompt("what is the weather in Oslo"))
+    tool, call = "mcp__weather__get_forecast", {"city": "Oslo"}
+    assert hook(db, cc.pre_tool(call, "toolu_1", tool=tool))[0] == {}
 
-    warned, _ = hook(db, cc.pre_tool(call, "toolu_2"))
+    warned, _ = hook(db, cc.pre_tool(call, "toolu_2", tool=tool))
     assert warned["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
     assert "permissionDecision" not in warned["hookSpecificOutput"]
-    assert "already ran with these arguments" in warned["hookSpecificOutput"]["additionalContext"]
+    assert f"{tool} already ran with these arguments" in warned["hookSpecificOutput"]["additionalContext"]
 
-    denied, _ = hook(db, cc.pre_tool(call, "toolu_3"))
+    denied, _ = hook(db, cc.pre_tool(call, "toolu_3", tool=tool))
     assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert "Bash already ran with these arguments" in denied["hookSpecificOutput"]["permissionDecisionReason"]
+    assert (
+        f"{tool} already ran with these arguments" in denied["hookSpecificOutput"]["permissionDecisionReason"]
+    )
 
     # A replay of the denied event gets the same decision; a new prompt is a new turn.
-    assert hook(db, cc.pre_tool(call, "toolu_3"))[0] == denied
+    assert hook(db, cc.pre_tool(call, "toolu_3", tool=tool))[0] == denied
     hook(db, cc.prompt("and once more, please"))
-    assert hook(db, cc.pre_tool(call, "toolu_4"))[0] == {}
+    assert hook(db, cc.pre_tool(call, "toolu_4", tool=tool))[0] == {}
+
+
+def test_a_repeat_of_a_call_whose_result_is_recorded_is_denied_with_that_result(tmp_path):
+    db = tmp_path / "m.db"
+    hook(db, cc.prompt("what is the weather in Oslo"))
+    tool, call = "mcp__weather__get_forecast", {"city": "Oslo"}
+    assert hook(db, cc.pre_tool(call, "toolu_1", tool=tool))[0] == {}
+    hook(db, cc.post_tool(call, {"forecast": "light rain, 7 C"}, "toolu_1", tool=tool))
+
+    denied, _ = hook(db, cc.pre_tool(call, "toolu_2", tool=tool))
+    reason = denied["hookSpecificOutput"]["permissionDecisionReason"]
+    assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert f"{tool} already ran with these arguments" in reason
+    assert '{"forecast": "light rain, 7 C"}' in reason  # what the model asked for, without the call
 
 
 def test_a_failure_then_a_fix_is_learned_without_the_model(tmp_path):

@@ -44,7 +44,7 @@ def at(event: dict[str, Any], second: int) -> dict[str, Any]:
 def test_a_repeated_identical_call_is_denied_with_decision_deny_until_the_next_prompt(tmp_path):
     db = tmp_path / "m.db"
     hook(db, at(gc.before_agent("run the tests"), 0))
-    call = gc.before_tool({"command": "npm test", "description": "Run test suite"})
+    call = gc.before_tool({"url": "https://example.com/status"}, tool="web_fetch")
     assert hook(db, at(call, 1)) == ({}, [])
     # The guard warns on the second call, but BeforeTool takes no context: the call just runs.
     assert hook(db, at(call, 2)) == ({}, [])
@@ -52,7 +52,7 @@ def test_a_repeated_identical_call_is_denied_with_decision_deny_until_the_next_p
     denied, _ = hook(db, at(call, 3))
     assert set(denied) == {"decision", "reason"}
     assert denied["decision"] == "deny"
-    assert "run_shell_command already ran with these arguments" in denied["reason"]
+    assert "web_fetch already ran with these arguments" in denied["reason"]
 
     # A replay of the denied event gets the same decision; a new prompt is a new turn.
     assert hook(db, at(call, 3))[0] == denied

@@ -1,0 +1,99 @@
+"""The host's own tools on the user's files and shell meet caps only, and the guard settings of
+`memvm serve` (`--guards`, `--guard-config`) decide the rest, through the real `memvm hook`."""
+
+import json
+
+from tests.hooks import claude_code_events as cc
+from tests.hooks import gemini_cli_events as gc
+from tests.hooks.runner import run_hook
+
+
+def decisions(answers):
+    """For each answer: allow, warn or deny."""
+    found = []
+    for answer in answers:
+        output = answer.get("hookSpecificOutput", {})
+        found.append("deny" if output.get("permissionDecision") == "deny" else "warn" if output else "allow")
+    return found
+
+
+def test_a_coding_turn_of_reads_edits_and_commands_is_never_stopped(tmp_path, report_figure):
+    db = tmp_path / "m.db"
+    run_hook("claude-code", db, cc.prompt("refactor the parser module and run the tests"))
+    calls = []
+    for n in range(12):
+        calls.append(
+            ("Read", {"file_path": f"/home/user/my-project/src/parser_{n}.py", "offset": 37 + n, "limit": 60})
+        )
+        calls.append(
+            (
+                "Edit",
+                {
+                    "file_path": f"/home/user/my-project/src/parser_{n}.py",
+                    "old_string": "a",
+                    "new_string": "b",
+                },
+            )
+        )
+    # The same command again after edits is the point of running tests, not a repeat.
+    calls += [("Bash", {"command": "pytest -q", "timeout": 120000})] * 4
+    calls += [("Grep", {"pattern": "def parse", "path": "/home/user/my-project", "-n": True})] * 3
+    answers = [
+        run_hook("claude-code", db, cc.pre_tool(args, f"toolu_{n}", tool=tool))[0]
+        for n, (tool, args) in enumerate(calls)
+    ]
+    assert decisions(answers) == ["allow"] * len(calls)
+    report_figure(f"hook_workspace_tools: calls={len(calls)} in_one_turn=1 denied=0 warned=0")
+
+
+def test_gemini_cli_workspace_tools_are_not_stopped_either(tmp_path):
+    db = tmp_path / "m.db"
+    run_hook("gemini-cli", db, gc.before_agent("read the sources"))
+    for n in range(10):
+        event = {
+            **gc.before_tool({"file_path": f"/p/src/{n}.ts", "offset": 120, "limit": 80}, tool="read_file")
+        }
+        event["timestamp"] = f"2025-12-01T10:31:{n:02d}Z"
+        assert run_hook("gemini-cli", db, event) == ({}, [])
+
+
+def test_a_cap_named_for_a_host_tool_still_applies(tmp_path):
+    db = tmp_path / "m.db"
+    settings = tmp_path / "guards.json"
+    settings.write_text(json.dumps({"tool_caps": {"Bash": 2}, "grace": 0}))
+    extra = ("--guard-config", str(settings))
+    run_hook("claude-code", db, cc.prompt("deploy it"), *extra)
+    answers = [
+        run_hook("claude-code", db, cc.pre_tool({"command": f"make deploy-{n}"}, f"toolu_{n}"), *extra)[0]
+        for n in range(3)
+    ]
+    assert decisions(answers) == ["allow", "allow", "deny"]
+    assert "Bash may run 2 times per turn" in answers[2]["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_an_empty_workspace_list_guards_the_host_tools_like_any_other(tmp_path):
+    db = tmp_path / "m.db"
+    settings = tmp_path / "guards.json"
+    settings.write_text(json.dumps({"workspace_tools": []}))
+    extra = ("--guard-config", str(settings), "--guards", "strict")
+    run_hook("claude-code", db, cc.prompt("look around"), *extra)
+    answers = [
+        run_hook(
+            "claude-code", db, cc.pre_tool({"file_path": f"/p/{n}.py"}, f"toolu_{n}", tool="Read"), *extra
+        )[0]
+        for n in range(5)
+    ]
+    # strict: a loop is more than 3 calls of one tool among the last 6, blocked at once.
+    assert decisions(answers) == ["allow", "allow", "allow", "deny", "deny"]
+
+
+def test_an_unreadable_guard_config_answers_empty_with_one_stderr_line(tmp_path):
+    answer, errors = run_hook(
+        "claude-code",
+        tmp_path / "m.db",
+        cc.pre_tool({"command": "ls"}, "toolu_1"),
+        "--guard-config",
+        str(tmp_path / "missing.json"),
+    )
+    assert answer == {}
+    assert len(errors) == 1 and "cannot read the guard config" in errors[0]
