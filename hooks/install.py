@@ -30,22 +30,32 @@ class SettingsRefused(Exception):
 class _Event:
     name: str
     any_tool: bool  # a tool event: its group takes the match-all matcher
+    # The handler's own timeout, in the host's unit, where the host's default is too short.
+    timeout: int | None = None
 
 
 # The events each host sends that memvm answers (see the README's Host hooks section).
 _EVENTS: dict[Host, tuple[_Event, ...]] = {
     Host.CLAUDE_CODE: (
+        _Event("SessionStart", any_tool=False),
         _Event("UserPromptSubmit", any_tool=False),
         _Event("PreToolUse", any_tool=True),
         _Event("PostToolUse", any_tool=True),
         _Event("PostToolUseFailure", any_tool=True),
         _Event("Stop", any_tool=False),
+        _Event("PreCompact", any_tool=False),
+        # SessionEnd hooks share 1.5 s unless a handler asks for more (seconds): the catch-up
+        # reads the whole transcript.
+        _Event("SessionEnd", any_tool=False, timeout=15),
     ),
     Host.GEMINI_CLI: (
+        _Event("SessionStart", any_tool=False),
         _Event("BeforeAgent", any_tool=False),
         _Event("BeforeTool", any_tool=True),
         _Event("AfterTool", any_tool=True),
         _Event("AfterAgent", any_tool=False),
+        _Event("PreCompress", any_tool=False),
+        _Event("SessionEnd", any_tool=False),
     ),
 }
 
@@ -84,7 +94,10 @@ def _handler(host: Host, command: str) -> dict[str, Any]:
 
 def _group(host: Host, event: _Event, command: str) -> dict[str, Any]:
     group: dict[str, Any] = {"matcher": "*"} if event.any_tool else {}
-    group["hooks"] = [_handler(host, command)]
+    handler = _handler(host, command)
+    if event.timeout is not None:
+        handler["timeout"] = event.timeout
+    group["hooks"] = [handler]
     return group
 
 
