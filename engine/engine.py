@@ -17,6 +17,7 @@ from memvm.engine.db import Database, Reads
 from memvm.engine.errors import PageNotFound
 from memvm.engine.grounding import check_ungrounded
 from memvm.engine.guard_config import GuardConfig
+from memvm.engine.history import known_tools, session_tools, session_transcript, standing_notes
 from memvm.engine.hook_events import handled_event, record_event
 from memvm.engine.manifest_pages import available_pages, namespace_counts
 from memvm.engine.migrations import check_current, migrate
@@ -41,8 +42,10 @@ from memvm.engine.models import (
     SearchResult,
     SearchScope,
     SessionState,
+    StandingNote,
     ToolCallCheck,
     ToolOutcome,
+    TranscriptText,
     TurnResult,
     WorkingSetView,
 )
@@ -288,6 +291,26 @@ class Engine:
             return await procedural_knowledge(
                 conn, namespace=namespace, tools=tools, goal=goal, error_type=error_type
             )
+
+    async def standing_notes(self, *, namespace: str, limit: int) -> list[StandingNote]:
+        """Pinned pages and remembered notes, most recently used first: what a new session wants."""
+        async with self.db.read(namespace) as conn:
+            return await standing_notes(conn, namespace, limit)
+
+    async def session_transcript(self, *, namespace: str, session: str, limit: int) -> list[TranscriptText]:
+        """The session's last `limit` transcript pages as stored, oldest first."""
+        async with self.db.read(namespace) as conn:
+            return await session_transcript(conn, namespace, session, limit)
+
+    async def session_tools(self, *, namespace: str, session: str, limit: int) -> list[str]:
+        """The tools `session` called lately, most recent first."""
+        async with self.db.read(namespace) as conn:
+            return await session_tools(conn, namespace, session, limit)
+
+    async def known_tools(self, *, namespace: str, limit: int) -> list[str]:
+        """The tools with recorded calls in the namespace, most recently used first."""
+        async with self.db.read(namespace) as conn:
+            return await known_tools(conn, namespace, limit)
 
     async def handled_hook_event(self, *, namespace: str, digest: str) -> HandledHookEvent | None:
         """The host hook event with this digest, if it was handled before."""

@@ -214,6 +214,25 @@ class SearchHit(BaseModel):
     level: int | None
 
 
+class StandingNote(BaseModel):
+    """A page a new session would want before any prompt: pinned, or a remembered note."""
+
+    page_id: str
+    type: PageType
+    role: Role | None
+    session: str
+    created_at: float
+    pinned: bool
+    abstract: str
+
+
+class TranscriptText(BaseModel):
+    """One transcript page of a session: who said it, and the text as stored (redacted)."""
+
+    role: Role
+    content: str
+
+
 class SearchResult(BaseModel):
     results: list[SearchHit]
     total_pages: int

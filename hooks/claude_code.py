@@ -13,11 +13,14 @@ from memvm.hooks.events import (
     HookAnswer,
     HookEvent,
     Host,
+    TranscriptFormat,
+    TranscriptSource,
     as_object,
     event_digest,
     known_event,
     session_name,
     text_field,
+    tool_result_digest,
 )
 
 _KINDS = {
@@ -26,10 +29,11 @@ _KINDS = {
     "PostToolUse": EventKind.TOOL_DONE,
     "PostToolUseFailure": EventKind.TOOL_FAILED,
     "Stop": EventKind.REPLY,
+    "SessionStart": EventKind.SESSION_START,
+    # Before the conversation is summarised away, and when it ends: read what the hooks missed.
+    "PreCompact": EventKind.CATCH_UP,
+    "SessionEnd": EventKind.CATCH_UP,
     # Documented events memvm has nothing to do for (yet): answered with nothing, quietly.
-    "SessionStart": EventKind.IGNORED,
-    "SessionEnd": EventKind.IGNORED,
-    "PreCompact": EventKind.IGNORED,
     "PostCompact": EventKind.IGNORED,
     "Notification": EventKind.IGNORED,
     "SubagentStop": EventKind.IGNORED,
@@ -47,11 +51,19 @@ def parse(payload: Any) -> HookEvent:
     if kind is EventKind.TOOL_DONE and isinstance(response, dict) and response.get("is_error") is True:
         kind = EventKind.TOOL_FAILED
     duration = payload.get("duration_ms")
+    session = session_name(payload.get("session_id"), Host.CLAUDE_CODE)
+    tool_use_id = text_field(payload, "tool_use_id")
+    # A call's result is one fact whichever way it arrives (the event, a replay, the transcript).
+    if kind in (EventKind.TOOL_DONE, EventKind.TOOL_FAILED) and tool_use_id:
+        digest = tool_result_digest(session, tool_use_id)
+    else:
+        digest = event_digest(Host.CLAUDE_CODE, payload)
+    path = text_field(payload, "transcript_path")
     return HookEvent(
         kind=kind,
         name=name,
-        session=session_name(payload.get("session_id"), Host.CLAUDE_CODE),
-        digest=event_digest(Host.CLAUDE_CODE, payload),
+        session=session,
+        digest=digest,
         prompt=text_field(payload, "prompt"),
         tool=text_field(payload, "tool_name"),
         tool_input=as_object(payload.get("tool_input")),
@@ -59,6 +71,8 @@ def parse(payload: Any) -> HookEvent:
         error=text_field(payload, "error"),
         duration_ms=float(duration) if isinstance(duration, int | float) else None,
         reply=text_field(payload, "last_assistant_message"),
+        tool_use_id=tool_use_id,
+        transcript=TranscriptSource(path, TranscriptFormat.CLAUDE_CODE) if path else None,
     )
 
 

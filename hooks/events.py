@@ -22,7 +22,22 @@ class EventKind(StrEnum):
     TOOL_DONE = "tool_done"  # a tool ran and succeeded
     TOOL_FAILED = "tool_failed"  # a tool ran and failed
     REPLY = "reply"  # the agent's final reply of the turn
+    SESSION_START = "session_start"  # a session starts (or resumes): context before any prompt
+    CATCH_UP = "catch_up"  # compaction or session end: add what the live events missed
     IGNORED = "ignored"  # an event memvm knows and has nothing to do for
+
+
+class TranscriptFormat(StrEnum):
+    CLAUDE_CODE = "claude-code"  # JSON lines of conversation records
+    GEMINI_CLI = "gemini-cli"  # JSON lines of message records, or one legacy JSON document
+
+
+@dataclass(frozen=True)
+class TranscriptSource:
+    """The host's own record of the session, as the event names it."""
+
+    path: str
+    format: TranscriptFormat
 
 
 class MalformedEvent(Exception):
@@ -42,6 +57,8 @@ class HookEvent:
     error: str = ""
     duration_ms: float | None = None
     reply: str = ""
+    tool_use_id: str = ""  # the host's id of the call, when it gives one
+    transcript: TranscriptSource | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +67,13 @@ class HookAnswer:
 
     deny: str | None = None
     context: str | None = None
+
+
+def tool_result_digest(session: str, tool_use_id: str) -> str:
+    """Equal for every report of one call's result: the live event, its replay, and the same call
+    read back from the transcript later."""
+    canonical = json.dumps(["tool_result", session, tool_use_id], separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 _NAME = re.compile(NAME_PATTERN)

@@ -15,6 +15,8 @@ from memvm.hooks.events import (
     HookAnswer,
     HookEvent,
     Host,
+    TranscriptFormat,
+    TranscriptSource,
     as_object,
     event_digest,
     known_event,
@@ -27,10 +29,11 @@ _KINDS = {
     "BeforeTool": EventKind.PRE_TOOL,
     "AfterTool": EventKind.TOOL_DONE,
     "AfterAgent": EventKind.REPLY,
+    "SessionStart": EventKind.SESSION_START,
+    # Before the history is compressed, and when the session ends: read what the hooks missed.
+    "PreCompress": EventKind.CATCH_UP,
+    "SessionEnd": EventKind.CATCH_UP,
     # Documented events memvm has nothing to do for (yet): answered with nothing, quietly.
-    "SessionStart": EventKind.IGNORED,
-    "SessionEnd": EventKind.IGNORED,
-    "PreCompress": EventKind.IGNORED,
     "Notification": EventKind.IGNORED,
     "BeforeModel": EventKind.IGNORED,
     "AfterModel": EventKind.IGNORED,
@@ -73,6 +76,7 @@ def parse(payload: Any) -> HookEvent:
     payload, name, kind = known_event(payload, _KINDS)
     response = payload.get("tool_response")
     error = _failure(response) if kind is EventKind.TOOL_DONE else None
+    path = text_field(payload, "transcript_path")
     return HookEvent(
         kind=EventKind.TOOL_FAILED if error is not None else kind,
         name=name,
@@ -84,6 +88,7 @@ def parse(payload: Any) -> HookEvent:
         tool_response=_result(response),
         error=error or "",
         reply=text_field(payload, "prompt_response"),
+        transcript=TranscriptSource(path, TranscriptFormat.GEMINI_CLI) if path else None,
     )
 
 

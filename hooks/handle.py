@@ -7,8 +7,10 @@ from typing import Any
 from memvm.engine import Engine
 from memvm.engine.guard_config import GuardConfig
 from memvm.engine.models import CallVerdict, IngestMessage, Outcome, Role, ToolCallCheck, ToolOutcome
+from memvm.hooks.catch_up import catch_up
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host
 from memvm.hooks.recall import recall
+from memvm.hooks.session_start import start_context
 
 # How much of a repeated call's bound result a deny reason quotes.
 _CACHED_CHARS = 1_500
@@ -24,8 +26,21 @@ class HookSettings:
 
 async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> HookAnswer:
     """Apply `event` once: a replay of an event handled before adds nothing and gets the same decision."""
-    if event.kind is EventKind.IGNORED:
-        return HookAnswer()
+    match event.kind:
+        case EventKind.IGNORED:
+            return HookAnswer()
+        # Neither is marked handled: a start only reads, and a catch-up adds nothing twice by
+        # itself, while the host may send the same event again (a second compaction) with more
+        # to read.
+        case EventKind.SESSION_START:
+            context = await start_context(
+                engine, namespace=settings.namespace, max_tokens=settings.recall_tokens
+            )
+            return HookAnswer(context=context)
+        case EventKind.CATCH_UP:
+            if event.transcript is not None:
+                await catch_up(engine, event, event.transcript, settings.namespace)
+            return HookAnswer()
     namespace = settings.namespace
     seen = await engine.handled_hook_event(namespace=namespace, digest=event.digest)
     if seen is not None:

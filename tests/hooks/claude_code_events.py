@@ -1,6 +1,6 @@
 """Claude Code hook events in the documented shape: https://code.claude.com/docs/en/hooks
 (sections "Common input fields", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-"PostToolUseFailure", "Stop", "SessionEnd"; field names and example values from there)."""
+"PostToolUseFailure", "Stop", "SessionStart", "PreCompact", "SessionEnd"; field names and example values from there)."""
 
 from typing import Any
 
@@ -67,5 +67,21 @@ def stop(reply: str) -> dict[str, Any]:
     }
 
 
-def session_end() -> dict[str, Any]:
-    return {**_COMMON, "hook_event_name": "SessionEnd", "reason": "other"}
+def session_start(source: str = "startup", **extra: Any) -> dict[str, Any]:
+    return {**_COMMON, "hook_event_name": "SessionStart", "source": source, "model": "claude-opus-5", **extra}
+
+
+def pre_compact(transcript_path: str, **extra: Any) -> dict[str, Any]:
+    return {
+        **_COMMON,
+        "transcript_path": transcript_path,
+        "hook_event_name": "PreCompact",
+        "trigger": "manual",
+        "custom_instructions": None,
+        **extra,
+    }
+
+
+def session_end(transcript_path: str | None = None, **extra: Any) -> dict[str, Any]:
+    path = {"transcript_path": transcript_path} if transcript_path is not None else {}
+    return {**_COMMON, **path, "hook_event_name": "SessionEnd", "reason": "other", **extra}

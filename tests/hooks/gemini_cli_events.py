@@ -51,6 +51,30 @@ def after_agent(prompt: str, reply: str) -> dict[str, Any]:
     }
 
 
+def session_start(**extra: Any) -> dict[str, Any]:
+    return {**_COMMON, "hook_event_name": "SessionStart", "source": "startup", **extra}
+
+
+def pre_compress(transcript_path: str, **extra: Any) -> dict[str, Any]:
+    return {
+        **_COMMON,
+        "transcript_path": transcript_path,
+        "hook_event_name": "PreCompress",
+        "trigger": "auto",
+        **extra,
+    }
+
+
+def session_end(transcript_path: str, **extra: Any) -> dict[str, Any]:
+    return {
+        **_COMMON,
+        "transcript_path": transcript_path,
+        "hook_event_name": "SessionEnd",
+        "reason": "exit",
+        **extra,
+    }
+
+
 def lifecycle() -> list[dict[str, Any]]:
     """The lifecycle events, which memvm answers with nothing."""
     return [

@@ -1,0 +1,100 @@
+"""Catching up from the host's transcript at compaction and at session end.
+
+The live events can miss things: a hook that timed out, a turn interrupted before its Stop, hooks
+installed mid-session. The transcript has it all, so what it holds beyond what the session already
+has is added: prompts and final replies as transcript pages, and (Claude Code) tool calls as
+outcomes. Nothing is added twice, however often the same transcript is read: a message counts as
+present while the session holds as many copies of it as the transcript does, and a call is known
+by the host's id for it, marked when it is captured live or here.
+"""
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+
+import anyio
+from memvm.engine import Engine
+from memvm.engine.models import IngestMessage, Outcome, Role, ToolOutcome
+from memvm.engine.redaction import redact
+from memvm.hooks.events import HookEvent, TranscriptSource, tool_result_digest
+from memvm.hooks.transcripts import Said, ToolCall, read_transcript
+
+logger = logging.getLogger("memvm.hooks")
+
+# The session's transcript pages compared against, newest first: bounds the read.
+_STORED_PAGES = 20_000
+# What one run adds at most, and per transaction: the host waits (Claude Code gives SessionEnd
+# 1.5 s), and what is committed stays if it stops waiting. The earliest missing entries go first,
+# so a run that stops short leaves the rest, in order, to the next compaction or session end.
+_MAX_ADDED = 200
+_BATCH = 25
+# Longer messages are left out: counting them would outlast the host's patience, and a page
+# holds at most the engine's max_page_tokens (a token is at most 4 bytes of a character).
+_MAX_MESSAGE_CHARS = 50_000
+
+
+def _key(engine: Engine, role: Role, text: str) -> tuple[Role, str]:
+    # Stored text went through redaction; compare the transcript's text as it would be stored.
+    return role, (redact(text) if engine.config.redact_secrets else text).strip()
+
+
+async def catch_up(engine: Engine, event: HookEvent, source: TranscriptSource, namespace: str) -> None:
+    """Add what the transcript at `source` holds and the session does not."""
+    transcript = await anyio.to_thread.run_sync(read_transcript, source.path, source.format)
+    stored = await engine.session_transcript(namespace=namespace, session=event.session, limit=_STORED_PAGES)
+    present = Counter((page.role, page.content.strip()) for page in stored)
+    problems = [transcript.problem] if transcript.problem is not None else []
+    pending: list[IngestMessage] = []
+    added = 0
+    for entry in transcript.entries:
+        if added >= _MAX_ADDED:
+            problems.append(
+                f"more than {_MAX_ADDED} transcript entries were missing; the rest come next time"
+            )
+            break
+        if isinstance(entry, Said):
+            if len(entry.text) > _MAX_MESSAGE_CHARS:
+                continue
+            key = _key(engine, entry.role, entry.text)
+            if present[key] > 0:
+                present[key] -= 1
+                continue
+            pending.append(IngestMessage(role=entry.role, content=entry.text))
+            added += 1
+            if len(pending) >= _BATCH:
+                pending = await _ingest(engine, namespace, event.session, pending)
+        elif isinstance(entry, ToolCall):
+            # Messages before the call go in first, so the call lands in its turn.
+            pending = await _ingest(engine, namespace, event.session, pending)
+            added += await _record_call(engine, event, namespace, entry)
+    await _ingest(engine, namespace, event.session, pending)
+    if problems:
+        logger.warning("memvm hook: %s; what was readable is captured", "; ".join(problems))
+
+
+async def _ingest(
+    engine: Engine, namespace: str, session: str, messages: Sequence[IngestMessage]
+) -> list[IngestMessage]:
+    """Store `messages`; what is left pending after (nothing)."""
+    if messages:
+        await engine.ingest(namespace=namespace, session=session, messages=messages)
+    return []
+
+
+async def _record_call(engine: Engine, event: HookEvent, namespace: str, call: ToolCall) -> int:
+    """Record the call unless it was; how many calls were added (0 or 1)."""
+    digest = tool_result_digest(event.session, call.tool_use_id)
+    if await engine.handled_hook_event(namespace=namespace, digest=digest) is not None:
+        return 0
+    outcome = ToolOutcome(
+        tool=call.tool,
+        args=call.args,
+        outcome=Outcome.FAILURE if call.failed else Outcome.SUCCESS,
+        result=None if call.failed else call.result,
+        error_message=(call.result or "the tool failed") if call.failed else None,
+    )
+    await engine.record_tool_outcome(namespace=namespace, session=event.session, call=outcome)
+    await engine.record_hook_event(
+        namespace=namespace, session=event.session, digest=digest, event=event.name
+    )
+    return 1
