@@ -43,8 +43,15 @@ class HookRequest:
 @dataclass(frozen=True)
 class HookReply:
     answer: dict[str, Any]
-    skipped: str | None = None  # why memvm stood aside, for one stderr line
+    skipped: str | None = None  # why memvm stood aside
     engine_failed: bool = False  # the database itself failed, not the event
+    warning: str | None = None  # the event was handled, but not all of it
+
+    def stderr_line(self) -> str | None:
+        """The one line the host logs, if there is anything to say."""
+        if self.skipped is not None:
+            return stderr_line(self.skipped)
+        return None if self.warning is None else f"memvm hook: {self.warning}"
 
 
 def read_event(host: Host, raw: bytes) -> HookEvent:
@@ -67,7 +74,7 @@ async def answer(open_engine: OpenEngine, db: Path, request: HookRequest) -> Hoo
         )
         async with open_engine() as engine:
             decided = await handle(engine, event, settings)
-        return HookReply(protocol(request.host)[1](event, decided))
+        return HookReply(protocol(request.host)[1](event, decided), warning=decided.warning)
     # The top of the hook: anything at all becomes "go on without memvm", never a blocked host.
     except Exception as exc:
         reason = skipped_reason(exc)

@@ -8,7 +8,6 @@ present while the session holds as many copies of it as the transcript does, and
 by the host's id for it, marked when it is captured live or here.
 """
 
-import logging
 from collections import Counter
 from collections.abc import Sequence
 
@@ -18,8 +17,6 @@ from memvm.engine.models import IngestMessage, Outcome, Role, ToolOutcome
 from memvm.engine.redaction import redact
 from memvm.hooks.events import HookEvent, TranscriptSource, tool_result_digest
 from memvm.hooks.transcripts import Said, ToolCall, read_transcript
-
-logger = logging.getLogger("memvm.hooks")
 
 # The session's transcript pages compared against, newest first: bounds the read.
 _STORED_PAGES = 20_000
@@ -38,8 +35,9 @@ def _key(engine: Engine, role: Role, text: str) -> tuple[Role, str]:
     return role, (redact(text) if engine.config.redact_secrets else text).strip()
 
 
-async def catch_up(engine: Engine, event: HookEvent, source: TranscriptSource, namespace: str) -> None:
-    """Add what the transcript at `source` holds and the session does not."""
+async def catch_up(engine: Engine, event: HookEvent, source: TranscriptSource, namespace: str) -> str | None:
+    """Add what the transcript at `source` holds and the session does not; what could not be read,
+    if anything, for one stderr line."""
     transcript = await anyio.to_thread.run_sync(read_transcript, source.path, source.format)
     stored = await engine.session_transcript(namespace=namespace, session=event.session, limit=_STORED_PAGES)
     present = Counter((page.role, page.content.strip()) for page in stored)
@@ -69,7 +67,8 @@ async def catch_up(engine: Engine, event: HookEvent, source: TranscriptSource, n
             added += await _record_call(engine, event, namespace, entry)
     await _ingest(engine, namespace, event.session, pending)
     if problems:
-        logger.warning("memvm hook: %s; what was readable is captured", "; ".join(problems))
+        return "; ".join(problems) + "; what was readable is captured"
+    return None
 
 
 async def _ingest(

@@ -112,11 +112,10 @@ def _read_all(conn: socket.socket) -> bytes:
 
 
 def _answered_here(args: Any, db: Path, raw: bytes) -> int:
-    from memvm.hooks.answer import stderr_line
     from memvm.hooks.cli import answer_here
 
     reply = answer_here(args, db, raw)
-    return _emit(reply.answer, stderr_line(reply.skipped) if reply.skipped else None)
+    return _emit(reply.answer, reply.stderr_line())
 
 
 def _stood_aside(args: Any, db: Path, raw: bytes, reason: str) -> int:

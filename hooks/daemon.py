@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, SocketStream
 from memvm.engine import Engine, EngineConfig
-from memvm.hooks.answer import HookRequest, answer, stderr_line
+from memvm.hooks.answer import HookRequest, answer
 from memvm.hooks.client import MAX_EVENT_BYTES
 from memvm.hooks.events import Host
 
@@ -163,8 +163,9 @@ async def _answer_one(stream: SocketStream, engine: Engine, watch: _Watch) -> No
                 raw=raw,
             )
             reply = await answer(lambda: _lent(engine), watch.db, request)
-            note = stderr_line(reply.skipped) if reply.skipped else None
-            await stream.send(json.dumps({"answer": reply.answer, "note": note}).encode() + b"\n")
+            await stream.send(
+                json.dumps({"answer": reply.answer, "note": reply.stderr_line()}).encode() + b"\n"
+            )
             if reply.engine_failed:
                 watch.stop = True
     # A client that went away or sent nothing readable gets nothing; it answers in its own process.

@@ -67,6 +67,7 @@ class HookAnswer:
 
     deny: str | None = None
     context: str | None = None
+    warning: str | None = None  # for the operator, on stderr: the event was handled, in part
 
 
 def tool_result_digest(session: str, tool_use_id: str) -> str:

@@ -38,9 +38,9 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
             )
             return HookAnswer(context=context)
         case EventKind.CATCH_UP:
-            if event.transcript is not None:
-                await catch_up(engine, event, event.transcript, settings.namespace)
-            return HookAnswer()
+            if event.transcript is None:
+                return HookAnswer()
+            return HookAnswer(warning=await catch_up(engine, event, event.transcript, settings.namespace))
     namespace = settings.namespace
     seen = await engine.handled_hook_event(namespace=namespace, digest=event.digest)
     if seen is not None:
