@@ -69,8 +69,7 @@ def diagnose(path: str | Path) -> Diagnosis:
 
 
 def _hook_checks(conn: sqlite3.Connection | None, found: Diagnosis) -> None:
-    found.hook_sessions = hook_sessions(conn, Path(found.path))
-    found.hooks_guard_failed_open = sum(entry.guard_failed_open for entry in found.hook_sessions)
+    found.hook_sessions, found.hooks_guard_failed_open = hook_sessions(conn, Path(found.path))
     for entry in found.hook_sessions:
         if stopped(entry):
             found.problems.append(

@@ -8,6 +8,7 @@ guard that failed open) and why. Standard library only: the hook's fast client w
 """
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -50,9 +51,12 @@ def record_skipped(db: Path, *, host: str, session: str, event: str, guard: bool
         if path.exists() and path.stat().st_size > _MAX_BYTES:
             _keep_newest_half(path)
         # O_APPEND: lines from hooks running at once never interleave within a line.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            os.write(fd, (line + "\n").encode())
+            size = os.fstat(fd).st_size
+            # A line left unfinished (a disk that filled) must not swallow this one.
+            lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+            os.write(fd, lead + (line + "\n").encode())
         finally:
             os.close(fd)
     except OSError:
@@ -63,7 +67,11 @@ def _keep_newest_half(path: Path) -> None:
     lines = path.read_bytes().splitlines(keepends=True)
     kept = lines[len(lines) // 2 :]
     spare = path.with_name(path.name + ".tmp")
-    spare.write_bytes(b"".join(kept))
+    fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, b"".join(kept))
+    finally:
+        os.close(fd)
     os.replace(spare, path)
 
 
@@ -84,8 +92,11 @@ def skipped_events(db: Path) -> list[SkippedEvent]:
 def _entry(line: bytes) -> SkippedEvent | None:
     try:
         data: Any = json.loads(line)
+        at = float(data["at"])
+        if not math.isfinite(at) or not 0 <= at < 2**33:
+            return None
         return SkippedEvent(
-            at=float(data["at"]),
+            at=at,
             host=str(data["host"]),
             session=str(data["session"]),
             event=str(data["event"]),

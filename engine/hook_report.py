@@ -43,8 +43,9 @@ class HookSession:
         return max(self.last_write_at or 0.0, self.last_skip_at or 0.0)
 
 
-def hook_sessions(conn: sqlite3.Connection | None, db: Path) -> list[HookSession]:
-    """The host sessions seen, most recent first; `conn` is None when the file cannot be read."""
+def hook_sessions(conn: sqlite3.Connection | None, db: Path) -> tuple[list[HookSession], int]:
+    """The host sessions seen, the most recent first, and the guards that failed open in all of
+    them (the list is cut short); `conn` is None when the file cannot be read."""
     found: dict[tuple[str, str], HookSession] = {}
     by_session: dict[str, list[HookSession]] = {}
     if conn is not None:
@@ -59,7 +60,7 @@ def hook_sessions(conn: sqlite3.Connection | None, db: Path) -> list[HookSession
     for skipped in skipped_events(db):
         _count(skipped, found, by_session)
     ordered = sorted(found.values(), key=lambda entry: entry.latest, reverse=True)
-    return ordered[:_LISTED]
+    return ordered[:_LISTED], sum(entry.guard_failed_open for entry in ordered)
 
 
 def _count(

@@ -21,6 +21,8 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "private_key",
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
     ),
+    # A block cut short (`head`, a truncated tool result): everything from its start.
+    ("private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*"),
     ("anthropic_key", r"\bsk-ant-[a-z]+\d*-[A-Za-z0-9_\-]{32,}"),
     ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}"),
     ("openai_key", r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}"),
@@ -28,7 +30,8 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ("aws_access_key_id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
     (
         "aws_secret_access_key",
-        r"(?i)(?P<keep>aws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
+        # Also the AWS CLI's JSON ("SecretAccessKey": "...") and SDK settings.
+        r"(?i)(?P<keep>(?:aws_?)?secret_?access_?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
     ),
     ("github_token", r"\bgh[pousr]_[A-Za-z0-9]{36,255}\b"),
     ("github_token", r"\bgithub_pat_[A-Za-z0-9_]{80,}\b"),
@@ -47,6 +50,11 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     # After the provider shapes, so that a provider's key after "Bearer" is named for what it is.
     ("bearer_token", r"(?i)(?P<keep>\bbearer\s+)(?!\[REDACTED:)[A-Za-z0-9\-._~+/]{16,}=*"),
     ("basic_auth", r"(?i)(?P<keep>\bbasic\s+)(?!\[REDACTED:)[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=])"),
+    # A password given as a setting (`password=...`, `"password": "..."`, `PGPASSWORD=...`).
+    (
+        "password",
+        r"(?i)(?P<keep>(?:password|passwd|pwd)[\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED:)[^\s\"',;&]{4,}",
+    ),
     (
         "url_password",
         r"(?P<keep>\b[a-z][a-z0-9+.\-]*://[^\s:/?#@\[\]]+:)(?!\[REDACTED:)[^\s/?#@]+(?=@[^\s@]+)",
@@ -56,7 +64,7 @@ _COMPILED = tuple((kind, re.compile(pattern)) for kind, pattern in _SHAPES)
 # Every shape starts with one of these: text holding none of them is returned at once.
 _CUES = re.compile(
     r"PRIVATE KEY|sk-|AKIA|ASIA|ABIA|ACCA|(?i:secret)|gh[pousr]_|github_pat_|glpat-|xox|hooks\.slack"
-    r"|_live_|_test_|AIza|GOCSPX-|SG\.|SK[0-9a-f]|npm_|pypi-|hf_|eyJ|(?i:bearer|basic)|://"
+    r"|_live_|_test_|AIza|GOCSPX-|SG\.|SK[0-9a-f]|npm_|pypi-|hf_|eyJ|(?i:bearer|basic|passw|pwd)|://"
 )
 
 
@@ -69,6 +77,13 @@ def redact(text: str) -> str:
     return text
 
 
+# Keys whose string value is a secret whatever its shape (the AWS CLI's SecretAccessKey, a
+# password field): the value goes whole.
+_SECRET_KEYS = re.compile(
+    r"(?i)^(?:aws_?)?secret_?access_?key$|^(?:password|passwd|pwd|client_?secret|private_?key)$"
+)
+
+
 def redact_value(value: Any) -> Any:
     """A JSON value with every string in it (keys left as they are) redacted."""
     if isinstance(value, str):
@@ -76,8 +91,14 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, list):
         return [redact_value(item) for item in value]
     if isinstance(value, dict):
-        return {key: redact_value(item) for key, item in value.items()}
+        return {key: _redact_field(key, item) for key, item in value.items()}
     return value
+
+
+def _redact_field(key: Any, item: Any) -> Any:
+    if isinstance(key, str) and isinstance(item, str) and item and _SECRET_KEYS.match(key):
+        return _MARK.format(kind="password" if "pass" in key.lower() or key.lower() == "pwd" else "secret")
+    return redact_value(item)
 
 
 def _replacement(match: re.Match[str], kind: str) -> str:

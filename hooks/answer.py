@@ -86,6 +86,14 @@ async def answer(open_engine: OpenEngine, db: Path, request: HookRequest) -> Hoo
 
 def note_skipped(db: Path, request: HookRequest, event: HookEvent | None, reason: str) -> None:
     """Journal an event memvm stood aside for, as precisely as the event could be read."""
+    try:
+        _journal(db, request, event, reason)
+    # Best effort: the event that could not be handled may not be readable here either.
+    except Exception:
+        record_skipped(db, host=request.host.value, session="", event="", guard=False, reason=reason)
+
+
+def _journal(db: Path, request: HookRequest, event: HookEvent | None, reason: str) -> None:
     if event is None:
         event = _best_reading(request)
     record_skipped(
@@ -102,7 +110,7 @@ def _best_reading(request: HookRequest) -> HookEvent | None:
     """What can be told of an event its host's protocol refused: its name and session, if any."""
     try:
         payload = json.loads(request.raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (ValueError, RecursionError):
         return None
     if not isinstance(payload, dict):
         return None

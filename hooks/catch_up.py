@@ -35,7 +35,9 @@ def _key(engine: Engine, role: Role, text: str) -> tuple[Role, str]:
     return role, (redact(text) if engine.config.redact_secrets else text).strip()
 
 
-async def catch_up(engine: Engine, event: HookEvent, source: TranscriptSource, namespace: str) -> str | None:
+async def catch_up(
+    engine: Engine, event: HookEvent, source: TranscriptSource, namespace: str, host: str
+) -> str | None:
     """Add what the transcript at `source` holds and the session does not; what could not be read,
     if anything, for one stderr line."""
     transcript = await anyio.to_thread.run_sync(read_transcript, source.path, source.format)
@@ -64,7 +66,7 @@ async def catch_up(engine: Engine, event: HookEvent, source: TranscriptSource, n
         elif isinstance(entry, ToolCall):
             # Messages before the call go in first, so the call lands in its turn.
             pending = await _ingest(engine, namespace, event.session, pending)
-            added += await _record_call(engine, event, namespace, entry)
+            added += await _record_call(engine, event, namespace, host, entry)
     await _ingest(engine, namespace, event.session, pending)
     if problems:
         return "; ".join(problems) + "; what was readable is captured"
@@ -80,7 +82,7 @@ async def _ingest(
     return []
 
 
-async def _record_call(engine: Engine, event: HookEvent, namespace: str, call: ToolCall) -> int:
+async def _record_call(engine: Engine, event: HookEvent, namespace: str, host: str, call: ToolCall) -> int:
     """Record the call unless it was; how many calls were added (0 or 1)."""
     digest = tool_result_digest(event.session, call.tool_use_id)
     if await engine.handled_hook_event(namespace=namespace, digest=digest) is not None:
@@ -94,6 +96,6 @@ async def _record_call(engine: Engine, event: HookEvent, namespace: str, call: T
     )
     await engine.record_tool_outcome(namespace=namespace, session=event.session, call=outcome)
     await engine.record_hook_event(
-        namespace=namespace, session=event.session, digest=digest, event=event.name
+        namespace=namespace, host=host, session=event.session, digest=digest, event=event.name
     )
     return 1

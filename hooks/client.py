@@ -12,6 +12,7 @@ hosts, so it is never used by accident.
 
 import json
 import os
+import select
 import socket
 import sys
 import time
@@ -25,6 +26,8 @@ from memvm.hooks.runtime import Endpoint, endpoint
 
 # Events past this size are refused rather than read: a hook must not take the host's memory.
 MAX_EVENT_BYTES = 32 * 1024 * 1024
+# How long the host may take to write the event and close stdin.
+_STDIN_S = 10.0
 # A background process that failed to start is not started again sooner than this.
 _RESPAWN_AFTER_S = 10.0
 # On top of --wait-ms, what a background process may take to answer.
@@ -49,8 +52,10 @@ def _main(argv: Sequence[str] | None) -> int:
         args = hook_parser().parse_args(argv)
     except HookUsageError as exc:
         return _emit({}, f"memvm hook: {exc}; the host goes on without memvm for this event")
-    raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
     db = Path(os.path.abspath(Path(args.db).expanduser() if args.db else default_db_path()))
+    raw = _read_event()
+    if raw is None:
+        return _stood_aside(args, db, b"", f"the event on stdin did not end within {_STDIN_S:.0f} s")
     if len(raw) > MAX_EVENT_BYTES:
         return _stood_aside(args, db, b"", f"the event is over {MAX_EVENT_BYTES} bytes, so it was not read")
     place = endpoint(db, args.wait_ms) if args.background_idle > 0 else None
@@ -65,6 +70,30 @@ def _main(argv: Sequence[str] | None) -> int:
     if place is not None:
         _start_background(place, args, db)
     return code
+
+
+def _read_event() -> bytes | None:
+    """Stdin up to one byte past the limit, or None when it does not end in time.
+
+    A host writes the whole event at once; a stdin left open must not hold the host's tool call
+    until the host's own timeout (ten minutes for Claude Code).
+    """
+    if sys.platform == "win32":
+        return sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
+    fd = sys.stdin.fileno()
+    chunks: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + _STDIN_S
+    while size <= MAX_EVENT_BYTES:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            return None
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _ask(place: Endpoint, args: Any, raw: bytes) -> dict[str, Any] | None:

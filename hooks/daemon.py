@@ -28,11 +28,14 @@ from memvm.engine import Engine, EngineConfig
 from memvm.hooks.answer import HookRequest, answer
 from memvm.hooks.client import MAX_EVENT_BYTES
 from memvm.hooks.events import Host
+from memvm.hooks.runtime import build_id
 
 # How long a client may take to send its event.
 _RECEIVE_S = 10.0
 # How often the process looks at its socket, its database and the time since the last event.
 _WATCH_S = 0.5
+# How often the process checks that memvm's code is still what it started with.
+_BUILD_CHECK_S = 5.0
 # How long a new process waits for the one it replaces to let go of the lock.
 _LOCK_WAIT_S = 5.0
 
@@ -57,12 +60,19 @@ class _Watch:
     socket_identity: tuple[int, int] | None
     idle_s: float
     last_event: float
+    build: str = ""
+    build_checked: float = 0.0
     in_flight: int = 0
     stop: bool = False
 
     def should_stop(self) -> bool:
         if self.stop or _identity(self.socket) != self.socket_identity:
             return True
+        if time.monotonic() - self.build_checked > _BUILD_CHECK_S:
+            # memvm changed under it (an upgrade, an edit): newer events go to a newer process.
+            self.build_checked = time.monotonic()
+            if build_id() != self.build:
+                return True
         if _identity(self.db) != self.db_identity:
             return True
         return self.in_flight == 0 and time.monotonic() - self.last_event > self.idle_s
@@ -123,6 +133,8 @@ async def _serve(args: argparse.Namespace) -> None:
             socket_identity=ours,
             idle_s=args.idle,
             last_event=time.monotonic(),
+            build=build_id(),
+            build_checked=time.monotonic(),
         )
         async with listener, anyio.create_task_group() as tasks:
 

@@ -91,7 +91,7 @@ def session_name(raw: Any, host: Host) -> str:
         return host.value
     if _NAME.match(raw):
         return raw
-    tag = hashlib.sha256(raw.encode()).hexdigest()[:12]
+    tag = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     cleaned = _NOT_NAME.sub("-", raw).lstrip("_.:-")[:50]
     return f"{cleaned}-{tag}" if cleaned else f"{host.value}-{tag}"
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memvm.engine import Engine
+from memvm.engine.errors import InvalidArgument
 from memvm.engine.guard_config import GuardConfig
 from memvm.engine.models import CallVerdict, IngestMessage, Outcome, Role, ToolCallCheck, ToolOutcome
 from memvm.hooks.catch_up import catch_up
@@ -40,7 +41,8 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
         case EventKind.CATCH_UP:
             if event.transcript is None:
                 return HookAnswer()
-            return HookAnswer(warning=await catch_up(engine, event, event.transcript, settings.namespace))
+            warning = await catch_up(engine, event, event.transcript, settings.namespace, settings.host.value)
+            return HookAnswer(warning=warning)
     namespace = settings.namespace
     seen = await engine.handled_hook_event(namespace=namespace, digest=event.digest)
     if seen is not None:
@@ -61,13 +63,18 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
     namespace, session = settings.namespace, event.session
     match event.kind:
         case EventKind.PRE_TOOL:
-            check = await engine.check_tool_call(
-                namespace=namespace,
-                session=session,
-                tool=event.tool,
-                args=event.tool_input,
-                guards_config=settings.guards,
-            )
+            try:
+                check = await engine.check_tool_call(
+                    namespace=namespace,
+                    session=session,
+                    tool=event.tool,
+                    args=event.tool_input,
+                    guards_config=settings.guards,
+                )
+            except InvalidArgument as exc:
+                # Arguments the guards cannot read (nested past their depth, too many values):
+                # letting the call run would let any call past every guard by wrapping it.
+                return HookAnswer(deny=f"memvm guard: the arguments cannot be checked: {exc}")
             return _guard_answer(check)
         case EventKind.PROMPT:
             if not event.prompt.strip():

@@ -5,6 +5,7 @@ changed memvm (an upgrade, an edit of a development checkout) gets a new process
 idles out, so no event is ever answered by stale code. Standard library only.
 """
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -60,8 +61,17 @@ def endpoint(db: Path, wait_ms: int) -> Endpoint | None:
 
 
 def build_id() -> str:
-    """The Python installation and the state of the engine's and the hooks' source files."""
+    """The Python installation, its installed packages, and the engine's and the hooks' sources.
+
+    A file's inode and change time are in it beside its modification time and size: a copy that
+    keeps the times (`cp -p`, `rsync -a`) still changes those. An installed or upgraded package
+    changes its site-packages folder.
+    """
     parts = [sys.prefix, sys.version]
+    for folder in sys.path:
+        if folder.endswith("site-packages"):
+            with contextlib.suppress(OSError):
+                parts.append(f"{folder}:{os.stat(folder).st_mtime_ns}")
     for package in ("memvm.engine", "memvm.hooks"):
         spec = find_spec(package)
         for folder in (spec.submodule_search_locations or []) if spec else []:
@@ -69,5 +79,7 @@ def build_id() -> str:
                 for entry in sorted(entries, key=lambda e: e.name):
                     if entry.name.endswith(".py"):
                         seen = entry.stat()
-                        parts.append(f"{entry.path}:{seen.st_mtime_ns}:{seen.st_size}")
+                        parts.append(
+                            f"{entry.path}:{seen.st_ino}:{seen.st_mtime_ns}:{seen.st_ctime_ns}:{seen.st_size}"
+                        )
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -8,6 +8,7 @@ a file that exists unless told to (`export --force`).
 import argparse
 import json
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -158,13 +159,21 @@ def _report(found: Diagnosis) -> list[str]:
         "checks      " + ", ".join(f"{name} {verdict}" for name, verdict in found.checks.items()),
     ]
     lines += _hook_lines(found)
-    lines += [f"problem     {problem}" for problem in found.problems]
+    lines += [f"problem     {_plain(problem)}" for problem in found.problems]
     lines.append("healthy" if found.healthy else f"{len(found.problems)} problem(s) found")
     return lines
 
 
 def _when(at: float | None) -> str:
     return "never" if at is None else datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _plain(text: str) -> str:
+    """Text from the hooks' journal as one printable line: it is data, never terminal control."""
+    return _UNPRINTABLE.sub("?", text)
 
 
 def _hook_lines(found: Diagnosis) -> list[str]:
@@ -176,15 +185,15 @@ def _hook_lines(found: Diagnosis) -> list[str]:
     ]
     for entry in found.hook_sessions:
         line = (
-            f"  {entry.host or '?'} {entry.session or '(unknown session)'}"
+            f"  {_plain(entry.host) or '?'} {_plain(entry.session) or '(unknown session)'}"
             + (f" in {entry.namespace}" if entry.namespace else "")
             + f": last capture {_when(entry.last_write_at)}"
-            + (f" ({entry.last_event}, {entry.events} events)" if entry.events else "")
+            + (f" ({_plain(entry.last_event)}, {entry.events} events)" if entry.events else "")
         )
         if entry.skipped:
             line += (
                 f"; {entry.skipped} skipped, {entry.guard_failed_open} guard checks failed open, "
-                f"last {_when(entry.last_skip_at)}: {entry.last_skip_reason}"
+                f"last {_when(entry.last_skip_at)}: {_plain(entry.last_skip_reason)}"
             )
         lines.append(line)
     return lines

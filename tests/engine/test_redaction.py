@@ -174,3 +174,32 @@ async def test_redaction_can_be_turned_off(open_engine, db_path):
     secret = SECRETS[5][1]
     await engine.remember(namespace=NS, session="s", page=note(f"keep {secret}"))
     assert secret in await _stored(db_path)
+
+
+def test_the_aws_cli_json_a_cut_private_key_and_password_settings_are_redacted():
+    secret = "".join(_RNG.choice(string.ascii_letters + string.digits + "/+") for _ in range(40))
+    printed = f'{{"AccessKeyId": "AKIA{_RNG.randrange(10**15, 10**16)}", "SecretAccessKey": "{secret}"}}'
+    assert secret not in redact(printed) and "[REDACTED:aws_secret_access_key]" in redact(printed)
+
+    cut = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB\nAAABlwAAAAdzc2gtcn"
+    assert redact("key:\n" + cut) == "key:\n[REDACTED:private_key]"
+
+    word = "".join(_RNG.choice(string.ascii_letters) for _ in range(14))
+    for setting in (f"password={word}", f'"password": "{word}"', f"PGPASSWORD={word} psql"):
+        assert word not in redact(setting), setting
+    assert redact("the password is in the vault") == "the password is in the vault"
+
+
+def test_a_field_named_for_a_secret_loses_its_value_whatever_its_shape():
+    value = {
+        "SecretAccessKey": "short-but-secret",
+        "password": "x1",
+        "user": "bob",
+        "nested": [{"client_secret": "abc"}],
+    }
+    assert redact_value(value) == {
+        "SecretAccessKey": "[REDACTED:secret]",
+        "password": "[REDACTED:password]",
+        "user": "bob",
+        "nested": [{"client_secret": "[REDACTED:secret]"}],
+    }
