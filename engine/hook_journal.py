@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memvm.engine.redaction import redact
+
 # Past this size the oldest half of the lines are dropped: the journal says what is failing
 # lately, and must never fill a disk that may already be full.
 _MAX_BYTES = 256 * 1024
@@ -36,14 +38,15 @@ def journal_path(db: Path) -> Path:
 
 def record_skipped(db: Path, *, host: str, session: str, event: str, guard: bool, reason: str) -> None:
     """Append one skipped event; best effort, since the disk itself may be what failed."""
+    # Whatever an event carried that reaches the journal is redacted, as everything memvm stores.
     line = json.dumps(
         {
             "at": time.time(),
             "host": host,
-            "session": session,
-            "event": event,
+            "session": redact(session),
+            "event": redact(event),
             "guard": guard,
-            "reason": reason,
+            "reason": redact(reason),
         }
     )
     path = journal_path(db)

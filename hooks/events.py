@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from memvm.engine.names import NAME_PATTERN
+from memvm.engine.redaction import redact
 
 
 class Host(StrEnum):
@@ -127,7 +128,8 @@ def known_event(payload: Any, kinds: dict[str, EventKind]) -> tuple[dict[str, An
         raise MalformedEvent("the event is not a JSON object")
     name = payload.get("hook_event_name")
     if not isinstance(name, str) or name not in kinds:
-        raise MalformedEvent(f"unknown event {str(name)[:40]!r}")
+        # Quoted for the operator's log, where a secret must not land either.
+        raise MalformedEvent(f"unknown event {redact(str(name)[:60])!r}")
     kind = kinds[name]
     if kind in _TOOL_EVENTS and not isinstance(payload.get("tool_name"), str):
         raise MalformedEvent(f"{name} without a tool_name")

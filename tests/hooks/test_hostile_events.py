@@ -132,3 +132,12 @@ def test_a_changed_memvm_retires_the_background_process(tmp_path, hook_runtime):
     while pid in background_pids(hook_runtime) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pid not in background_pids(hook_runtime)
+
+
+def test_a_secret_in_an_unknown_event_name_stays_out_of_the_log_and_the_journal(tmp_path):
+    db = tmp_path / "m.db"
+    key = "sk_live_" + "Ab1" * 8
+    answer, errors = run_hook("claude-code", db, {**cc.prompt("x"), "hook_event_name": f"Bogus-{key}"})
+    assert answer == {} and len(errors) == 1
+    assert key not in errors[0] and "[REDACTED:stripe_key]" in errors[0]
+    assert key not in journal_path(db).read_text()
