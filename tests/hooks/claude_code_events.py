@@ -85,3 +85,39 @@ def pre_compact(transcript_path: str, **extra: Any) -> dict[str, Any]:
 def session_end(transcript_path: str | None = None, **extra: Any) -> dict[str, Any]:
     path = {"transcript_path": transcript_path} if transcript_path is not None else {}
     return {**_COMMON, **path, "hook_event_name": "SessionEnd", "reason": "other", **extra}
+
+
+def others() -> list[dict[str, Any]]:
+    """Documented events memvm has nothing to do for ("Notification", "SubagentStop", "PostCompact",
+    "PermissionRequest" in the reference)."""
+    return [
+        {
+            **_COMMON,
+            "hook_event_name": "Notification",
+            "message": "Claude needs your permission to use Bash",
+            "title": "Permission needed",
+            "notification_type": "permission_prompt",
+        },
+        {
+            **_COMMON,
+            "hook_event_name": "SubagentStop",
+            "stop_hook_active": False,
+            "agent_id": "agent-1",
+            "agent_type": "Explore",
+            "agent_transcript_path": "/home/user/.claude/projects/my-project/agent-1.jsonl",
+            "last_assistant_message": "Found 3 call sites.",
+        },
+        {
+            **_COMMON,
+            "hook_event_name": "PostCompact",
+            "trigger": "auto",
+            "compact_summary": "The deploy script...",
+        },
+        {
+            **_COMMON,
+            "hook_event_name": "PermissionRequest",
+            "tool_name": "Bash",
+            "tool_input": {"command": "rm -rf node_modules"},
+            "permission_suggestions": [],
+        },
+    ]

@@ -89,3 +89,24 @@ def lifecycle() -> list[dict[str, Any]]:
         },
         {**_COMMON, "hook_event_name": "SessionEnd", "reason": "exit"},
     ]
+
+
+def model_events() -> list[dict[str, Any]]:
+    """BeforeModel, BeforeToolSelection and AfterModel (`llm_request`, `llm_response`), which memvm
+    answers with nothing."""
+    request = {
+        "model": "gemini-2.5-pro",
+        "messages": [{"role": "user", "content": "Fix the authentication bug"}],
+        "config": {},
+        "toolConfig": {},
+    }
+    return [
+        {**_COMMON, "hook_event_name": "BeforeModel", "llm_request": request},
+        {**_COMMON, "hook_event_name": "BeforeToolSelection", "llm_request": request},
+        {
+            **_COMMON,
+            "hook_event_name": "AfterModel",
+            "llm_request": request,
+            "llm_response": {"candidates": [{"content": {"role": "model", "parts": ["Looking."]}}]},
+        },
+    ]

@@ -189,3 +189,10 @@ def test_the_hook_path_imports_neither_the_mcp_sdk_nor_the_server(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, check=True)
     assert json.loads(done.stdout) == {}
     assert json.loads(done.stderr.decode().splitlines()[-1]) == []
+
+
+def test_every_other_documented_event_is_answered_quietly_and_stores_nothing(tmp_path):
+    db = tmp_path / "m.db"
+    for event in cc.others():
+        assert hook(db, event) == ({}, [])
+    assert transcript(db) == [] and rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]

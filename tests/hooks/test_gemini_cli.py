@@ -122,3 +122,10 @@ def test_lifecycle_events_are_answered_quietly_and_store_nothing(tmp_path):
     for event in gc.lifecycle():
         assert hook(db, event) == ({}, [])
     assert transcript(db) == []
+
+
+def test_model_events_are_answered_quietly_and_store_nothing(tmp_path):
+    db = tmp_path / "m.db"
+    for event in gc.model_events():
+        assert hook(db, event) == ({}, [])
+    assert transcript(db) == []
