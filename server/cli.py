@@ -26,6 +26,7 @@ from memvm.server.cli_ops import DatabasePathError, add_operations, check_db_pat
 from memvm.server.http import Transport, is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile
 from memvm.server.tokens import TokenFileError, load_tokens
+from memvm.ui.cli import add_arguments as add_ui_arguments
 from pydantic import ValidationError
 
 
@@ -121,6 +122,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
+    ui = commands.add_parser(
+        "ui", help="serve the browser view of a database on loopback and print its URL (with its token)"
+    )
+    add_ui_arguments(ui)
     demo = commands.add_parser("demo", help="start the server and drive it through a real MCP client")
     demo.add_argument("--db", help="SQLite file to use (default: a new temporary one)")
     hook = commands.add_parser(
@@ -299,6 +304,10 @@ EXIT_READER_GONE = 141
 def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return serve(args)
+    if args.command == "ui":
+        from memvm.ui.cli import main as run_ui
+
+        return run_ui(args)
     if args.command == "demo":
         from memvm.server.demo import run_demo
 

@@ -1,4 +1,4 @@
-"""The architecture, checked: dependencies point server -> resources -> engine, and only server/
+"""The architecture, checked: dependencies point server -> ui -> resources -> engine, and only server/
 imports mcp."""
 
 import ast
@@ -10,8 +10,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = {
     "engine": {"engine"},
     "resources": {"resources", "engine"},
-    "server": {"server", "resources", "engine", "hooks"},
+    "server": {"server", "resources", "engine", "hooks", "ui"},
     "hooks": {"hooks", "engine"},
+    "ui": {"ui", "resources", "engine"},
 }
 # The console script: it sends `memvm hook` to the hooks and every other command to the server,
 # so the hook path never imports the server.
@@ -58,23 +59,26 @@ def test_the_top_level_holds_only_the_product_layout():
         "resources",
         "server",
         "hooks",
+        "ui",
         "tests",
         "claude_desktop_config.example.json",
         "README.md",
     }
 
 
-def test_the_four_folders_install_under_the_memvm_namespace():
+def test_the_source_folders_install_under_the_memvm_namespace():
     import memvm.engine
     import memvm.hooks
     import memvm.resources
     import memvm.server
+    import memvm.ui
 
     for module, folder in (
         (memvm.engine, "engine"),
         (memvm.resources, "resources"),
         (memvm.server, "server"),
         (memvm.hooks, "hooks"),
+        (memvm.ui, "ui"),
     ):
         assert Path(module.__file__).resolve().parent == ROOT / folder
 

@@ -1,0 +1,177 @@
+"""`memvm ui` as a user runs it: the real command on a free loopback port, its printed URL, and a
+real HTTP client; what it changes is checked in the database file."""
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from memvm.engine import Engine, EngineConfig
+from memvm.engine.models import IngestMessage, NewPage, PageType, Role
+
+MEMVM = Path(sys.executable).with_name("memvm")
+NS = "default"
+
+
+async def _fill(db: Path) -> None:
+    engine = await Engine.open(db, EngineConfig())
+    try:
+        await engine.ingest(
+            namespace=NS,
+            session="s1",
+            messages=[
+                IngestMessage(
+                    role=Role.USER, content="our staging cluster is heron <script>alert(1)</script>"
+                ),
+                IngestMessage(role=Role.ASSISTANT, content="Noted: heron."),
+            ],
+        )
+        note = NewPage(content="Deploys go through argo.", type=PageType.NOTE, provenance="user")
+        await engine.remember(namespace=NS, session="s1", page=note, key="deploy-note")
+        await engine.page_fault(namespace=NS, session="s1", page_id="deploy-note")
+    finally:
+        await engine.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
+    """(base URL, token, database) of a running `memvm ui`."""
+    db = tmp_path / "m.db"
+    anyio.run(_fill, db)
+    process = subprocess.Popen(
+        [str(MEMVM), "ui", "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        found = re.match(r"(http://127\.0\.0\.1:\d+)/\?token=([A-Za-z0-9_\-]+)$", line.strip())
+        assert found, line
+        yield found.group(1), found.group(2), db
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def client(base: str, token: str | None = None) -> httpx2.Client:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    return httpx2.Client(base_url=base, headers=headers, timeout=30)
+
+
+def test_nothing_is_served_without_the_token_or_to_a_foreign_host(served):
+    base, token, _ = served
+    with client(base) as anonymous:
+        assert anonymous.get("/").status_code == 401
+        assert anonymous.get("/api/overview").status_code == 401
+        assert anonymous.get("/static/app.js").status_code == 401
+        assert anonymous.get("/?token=wrong").status_code == 401
+    with client(base, token) as user:
+        assert user.get("/api/overview", headers={"host": "evil.example:80"}).status_code == 400
+        changed = user.post(
+            "/api/pages/deploy-note/pin", json={"pinned": True}, headers={"origin": "http://evil.example"}
+        )
+        assert changed.status_code == 403
+
+
+def test_the_printed_url_trades_its_token_for_a_strict_cookie_and_a_clean_address(served):
+    base, token, _ = served
+    with client(base) as browser:
+        entered = browser.get(f"/?token={token}")
+        assert entered.status_code == 303 and entered.headers["location"] == "/"
+        cookie = entered.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        page = browser.get("/")
+        assert page.status_code == 200 and '<script src="/static/app.js"' in page.text
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        assert browser.get("/static/app.css").status_code == 200
+
+
+def test_memory_pages_levels_search_and_context_read_as_stored(served):
+    base, token, _ = served
+    with client(base, token) as user:
+        overview = user.get("/api/overview").json()
+        assert overview["pages"] == 3 and [s["session"] for s in overview["sessions"]] == ["s1"]
+
+        first = user.get("/api/pages", params={"limit": 2}).json()["pages"]
+        assert [p["page_id"] for p in first] == ["deploy-note", "msg_000002"]
+        rest = user.get("/api/pages", params={"before": first[-1]["cursor"]}).json()["pages"]
+        assert [p["page_id"] for p in rest] == ["msg_000001"]
+        notes = user.get("/api/pages", params={"type": "note"}).json()["pages"]
+        assert [p["page_id"] for p in notes] == ["deploy-note"]
+
+        page = user.get("/api/pages/msg_000001").json()
+        assert page["levels"]["full"] == "our staging cluster is heron <script>alert(1)</script>"
+        assert (
+            set(page["levels"]) == {"full", "reduced", "abstract", "reference"} and page["editable"] is False
+        )
+
+        hits = user.get("/api/search", params={"q": "argo"}).json()["results"]
+        assert hits[0]["page_id"] == "deploy-note"
+
+        context = user.get("/api/sessions/s1/context").json()
+        assert "deploy-note" in context["context"] and context["entries"]
+        drawn = context["reserved_tokens"] + context["page_tokens"] + context["free_tokens"]
+        assert drawn == context["budget_tokens"]
+        log = user.get("/api/sessions/s1/mutations").json()["mutations"]
+        assert any(m["page_id"] == "deploy-note" and m["kind"] == "map" for m in log)
+
+        assert user.get("/api/pages/no-such-page").status_code == 404
+        refused = user.get("/api/pages", params={"type": "gossip"})
+        assert refused.status_code == 400 and "type must be one of" in refused.json()["error"]
+
+
+def test_pin_edit_and_forget_change_the_database(served):
+    base, token, db = served
+    origin = {"origin": base}
+    with client(base, token) as user:
+        assert (
+            user.post("/api/pages/msg_000001/pin", json={"pinned": True}, headers=origin).json()["pinned"]
+            is True
+        )
+        edited = user.post(
+            "/api/pages/deploy-note/edit", json={"content": "Deploys go through flux now."}, headers=origin
+        )
+        assert edited.status_code == 200
+        transcript = user.post("/api/pages/msg_000002/edit", json={"content": "rewritten"}, headers=origin)
+        assert transcript.status_code == 400 and "Only remembered notes" in transcript.json()["error"]
+        unconfirmed = user.post("/api/pages/msg_000002/forget", json={}, headers=origin)
+        assert unconfirmed.status_code == 400
+        assert user.post("/api/pages/msg_000002/forget", json={"confirm": True}, headers=origin).json()[
+            "deleted"
+        ]
+
+    with sqlite3.connect(db) as conn:
+        pages = dict(conn.execute("SELECT page_id, pinned FROM pages").fetchall())
+        note = conn.execute(
+            "SELECT t.content FROM pages p JOIN page_texts t USING (rowid) WHERE p.page_id = 'deploy-note'"
+        ).fetchone()[0]
+    assert pages == {"msg_000001": 1, "deploy-note": 0}
+    assert note == "Deploys go through flux now."
+
+
+def test_export_and_a_version_that_follows_another_writer(served):
+    base, token, db = served
+    with client(base, token) as user:
+        lines = user.get("/api/export").text.splitlines()
+        assert sum(1 for line in lines if '"deploy-note"' in line) >= 1
+        assert all(json.loads(line) for line in lines)
+        before = user.get("/api/version").json()["version"]
+
+        async def write() -> None:
+            engine = await Engine.open(db, EngineConfig())
+            try:
+                await engine.ingest(
+                    namespace=NS, session="s2", messages=[IngestMessage(role=Role.USER, content="hi")]
+                )
+            finally:
+                await engine.close()
+
+        anyio.run(write)
+        assert user.get("/api/version").json()["version"] != before
+        newest = user.get("/api/overview").json()["sessions"][0]
+        assert newest["session"] == "s2"

@@ -1,0 +1,236 @@
+"""The view's JSON: what the page's script reads and the curation it asks for.
+
+Every answer is built from engine reads, one namespace (the view's); a failure is one sentence in
+`{"error": ...}`, never a traceback, a path or SQL.
+"""
+
+import io
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from memvm.engine import Engine, view
+from memvm.engine.db import connect_blocking
+from memvm.engine.errors import MemvmError, PageNotFound
+from memvm.engine.models import REMEMBERED_TYPES, NewPage, PageType
+from memvm.engine.transfer import export_to
+from memvm.resources.context import render_context
+from memvm.resources.manifest import render_manifest
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+# The session the view reads as when a read needs one (search ranks for a viewer).
+VIEWER = "memvm-ui"
+# What the view's own edits are recorded as.
+PROVENANCE = "memvm ui"
+MAX_NOTE_CHARS = 100_000
+
+Handler = Callable[[Request], Awaitable[Any]]
+
+
+class Refused(Exception):
+    """A request the view cannot do, said in one sentence for the page."""
+
+
+def routes(engine: Engine, namespace: str) -> list[Route]:
+    async def overview(request: Request) -> dict[str, Any]:
+        async with engine.db.read(namespace) as conn:
+            sessions = await view.sessions(conn, namespace)
+            counts = await conn.one("SELECT pages FROM page_counts WHERE namespace = ?", (namespace,))
+        return {
+            "namespace": namespace,
+            "pages": counts["pages"] if counts else 0,
+            "sessions": [row.model_dump() for row in sessions],
+        }
+
+    async def pages(request: Request) -> dict[str, Any]:
+        query = request.query_params
+        page_type = _page_type(query.get("type"))
+        async with engine.db.read(namespace) as conn:
+            rows = await view.pages(
+                conn,
+                namespace,
+                session=query.get("session") or None,
+                page_type=page_type,
+                pinned_only=query.get("pinned") == "1",
+                before=_int(query.get("before"), "before"),
+                limit=_int(query.get("limit"), "limit") or 50,
+            )
+        return {"pages": [row.model_dump() for row in rows]}
+
+    async def page(request: Request) -> dict[str, Any]:
+        found = await engine.get_page(namespace=namespace, page_id=request.path_params["page_id"])
+        levels = dict(zip(("full", "reduced", "abstract", "reference"), found.levels, strict=True))
+        return {
+            **found.model_dump(mode="json", exclude={"levels", "rowid"}),
+            "levels": levels,
+            "editable": found.type in REMEMBERED_TYPES,
+        }
+
+    async def search(request: Request) -> dict[str, Any]:
+        text = request.query_params.get("q", "").strip()
+        if not text:
+            return {"results": []}
+        found = await engine.search(namespace=namespace, session=VIEWER, query=text, limit=50)
+        return {"results": [hit.model_dump(mode="json") for hit in found.results]}
+
+    async def context(request: Request) -> dict[str, Any]:
+        session = request.path_params["session"]
+        memory = await engine.memory_map(namespace=namespace, session=session)
+        working = memory.view
+        by_level = {str(level): 0 for level in range(4)}
+        for entry in working.entries:
+            by_level[str(entry.level)] = by_level.get(str(entry.level), 0) + entry.tokens
+        return {
+            "session": session,
+            "turn": working.turn,
+            "budget_tokens": working.budget_tokens,
+            "reserved_tokens": working.reserved_tokens,
+            "page_tokens": working.page_tokens,
+            "tokens_by_level": by_level,
+            "free_tokens": max(0, working.budget_tokens - working.reserved_tokens - working.page_tokens),
+            "entries": [entry.model_dump(mode="json") for entry in working.entries],
+            "context": render_context(working),
+            "manifest": await render_manifest(engine, namespace=namespace, session=session),
+        }
+
+    async def mutations(request: Request) -> dict[str, Any]:
+        async with engine.db.read(namespace) as conn:
+            rows = await view.mutations(conn, namespace, request.path_params["session"])
+        return {"mutations": [row.model_dump() for row in rows]}
+
+    async def bindings(request: Request) -> dict[str, Any]:
+        async with engine.db.read(namespace) as conn:
+            rows = await view.bindings(conn, namespace, request.path_params["session"])
+        return {"bindings": [row.model_dump() for row in rows]}
+
+    async def tools(request: Request) -> dict[str, Any]:
+        async with engine.db.read(namespace) as conn:
+            rows = await view.tools(conn, namespace)
+        knowledge = await engine.procedural_knowledge(namespace=namespace)
+        return {"tools": [row.model_dump() for row in rows], "knowledge": knowledge.model_dump(mode="json")}
+
+    async def version(request: Request) -> dict[str, Any]:
+        async with engine.db.read(namespace) as conn:
+            return {"version": await view.version(conn, namespace)}
+
+    async def pin(request: Request) -> dict[str, Any]:
+        body = await _json(request)
+        pinned = body.get("pinned")
+        if not isinstance(pinned, bool):
+            raise Refused('Send {"pinned": true} or {"pinned": false}.')
+        state = await engine.pin_page(
+            namespace=namespace, session=VIEWER, page_id=request.path_params["page_id"], pinned=pinned
+        )
+        return state.model_dump(mode="json")
+
+    async def forget(request: Request) -> dict[str, Any]:
+        body = await _json(request)
+        if body.get("confirm") is not True:
+            raise Refused('Forgetting cannot be undone: send {"confirm": true}.')
+        done = await engine.forget(
+            namespace=namespace, session=VIEWER, page_id=request.path_params["page_id"]
+        )
+        return done.model_dump(mode="json")
+
+    async def edit(request: Request) -> dict[str, Any]:
+        body = await _json(request)
+        content = body.get("content")
+        if not isinstance(content, str) or not content.strip() or len(content) > MAX_NOTE_CHARS:
+            raise Refused(f"Send the note's new text as content (1 to {MAX_NOTE_CHARS} characters).")
+        page_id = request.path_params["page_id"]
+        found = await engine.get_page(namespace=namespace, page_id=page_id)
+        if found.type not in REMEMBERED_TYPES:
+            raise Refused("Only remembered notes can be edited; transcripts and tool results are records.")
+        new = NewPage(
+            content=content,
+            type=found.type,
+            role=found.role,
+            importance=found.importance,
+            pinned=found.pinned,
+            provenance=PROVENANCE,
+            metadata=found.metadata,
+        )
+        await engine.remember(namespace=namespace, session=found.session, page=new, key=page_id)
+        return {"page_id": page_id, "edited": True}
+
+    async def export(request: Request) -> Response:
+        def dump() -> str:
+            conn = connect_blocking(engine.db.path, read_only=True)
+            try:
+                out = io.StringIO()
+                export_to(conn, out, namespace)
+                return out.getvalue()
+            finally:
+                conn.close()
+
+        body = await anyio.to_thread.run_sync(dump)
+        return Response(
+            body,
+            media_type="application/x-ndjson",
+            headers={"content-disposition": f'attachment; filename="memvm-{namespace}.jsonl"'},
+        )
+
+    table: list[tuple[str, Handler, list[str]]] = [
+        ("/api/overview", overview, ["GET"]),
+        ("/api/pages", pages, ["GET"]),
+        ("/api/pages/{page_id:path}/pin", pin, ["POST"]),
+        ("/api/pages/{page_id:path}/forget", forget, ["POST"]),
+        ("/api/pages/{page_id:path}/edit", edit, ["POST"]),
+        ("/api/pages/{page_id:path}", page, ["GET"]),
+        ("/api/search", search, ["GET"]),
+        ("/api/sessions/{session}/context", context, ["GET"]),
+        ("/api/sessions/{session}/mutations", mutations, ["GET"]),
+        ("/api/sessions/{session}/bindings", bindings, ["GET"]),
+        ("/api/tools", tools, ["GET"]),
+        ("/api/version", version, ["GET"]),
+        ("/api/export", export, ["GET"]),
+    ]
+    return [Route(path, _answering(handler), methods=methods) for path, handler, methods in table]
+
+
+def _answering(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        try:
+            result = await handler(request)
+        except PageNotFound:
+            return JSONResponse({"error": "No such page: it may have been forgotten."}, status_code=404)
+        except Refused as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except MemvmError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except sqlite3.Error:
+            return JSONResponse({"error": "The database could not answer; try again."}, status_code=503)
+        return result if isinstance(result, Response) else JSONResponse(result)
+
+    return endpoint
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError as exc:
+        raise Refused("Send a JSON object.") from exc
+    if not isinstance(body, dict):
+        raise Refused("Send a JSON object.")
+    return body
+
+
+def _int(raw: str | None, name: str) -> int | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise Refused(f"{name} must be a whole number.") from exc
+
+
+def _page_type(raw: str | None) -> PageType | None:
+    if not raw:
+        return None
+    try:
+        return PageType(raw)
+    except ValueError as exc:
+        raise Refused(f"type must be one of {', '.join(t.value for t in PageType)}.") from exc

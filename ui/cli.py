@@ -1,0 +1,65 @@
+"""`memvm ui`: serve the browser view of one database and namespace on loopback, and print its URL.
+
+The URL carries a token made for this start (as a notebook server's does): whoever has the URL
+has the view, and nobody else, since the view only listens on this machine.
+"""
+
+import argparse
+import secrets
+import socket
+import sys
+from pathlib import Path
+
+import anyio
+import uvicorn
+from memvm.engine import Engine, EngineConfig
+from memvm.engine.paths import default_db_path
+from memvm.resources.budget import reserved_tokens
+from memvm.ui.app import create_app
+from memvm.ui.security import allowed_hosts
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", help="SQLite file (default: $MEMVM_DB, else the per-user data directory)")
+    parser.add_argument("--namespace", default="default", help="whose memory to show (as for memvm serve)")
+    parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.host not in _LOOPBACK:
+        print(
+            f"memvm: the view listens on loopback only ({', '.join(_LOOPBACK)}); "
+            "to reach it from elsewhere, forward the port over SSH",
+            file=sys.stderr,
+        )
+        return 2
+    db = Path(args.db).expanduser() if args.db else default_db_path()
+    if not db.is_file():
+        print(f"memvm: there is no database at {db}", file=sys.stderr)
+        return 2
+    try:
+        listener = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((args.host, args.port))
+    except OSError as exc:
+        print(f"memvm: cannot listen on {args.host}:{args.port} ({exc.strerror})", file=sys.stderr)
+        return 2
+    anyio.run(_serve, db, args.namespace, args.host, listener)
+    return 0
+
+
+async def _serve(db: Path, namespace: str, host: str, listener: socket.socket) -> None:
+    engine = await Engine.open(db, EngineConfig(), reserve=reserved_tokens)
+    try:
+        port = listener.getsockname()[1]
+        token = secrets.token_urlsafe(24)
+        app = create_app(engine, namespace=namespace, token=token, hosts=allowed_hosts(host, port))
+        shown = f"[{host}]" if ":" in host else host
+        print(f"http://{shown}:{port}/?token={token}", flush=True)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
+        await server.serve(sockets=[listener])
+    finally:
+        await engine.close()
