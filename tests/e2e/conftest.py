@@ -5,6 +5,10 @@ from pathlib import Path
 
 import pytest
 
+# The browser fixtures (`browser`, `page`, `ui_server`), for every test in this folder.
+from tests.e2e.browser import browser as browser
+from tests.e2e.browser import page as page
+from tests.e2e.browser import ui_server as ui_server
 from tests.e2e.test_http import ALICE, BOB
 
 
