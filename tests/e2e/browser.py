@@ -50,9 +50,16 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator["Browser"]:
-    """Headless Chromium for the whole run; each test opens its own context through `page`."""
+    """Headless Chromium, started for one test and stopped after it.
+
+    Not shared across tests: while Playwright's sync API is live it marks an asyncio loop as
+    running on the main thread, so every anyio test run meanwhile fails ("Cannot run the event
+    loop while another loop is running"). Browser tests are sync functions for the same reason;
+    one that needs a seeded database gets it from a sync fixture calling `anyio.run`, named
+    before `page` so that it runs before the browser starts.
+    """
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

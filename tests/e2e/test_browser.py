@@ -2,6 +2,7 @@
 
 import sys
 
+import anyio
 import pytest
 
 from tests.e2e.browser import start_printing_url, stop
@@ -19,6 +20,15 @@ def test_a_click_on_a_button_found_by_role_and_name_changes_the_page(page):
     assert page.locator("#state").text_content() == "unsaved"
     page.get_by_role("button", name="Save").click()
     assert page.locator("#state").text_content() == "saved"
+
+
+def test_async_code_runs_again_once_a_browser_test_is_over():
+    # Runs after the test above (pytest keeps file order): a browser left open across tests
+    # would still mark an asyncio loop as running here.
+    async def answer() -> int:
+        return 42
+
+    assert anyio.run(answer) == 42
 
 
 def test_the_url_on_the_first_stdout_line_is_returned_and_the_process_stops():
