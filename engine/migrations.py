@@ -711,6 +711,14 @@ _HOOK_HOSTS = Migration(
     statements=("ALTER TABLE hook_events ADD COLUMN host TEXT NOT NULL DEFAULT ''",),
 )
 
+# The browser view lists a namespace's pages newest first, a screen at a time: an index on the
+# namespace alone holds (namespace, rowid) in order, so a screen reads 50 entries, not a sort of all.
+_PAGES_BY_NAMESPACE = Migration(
+    version=12,
+    name="pages in order within a namespace",
+    statements=("CREATE INDEX pages_by_namespace ON pages (namespace)",),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
@@ -723,6 +731,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _AD_HOC_SESSIONS,
     _HOOK_EVENTS,
     _HOOK_HOSTS,
+    _PAGES_BY_NAMESPACE,
 )
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

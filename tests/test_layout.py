@@ -61,6 +61,7 @@ def test_the_top_level_holds_only_the_product_layout():
         "hooks",
         "ui",
         "tests",
+        "docs",
         "claude_desktop_config.example.json",
         "README.md",
     }

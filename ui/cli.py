@@ -44,6 +44,8 @@ def main(args: argparse.Namespace) -> int:
         listener = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((args.host, args.port))
+        # Listening before the URL is printed: whoever opens it at once is queued, not refused.
+        listener.listen(128)
     except OSError as exc:
         print(f"memvm: cannot listen on {args.host}:{args.port} ({exc.strerror})", file=sys.stderr)
         return 2

@@ -196,7 +196,7 @@ async function loadContext() {
     const context = await api(`/api/sessions/${encodeURIComponent(session)}/context`);
     drawBudget(context);
     $("working-set").textContent = context.context;
-    $("manifest").textContent = context.manifest;
+    $("manifest").textContent = pretty(context.manifest);
     const log = await api(`/api/sessions/${encodeURIComponent(session)}/mutations`);
     fillTable("mutations", log.mutations, [
       (m) => when(m.at), (m) => m.turn, (m) => m.kind, (m) => m.page_id,
@@ -206,6 +206,10 @@ async function loadContext() {
 }
 
 const LEVELS = ["full", "reduced", "abstract", "reference"];
+
+function pretty(text) {
+  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
+}
 
 function drawBudget(context) {
   const parts = [["reserve", context.reserved_tokens]];
@@ -257,7 +261,7 @@ function refresh() {
 async function poll() {
   try {
     const { version } = await api("/api/version");
-    if (state.version && version !== state.version) {
+    if (version !== state.version) {
       refresh();
       if (state.page && !$("page-detail").hidden) openPage(state.page.page_id);
     }
@@ -312,6 +316,12 @@ function wire() {
   $("detail-title").tabIndex = -1;
 }
 
-wire();
-refresh();
-setInterval(poll, 2000);
+async function start() {
+  wire();
+  // The version before the first drawing: any write after it shows up at the next poll.
+  try { state.version = (await api("/api/version")).version; } catch (error) { say(error.message); }
+  refresh();
+  setInterval(poll, 2000);
+}
+
+start();

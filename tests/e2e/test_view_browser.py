@@ -1,0 +1,165 @@
+"""The browser view in a real browser: Chromium driven by Playwright against the real `memvm ui`,
+clicking, searching, pinning and forgetting, with the database checked after each change."""
+
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pytest
+from memvm.engine import Engine, EngineConfig
+from memvm.engine.models import IngestMessage, NewPage, PageType, Role
+
+from tests.e2e.browser import screenshot
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+pytestmark = pytest.mark.slow
+NS = "default"
+HOSTILE = "our staging cluster is heron <img src=x onerror=\"document.title='owned'\">"
+
+
+async def _fill(db: Path) -> None:
+    engine = await Engine.open(db, EngineConfig())
+    try:
+        await engine.ingest(
+            namespace=NS,
+            session="s1",
+            messages=[
+                IngestMessage(role=Role.USER, content=HOSTILE),
+                IngestMessage(role=Role.ASSISTANT, content="Noted: the staging cluster is heron."),
+            ],
+        )
+        note = NewPage(content="Deploys go through argo.", type=PageType.NOTE, provenance="user")
+        await engine.remember(namespace=NS, session="s1", page=note, key="deploy-note")
+        await engine.page_fault(namespace=NS, session="s1", page_id="deploy-note")
+    finally:
+        await engine.close()
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> Path:
+    """A database with a conversation and a note; named before `page`, so it runs before the browser."""
+    db = tmp_path / "m.db"
+    anyio.run(_fill, db)
+    return db
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def expect(target: Any) -> Any:
+    # Imported when a test runs: the fast stage collects this module without Playwright installed,
+    # and the browser fixtures say why a test cannot run (skipped, or failed where it must run).
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(target)
+
+
+def _open(page: "Page", ui_server: Callable[..., str], db: Path) -> None:
+    page.goto(ui_server(db))
+    expect(page.get_by_role("heading", name="memvm")).to_be_visible()
+    expect(page.get_by_role("button", name="deploy-note")).to_be_visible()
+
+
+def test_pages_open_at_four_levels_and_stored_markup_stays_text(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    assert "?token=" not in page.url  # traded for a cookie, out of the address bar
+    page.get_by_role("button", name="msg_000001").click()
+    detail = page.locator("#page-detail")
+    expect(detail.get_by_role("heading", name="msg_000001")).to_be_visible()
+    for level in ("full", "reduced", "abstract", "reference"):
+        expect(detail.get_by_role("heading", name=level)).to_be_visible()
+    expect(detail.locator("pre").first).to_contain_text('<img src=x onerror="document.title')
+    assert page.title() == "memvm"  # the stored markup never ran
+    screenshot(page, "memory-laptop", 1366, 768)
+    screenshot(page, "memory-phone", 390, 844)
+
+
+def test_search_ranks_and_a_session_filters(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    page.get_by_label("Search pages").fill("argo")
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator("#pages tbody tr").first).to_contain_text("deploy-note")
+    expect(page.get_by_role("status")).to_contain_text("pages match")
+
+
+def test_pin_and_forget_change_the_database(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="msg_000002").click()
+    page.get_by_role("button", name="Pin", exact=True).click()
+    expect(page.get_by_role("button", name="Unpin")).to_be_visible()
+    assert _rows(seeded, "SELECT pinned FROM pages WHERE page_id = 'msg_000002'") == [(1,)]
+
+    page.get_by_role("button", name="Forget", exact=True).click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Keep it").click()
+    assert _rows(seeded, "SELECT count(*) FROM pages WHERE page_id = 'msg_000002'") == [(1,)]
+
+    page.get_by_role("button", name="Forget", exact=True).click()
+    page.get_by_role("dialog").get_by_role("button", name="Forget page").click()
+    expect(page.get_by_role("status")).to_contain_text("Forgot msg_000002")
+    assert _rows(seeded, "SELECT count(*) FROM pages WHERE page_id = 'msg_000002'") == [(0,)]
+    expect(page.get_by_role("button", name="msg_000002")).to_have_count(0)
+
+
+def test_a_remembered_note_is_edited_in_place(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="deploy-note").click()
+    page.get_by_role("button", name="Edit note").click()
+    page.get_by_label("Note text").fill("Deploys go through flux now.")
+    page.get_by_role("button", name="Save note").click()
+    expect(page.get_by_role("status")).to_contain_text("Note saved")
+    stored = _rows(
+        seeded,
+        "SELECT t.content FROM pages p JOIN page_texts t USING (rowid) WHERE p.page_id = 'deploy-note'",
+    )
+    assert stored == [("Deploys go through flux now.",)]
+
+
+def test_the_context_view_draws_the_budget_and_the_working_set(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="Context").click()
+    expect(page.locator("#working-set")).to_contain_text("deploy-note")
+    legend = page.locator("#budget-legend")
+    for part in ("reserve", "pages at full", "free"):
+        expect(legend).to_contain_text(part)
+    expect(page.locator("#mutations")).to_contain_text("map")
+    screenshot(page, "context-laptop", 1366, 768)
+    screenshot(page, "context-phone", 390, 844)
+
+
+def test_the_view_follows_another_writer(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    # Another process writes to the same file, as a server or a hook would.
+    script = (
+        "import anyio, sys\n"
+        "from memvm.engine import Engine, EngineConfig\n"
+        "from memvm.engine.models import IngestMessage, Role\n"
+        "async def main():\n"
+        "    engine = await Engine.open(sys.argv[1], EngineConfig())\n"
+        "    await engine.ingest(namespace='default', session='s2', "
+        "messages=[IngestMessage(role=Role.USER, content='a new prompt from another process')])\n"
+        "    await engine.close()\n"
+        "anyio.run(main)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(seeded)], check=True, timeout=60)
+    expect(page.get_by_role("button", name="msg_000003")).to_be_visible(timeout=30_000)
+
+
+def test_the_memory_view_works_by_keyboard(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    page.get_by_label("Search pages").focus()
+    page.keyboard.type("argo")
+    page.keyboard.press("Enter")
+    expect(page.locator("#pages tbody tr").first).to_contain_text("deploy-note")
+    page.get_by_role("button", name="deploy-note").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#page-detail").get_by_role("heading", name="deploy-note")).to_be_visible()
