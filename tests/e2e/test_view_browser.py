@@ -8,12 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import pytest
-from memvm.engine import Engine, EngineConfig
-from memvm.engine.models import IngestMessage, NewPage, PageType, Role
 
 from tests.e2e.browser import screenshot
+from tests.ui.seed import seed
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -23,29 +21,11 @@ NS = "default"
 HOSTILE = "our staging cluster is heron <img src=x onerror=\"document.title='owned'\">"
 
 
-async def _fill(db: Path) -> None:
-    engine = await Engine.open(db, EngineConfig())
-    try:
-        await engine.ingest(
-            namespace=NS,
-            session="s1",
-            messages=[
-                IngestMessage(role=Role.USER, content=HOSTILE),
-                IngestMessage(role=Role.ASSISTANT, content="Noted: the staging cluster is heron."),
-            ],
-        )
-        note = NewPage(content="Deploys go through argo.", type=PageType.NOTE, provenance="user")
-        await engine.remember(namespace=NS, session="s1", page=note, key="deploy-note")
-        await engine.page_fault(namespace=NS, session="s1", page_id="deploy-note")
-    finally:
-        await engine.close()
-
-
 @pytest.fixture
 def seeded(tmp_path: Path) -> Path:
     """A database with a conversation and a note; named before `page`, so it runs before the browser."""
     db = tmp_path / "m.db"
-    anyio.run(_fill, db)
+    seed(db, HOSTILE, "Noted: the staging cluster is heron.")
     return db
 
 

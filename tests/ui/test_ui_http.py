@@ -13,37 +13,19 @@ import anyio
 import httpx2
 import pytest
 from memvm.engine import Engine, EngineConfig
-from memvm.engine.models import IngestMessage, NewPage, PageType, Role
+from memvm.engine.models import IngestMessage, Role
+
+from tests.ui.seed import seed
 
 MEMVM = Path(sys.executable).with_name("memvm")
 NS = "default"
-
-
-async def _fill(db: Path) -> None:
-    engine = await Engine.open(db, EngineConfig())
-    try:
-        await engine.ingest(
-            namespace=NS,
-            session="s1",
-            messages=[
-                IngestMessage(
-                    role=Role.USER, content="our staging cluster is heron <script>alert(1)</script>"
-                ),
-                IngestMessage(role=Role.ASSISTANT, content="Noted: heron."),
-            ],
-        )
-        note = NewPage(content="Deploys go through argo.", type=PageType.NOTE, provenance="user")
-        await engine.remember(namespace=NS, session="s1", page=note, key="deploy-note")
-        await engine.page_fault(namespace=NS, session="s1", page_id="deploy-note")
-    finally:
-        await engine.close()
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     """(base URL, token, database) of a running `memvm ui`."""
     db = tmp_path / "m.db"
-    anyio.run(_fill, db)
+    seed(db, "our staging cluster is heron <script>alert(1)</script>", "Noted: heron.")
     process = subprocess.Popen(
         [str(MEMVM), "ui", "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
