@@ -1,14 +1,16 @@
-"""The calls the guards let through this turn, and the warnings each rule has given.
+"""The calls the guards let through this turn, the warnings each rule has given, and the latest
+verdicts with their reasons.
 
 Only the current and the previous turn are kept: every rule counts within a turn, so older rows
 would only grow the file. The counts live in SQLite, so a restart resets nothing.
 """
 
+import json
 from dataclasses import dataclass
 
 from memvm.engine.db import Writes
 from memvm.engine.guard_config import ToolKind
-from memvm.engine.models import GuardRule
+from memvm.engine.models import CallVerdict, GuardReason, GuardRule
 
 _COUNT_KIND = """
 SELECT count(*) AS n FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? AND kind = ?
@@ -34,6 +36,18 @@ _STRIKE = """
 INSERT INTO guard_strikes (namespace, session, turn, rule, count) VALUES (?, ?, ?, ?, 1)
 ON CONFLICT (namespace, session, turn, rule) DO UPDATE SET count = count + 1
 RETURNING count
+"""
+
+_INSERT_VERDICT = """
+INSERT INTO guard_verdicts (namespace, session, turn, tool, verdict, reasons, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+
+# A session keeps its latest verdicts only: the record is for a person looking back, not a rule.
+KEPT_VERDICTS = 500
+_PRUNE_VERDICTS = """
+DELETE FROM guard_verdicts WHERE namespace = ?1 AND session = ?2 AND rowid <= (
+    SELECT rowid FROM guard_verdicts WHERE namespace = ?1 AND session = ?2 ORDER BY rowid DESC LIMIT 1 OFFSET ?3
+)
 """
 
 _PRUNE_CALLS = "DELETE FROM guard_calls WHERE namespace = ? AND session = ? AND turn < ?"
@@ -69,6 +83,16 @@ class CallLog:
         )
         for prune in (_PRUNE_CALLS, _PRUNE_STRIKES):
             await self.conn.execute(prune, (self.namespace, self.session, self.turn - 1))
+
+    async def note_verdict(
+        self, tool: str, verdict: CallVerdict, reasons: list[GuardReason], now: float
+    ) -> None:
+        """Keep the verdict and its reasons for whoever looks back (the browser view)."""
+        said = json.dumps([reason.model_dump(mode="json") for reason in reasons])
+        await self.conn.execute(
+            _INSERT_VERDICT, (self.namespace, self.session, self.turn, tool, verdict.value, said, now)
+        )
+        await self.conn.execute(_PRUNE_VERDICTS, (self.namespace, self.session, KEPT_VERDICTS))
 
     async def strike(self, rule: GuardRule) -> int:
         """Count one more violation of `rule` this turn; returns the count so far."""

@@ -109,6 +109,7 @@ async def check_tool_call(
         reasons.append(GuardReason(rule=rule, severity=severity, message=message))
 
     verdict = _worst(reasons)
+    await log.note_verdict(tool, verdict, reasons, now)
     if verdict is not CallVerdict.BLOCK:
         await log.record(tool, kind, digest, now)
         used += 1

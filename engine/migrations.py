@@ -719,6 +719,28 @@ _PAGES_BY_NAMESPACE = Migration(
     statements=("CREATE INDEX pages_by_namespace ON pages (namespace)",),
 )
 
+# What the guards decided, with their reasons, for a person looking back (the browser view); each
+# session keeps its latest (engine/call_log.py). A log, not memory: exports leave it out.
+_GUARD_VERDICTS = Migration(
+    version=13,
+    name="guard verdicts kept for review",
+    statements=(
+        """
+        CREATE TABLE guard_verdicts (
+            rowid INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            session TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            tool TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            reasons TEXT NOT NULL,
+            at REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX guard_verdicts_by_session ON guard_verdicts (namespace, session, rowid)",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
@@ -732,6 +754,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _HOOK_EVENTS,
     _HOOK_HOSTS,
     _PAGES_BY_NAMESPACE,
+    _GUARD_VERDICTS,
 )
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

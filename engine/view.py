@@ -5,6 +5,7 @@ Pages are listed newest first and paged by rowid (keyset), so the cost of a scre
 with how far down the list it is, nor with how many pages the file holds.
 """
 
+import json
 from typing import Any
 
 from memvm.engine.db import Reads
@@ -213,3 +214,34 @@ async def version(conn: Reads, namespace: str) -> str:
     changed, a tool outcome or a call recorded), so that a viewer can poll it cheaply."""
     row = await conn.one(_VERSION, (namespace,))
     return "/".join(str(value) for value in row) if row else ""
+
+
+class VerdictRow(BaseModel):
+    session: str
+    turn: int
+    tool: str
+    verdict: str
+    reasons: list[dict[str, Any]]
+    at: float
+
+
+_VERDICTS = """
+SELECT session, turn, tool, verdict, reasons, at FROM guard_verdicts
+WHERE namespace = ? AND session = ? ORDER BY rowid DESC LIMIT ?
+"""
+
+
+async def verdicts(conn: Reads, namespace: str, session: str, limit: int = MAX_ROWS) -> list[VerdictRow]:
+    """The guards' latest verdicts on the session's calls, with their reasons, the newest first."""
+    rows = await conn.all(_VERDICTS, (namespace, session, _limit(limit)))
+    return [
+        VerdictRow(
+            session=row["session"],
+            turn=row["turn"],
+            tool=row["tool"],
+            verdict=row["verdict"],
+            reasons=json.loads(row["reasons"]),
+            at=row["at"],
+        )
+        for row in rows
+    ]

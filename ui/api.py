@@ -106,6 +106,11 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
             rows = await view.bindings(conn, namespace, request.path_params["session"])
         return {"bindings": [row.model_dump() for row in rows]}
 
+    async def verdicts(request: Request) -> dict[str, Any]:
+        async with engine.db.read(namespace) as conn:
+            rows = await view.verdicts(conn, namespace, request.path_params["session"])
+        return {"verdicts": [row.model_dump() for row in rows]}
+
     async def tools(request: Request) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
             rows = await view.tools(conn, namespace)
@@ -184,6 +189,7 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
         ("/api/sessions/{session}/context", context, ["GET"]),
         ("/api/sessions/{session}/mutations", mutations, ["GET"]),
         ("/api/sessions/{session}/bindings", bindings, ["GET"]),
+        ("/api/sessions/{session}/verdicts", verdicts, ["GET"]),
         ("/api/tools", tools, ["GET"]),
         ("/api/version", version, ["GET"]),
         ("/api/export", export, ["GET"]),

@@ -1,7 +1,9 @@
 import math
+import sqlite3
 
 import pytest
 from memvm.engine import EngineConfig
+from memvm.engine.call_log import KEPT_VERDICTS
 from memvm.engine.guard_config import GuardConfig, GuardPreset, ToolKind
 from memvm.engine.guards import runaway_reason
 
@@ -252,3 +254,14 @@ async def test_a_cap_still_applies_to_a_workspace_tool(open_engine):
     assert (await check(engine, "Bash", {"command": "make"})).verdict.value == "allow"
     blocked = await check(engine, "Bash", {"command": "make test"})
     assert rules(blocked) == [("tool_cap", "block")]
+
+
+async def test_a_session_keeps_its_latest_verdicts_with_their_reasons(open_engine, db_path):
+    engine = await guarded(open_engine, polling_tools=frozenset({"poll"}))
+    for n in range(KEPT_VERDICTS + 20):
+        await check(engine, "poll", {"n": n})
+    with sqlite3.connect(db_path) as conn:
+        kept = conn.execute(
+            "SELECT count(*), min(reasons), max(tool) FROM guard_verdicts WHERE session = 's'"
+        ).fetchone()
+    assert kept[0] == KEPT_VERDICTS and kept[2] == "poll"

@@ -157,3 +157,30 @@ def test_export_and_a_version_that_follows_another_writer(served):
         assert user.get("/api/version").json()["version"] != before
         newest = user.get("/api/overview").json()["sessions"][0]
         assert newest["session"] == "s2"
+
+
+def test_guard_verdicts_are_listed_with_their_reasons(tmp_path):
+    db = tmp_path / "m.db"
+    seed(db, "book a table for four", "Which time?")
+
+    async def check() -> None:
+        engine = await Engine.open(db, EngineConfig())
+        try:
+            for _ in range(3):
+                await engine.check_tool_call(namespace=NS, session="s1", tool="book_table", args={"party": 4})
+        finally:
+            await engine.close()
+
+    anyio.run(check)
+    process = subprocess.Popen([str(MEMVM), "ui", "--db", str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        base, token = re.match(r"(http://[^/]+)/\?token=(\S+)", process.stdout.readline().strip()).groups()
+        with client(base, token) as user:
+            verdicts = user.get("/api/sessions/s1/verdicts").json()["verdicts"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert [v["verdict"] for v in verdicts] == ["block", "warn", "allow"]
+    assert verdicts[0]["tool"] == "book_table"
+    assert "already ran with these arguments" in verdicts[0]["reasons"][0]["message"]

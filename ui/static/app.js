@@ -241,6 +241,11 @@ async function loadTools() {
     if (session) {
       const found = await api(`/api/sessions/${encodeURIComponent(session)}/bindings`);
       fillTable("bindings", found.bindings, [(b) => b.ref, (b) => b.tool, (b) => b.args, (b) => b.value, (b) => b.turn]);
+      const judged = await api(`/api/sessions/${encodeURIComponent(session)}/verdicts`);
+      fillTable("verdicts", judged.verdicts, [
+        (v) => when(v.at), (v) => v.turn, (v) => v.tool, (v) => v.verdict,
+        (v) => v.reasons.map((r) => `${r.rule} (${r.severity}): ${r.message}`).join(" "),
+      ]);
     }
     const tools = await api("/api/tools");
     fillTable("tools", tools.tools, [
