@@ -5,6 +5,7 @@ Every answer is built from engine reads, one namespace (the view's); a failure i
 """
 
 import io
+import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,6 +27,12 @@ VIEWER = "memvm-ui"
 # What the view's own edits are recorded as.
 PROVENANCE = "memvm ui"
 MAX_NOTE_CHARS = 100_000
+# A request body past this is refused unread: the largest note, JSON-escaped, fits.
+MAX_BODY_BYTES = 1_000_000
+# SQLite's integers.
+_INT_RANGE = range(-(2**63), 2**63)
+# The routes that change a page; a GET on one is told so, not taken for a page id.
+_CHANGES = ("/pin", "/forget", "/edit")
 
 Handler = Callable[[Request], Awaitable[Any]]
 
@@ -39,10 +46,12 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
         async with engine.db.read(namespace) as conn:
             sessions = await view.sessions(conn, namespace)
             counts = await conn.one("SELECT pages FROM page_counts WHERE namespace = ?", (namespace,))
+        # The view's own session holds nothing to look at; it is shown once it holds pages.
+        shown = [row for row in sessions if row.session != VIEWER or row.pages]
         return {
             "namespace": namespace,
             "pages": counts["pages"] if counts else 0,
-            "sessions": [row.model_dump() for row in sessions],
+            "sessions": [row.model_dump() for row in shown],
         }
 
     async def pages(request: Request) -> dict[str, Any]:
@@ -54,13 +63,15 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
                 namespace,
                 session=query.get("session") or None,
                 page_type=page_type,
-                pinned_only=query.get("pinned") == "1",
+                pinned_only=_flag(query.get("pinned"), "pinned"),
                 before=_int(query.get("before"), "before"),
                 limit=_int(query.get("limit"), "limit") or 50,
             )
         return {"pages": [row.model_dump() for row in rows]}
 
-    async def page(request: Request) -> dict[str, Any]:
+    async def page(request: Request) -> Any:
+        if request.path_params["page_id"].endswith(_CHANGES):
+            return JSONResponse({"error": "This address changes a page: POST to it."}, status_code=405)
         found = await engine.get_page(namespace=namespace, page_id=request.path_params["page_id"])
         levels = dict(zip(("full", "reduced", "abstract", "reference"), found.levels, strict=True))
         return {
@@ -158,7 +169,8 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
             provenance=PROVENANCE,
             metadata=found.metadata,
         )
-        await engine.remember(namespace=namespace, session=found.session, page=new, key=page_id)
+        # Called as the view's own session: the page keeps its session, whose activity is its own.
+        await engine.remember(namespace=namespace, session=VIEWER, page=new, key=page_id)
         return {"page_id": page_id, "edited": True}
 
     async def export(request: Request) -> Response:
@@ -209,15 +221,25 @@ def _answering(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return JSONResponse({"error": str(exc)}, status_code=400)
         except sqlite3.Error:
             return JSONResponse({"error": "The database could not answer; try again."}, status_code=503)
+        # Anything else (a row written by other means that breaks the rules) is said, not shown.
+        except Exception:
+            return JSONResponse(
+                {"error": "The view could not read this; memvm doctor checks the database."}, status_code=500
+            )
         return result if isinstance(result, Response) else JSONResponse(result)
 
     return endpoint
 
 
 async def _json(request: Request) -> dict[str, Any]:
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            raise Refused(f"Send at most {MAX_BODY_BYTES} bytes.")
     try:
-        body = await request.json()
-    except ValueError as exc:
+        body = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
         raise Refused("Send a JSON object.") from exc
     if not isinstance(body, dict):
         raise Refused("Send a JSON object.")
@@ -228,9 +250,20 @@ def _int(raw: str | None, name: str) -> int | None:
     if raw is None or raw == "":
         return None
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError as exc:
         raise Refused(f"{name} must be a whole number.") from exc
+    if value not in _INT_RANGE:
+        raise Refused(f"{name} is out of range.")
+    return value
+
+
+def _flag(raw: str | None, name: str) -> bool:
+    if raw in (None, "", "0"):
+        return False
+    if raw == "1":
+        return True
+    raise Refused(f"{name} is 1 or 0.")
 
 
 def _page_type(raw: str | None) -> PageType | None:

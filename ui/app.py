@@ -1,4 +1,5 @@
-"""The view as an ASGI application: the API, the page and its assets, behind the token guard."""
+"""The view as an ASGI application: the API behind the token guard, and the page and its assets,
+which hold no data."""
 
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from starlette.types import ASGIApp
 STATIC = Path(__file__).parent / "static"
 
 
-def create_app(engine: Engine, *, namespace: str, token: str, hosts: set[str]) -> ASGIApp:
+def create_app(engine: Engine, *, namespace: str, token: str) -> ASGIApp:
     async def index(request: object) -> Response:
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
 
@@ -25,4 +26,4 @@ def create_app(engine: Engine, *, namespace: str, token: str, hosts: set[str]) -
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         ]
     )
-    return TokenGuard(app, token=token, hosts=hosts)
+    return TokenGuard(app, token=token)

@@ -1,22 +1,25 @@
 """`memvm ui`: serve the browser view of one database and namespace on loopback, and print its URL.
 
-The URL carries a token made for this start (as a notebook server's does): whoever has the URL
-has the view, and nobody else, since the view only listens on this machine.
+The URL carries a token made for this start (as a notebook server's does), in its fragment:
+whoever has the URL has the view, and the view only listens on this machine.
 """
 
 import argparse
+import re
 import secrets
 import socket
+import sqlite3
 import sys
 from pathlib import Path
 
 import anyio
 import uvicorn
 from memvm.engine import Engine, EngineConfig
+from memvm.engine.errors import DatabaseRefused, StorageError
+from memvm.engine.names import NAME_PATTERN
 from memvm.engine.paths import default_db_path
 from memvm.resources.budget import reserved_tokens
 from memvm.ui.app import create_app
-from memvm.ui.security import allowed_hosts
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -29,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if not re.match(NAME_PATTERN, args.namespace):
+        print("memvm: --namespace takes letters, digits and _ . : - (up to 64)", file=sys.stderr)
+        return 2
+    if not 0 <= args.port <= 65535:
+        print("memvm: --port takes 0 (a free port) to 65535", file=sys.stderr)
+        return 2
     if args.host not in _LOOPBACK:
         print(
             f"memvm: the view listens on loopback only ({', '.join(_LOOPBACK)}); "
@@ -37,8 +46,11 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
     db = Path(args.db).expanduser() if args.db else default_db_path()
-    if not db.is_file():
-        print(f"memvm: there is no database at {db}", file=sys.stderr)
+    if not db.is_file() or db.stat().st_size == 0:
+        print(
+            f"memvm: there is no memvm database at {db} (serve it once, or name another with --db)",
+            file=sys.stderr,
+        )
         return 2
     try:
         listener = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
@@ -49,7 +61,13 @@ def main(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"memvm: cannot listen on {args.host}:{args.port} ({exc.strerror})", file=sys.stderr)
         return 2
-    anyio.run(_serve, db, args.namespace, args.host, listener)
+    try:
+        anyio.run(_serve, db, args.namespace, args.host, listener)
+    except (DatabaseRefused, StorageError, sqlite3.DatabaseError):
+        print(
+            f"memvm: {db} cannot be opened as a memvm database; run memvm doctor --db {db}", file=sys.stderr
+        )
+        return 2
     return 0
 
 
@@ -58,9 +76,10 @@ async def _serve(db: Path, namespace: str, host: str, listener: socket.socket) -
     try:
         port = listener.getsockname()[1]
         token = secrets.token_urlsafe(24)
-        app = create_app(engine, namespace=namespace, token=token, hosts=allowed_hosts(host, port))
+        app = create_app(engine, namespace=namespace, token=token)
         shown = f"[{host}]" if ":" in host else host
-        print(f"http://{shown}:{port}/?token={token}", flush=True)
+        # In the fragment, which the browser never sends: the page's script takes it from there.
+        print(f"http://{shown}:{port}/#token={token}", flush=True)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
         await server.serve(sockets=[listener])
     finally:

@@ -67,7 +67,7 @@ def _measure(db: Path) -> dict[str, float]:
     process = subprocess.Popen([str(MEMVM), "ui", "--db", str(db)], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
-        found = re.match(r"(http://[^/]+)/\?token=(\S+)", process.stdout.readline().strip())
+        found = re.match(r"(http://[^/]+)/#token=(\S+)", process.stdout.readline().strip())
         assert found
         base, token = found.groups()
         with httpx2.Client(

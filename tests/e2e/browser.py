@@ -39,7 +39,7 @@ CHROMIUM_ARGS = [
 VIEWPORT_WIDTH, VIEWPORT_HEIGHT = 1280, 800
 # Seconds for `memvm ui` to print its URL (a busy 2-core machine starts Python slowly).
 START_LIMIT = 60
-UI_URL = re.compile(r"http://127\.0\.0\.1:\d+/\?token=[^\s\"'<>]+")
+UI_URL = re.compile(r"http://127\.0\.0\.1:\d+/#token=[^\s\"'<>]+")
 
 UiServer = tuple[str, subprocess.Popen[str]]
 

@@ -33,12 +33,12 @@ def test_async_code_runs_again_once_a_browser_test_is_over():
 
 def test_the_url_on_the_first_stdout_line_is_returned_and_the_process_stops():
     printer = (
-        "import signal; print('memvm ui: http://127.0.0.1:8123/?token=aB3-_x9 (Ctrl-C stops)', flush=True);"
+        "import signal; print('memvm ui: http://127.0.0.1:8123/#token=aB3-_x9 (Ctrl-C stops)', flush=True);"
         "print('more output', flush=True); signal.pause()"
     )
     url, process = start_printing_url([sys.executable, "-c", printer])
     try:
-        assert url == "http://127.0.0.1:8123/?token=aB3-_x9"
+        assert url == "http://127.0.0.1:8123/#token=aB3-_x9"
         assert process.poll() is None
     finally:
         stop(process)

@@ -50,7 +50,8 @@ def _open(page: "Page", ui_server: Callable[..., str], db: Path) -> None:
 
 def test_pages_open_at_four_levels_and_stored_markup_stays_text(seeded, page, ui_server):
     _open(page, ui_server, seeded)
-    assert "?token=" not in page.url  # traded for a cookie, out of the address bar
+    assert "token" not in page.url  # taken from the fragment, out of the address bar
+    assert page.context.cookies() == []  # nothing ambient for another site or port to use
     page.get_by_role("button", name="msg_000001").click()
     detail = page.locator("#page-detail")
     expect(detail.get_by_role("heading", name="msg_000001")).to_be_visible()
@@ -116,9 +117,8 @@ def test_the_context_view_draws_the_budget_and_the_working_set(seeded, page, ui_
     screenshot(page, "context-phone", 390, 844)
 
 
-def test_the_view_follows_another_writer(seeded, page, ui_server):
-    _open(page, ui_server, seeded)
-    # Another process writes to the same file, as a server or a hook would.
+def _write_from_another_process(db: Path) -> None:
+    """Another process writes to the same file, as a server or a hook would."""
     script = (
         "import anyio, sys\n"
         "from memvm.engine import Engine, EngineConfig\n"
@@ -130,8 +130,24 @@ def test_the_view_follows_another_writer(seeded, page, ui_server):
         "    await engine.close()\n"
         "anyio.run(main)\n"
     )
-    subprocess.run([sys.executable, "-c", script, str(seeded)], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", script, str(db)], check=True, timeout=60)
+
+
+def test_the_view_follows_another_writer(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    _write_from_another_process(seeded)
     expect(page.get_by_role("button", name="msg_000003")).to_be_visible(timeout=30_000)
+
+
+def test_a_note_being_edited_survives_another_writer(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="deploy-note").click()
+    page.get_by_role("button", name="Edit note").click()
+    page.get_by_label("Note text").fill("Half-typed new text")
+    _write_from_another_process(seeded)
+    expect(page.get_by_role("button", name="msg_000003")).to_be_visible(timeout=30_000)
+    expect(page.get_by_label("Note text")).to_have_value("Half-typed new text")
+    expect(page.get_by_label("Note text")).to_be_focused()
 
 
 def test_the_memory_view_works_by_keyboard(seeded, page, ui_server):

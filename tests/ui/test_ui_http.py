@@ -32,7 +32,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
-        found = re.match(r"(http://127\.0\.0\.1:\d+)/\?token=([A-Za-z0-9_\-]+)$", line.strip())
+        found = re.match(r"(http://127\.0\.0\.1:\d+)/#token=([A-Za-z0-9_\-]+)$", line.strip())
         assert found, line
         yield found.group(1), found.group(2), db
     finally:
@@ -45,32 +45,44 @@ def client(base: str, token: str | None = None) -> httpx2.Client:
     return httpx2.Client(base_url=base, headers=headers, timeout=30)
 
 
-def test_nothing_is_served_without_the_token_or_to_a_foreign_host(served):
+def test_no_data_without_the_token_nor_to_a_foreign_host_nor_changes_from_another_origin(served):
     base, token, _ = served
     with client(base) as anonymous:
-        assert anonymous.get("/").status_code == 401
         assert anonymous.get("/api/overview").status_code == 401
-        assert anonymous.get("/static/app.js").status_code == 401
-        assert anonymous.get("/?token=wrong").status_code == 401
-    with client(base, token) as user:
-        assert user.get("/api/overview", headers={"host": "evil.example:80"}).status_code == 400
-        changed = user.post(
-            "/api/pages/deploy-note/pin", json={"pinned": True}, headers={"origin": "http://evil.example"}
-        )
-        assert changed.status_code == 403
-
-
-def test_the_printed_url_trades_its_token_for_a_strict_cookie_and_a_clean_address(served):
-    base, token, _ = served
-    with client(base) as browser:
-        entered = browser.get(f"/?token={token}")
-        assert entered.status_code == 303 and entered.headers["location"] == "/"
-        cookie = entered.headers["set-cookie"]
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-        page = browser.get("/")
+        assert anonymous.get("/api/pages/deploy-note").status_code == 401
+        assert anonymous.get("/api/export").status_code == 401
+        assert anonymous.get("/api/overview", headers={"authorization": "Bearer wrong"}).status_code == 401
+        # The page and its assets hold no data; the token arrives in the fragment, never sent here.
+        page = anonymous.get("/")
         assert page.status_code == 200 and '<script src="/static/app.js"' in page.text
+        assert "set-cookie" not in page.headers
         assert "default-src 'self'" in page.headers["content-security-policy"]
-        assert browser.get("/static/app.css").status_code == 200
+    with client(base, token) as user:
+        assert user.get("/api/overview", headers={"host": "evil.example"}).status_code == 400
+        assert user.get("/api/overview", headers={"host": "127.0.0.1.evil.example:80"}).status_code == 400
+        # Another local port is still this machine (an SSH forward lands there).
+        assert user.get("/api/overview", headers={"host": "localhost:9000"}).status_code == 200
+        pin = "/api/pages/deploy-note/pin"
+        assert (
+            user.post(pin, json={"pinned": True}, headers={"origin": "http://evil.example"}).status_code
+            == 403
+        )
+        assert user.post(pin, json={"pinned": True}).status_code == 403  # no Origin at all
+        assert user.get(pin).status_code == 405
+
+
+def test_bad_requests_get_one_sentence(served):
+    base, token, _ = served
+    with client(base, token) as user:
+        for params in ({"before": str(10**30)}, {"before": "abc"}, {"type": "gossip"}, {"pinned": "yes"}):
+            refused = user.get("/api/pages", params=params)
+            assert refused.status_code == 400, params
+            assert refused.json()["error"].endswith("."), params
+        deep = "[" * 100_000 + "]" * 100_000
+        changed = user.post("/api/pages/deploy-note/pin", content=deep, headers={"origin": base})
+        assert changed.status_code == 400 and changed.json() == {"error": "Send a JSON object."}
+        huge = user.post("/api/pages/deploy-note/edit", content=b" " * 2_000_000, headers={"origin": base})
+        assert huge.status_code == 400 and "at most" in huge.json()["error"]
 
 
 def test_memory_pages_levels_search_and_context_read_as_stored(served):
@@ -175,7 +187,7 @@ def test_guard_verdicts_are_listed_with_their_reasons(tmp_path):
     process = subprocess.Popen([str(MEMVM), "ui", "--db", str(db)], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
-        base, token = re.match(r"(http://[^/]+)/\?token=(\S+)", process.stdout.readline().strip()).groups()
+        base, token = re.match(r"(http://[^/]+)/#token=(\S+)", process.stdout.readline().strip()).groups()
         with client(base, token) as user:
             verdicts = user.get("/api/sessions/s1/verdicts").json()["verdicts"]
     finally:
@@ -184,3 +196,30 @@ def test_guard_verdicts_are_listed_with_their_reasons(tmp_path):
     assert [v["verdict"] for v in verdicts] == ["block", "warn", "allow"]
     assert verdicts[0]["tool"] == "book_table"
     assert "already ran with these arguments" in verdicts[0]["reasons"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("case", "extra", "said"),
+    [
+        ("corrupt", (), "cannot be opened as a memvm database"),
+        ("empty", (), "there is no memvm database"),
+        ("missing", (), "there is no memvm database"),
+        ("port", ("--port", "70000"), "--port takes 0"),
+        ("namespace", ("--namespace", 'bad"name'), "--namespace takes"),
+        ("host", ("--host", "0.0.0.0"), "loopback only"),
+    ],
+)
+def test_memvm_ui_refuses_what_it_cannot_serve_in_one_line(tmp_path, case, extra, said):
+    db = tmp_path / "m.db"
+    if case == "corrupt":
+        db.write_bytes(b"not a database " * 400)
+    elif case == "empty":
+        db.write_bytes(b"")
+    elif case != "missing":
+        seed(db, "hello", "hi")
+    done = subprocess.run(
+        [str(MEMVM), "ui", "--db", str(db), *extra], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1 and said in done.stderr
+    assert "Traceback" not in done.stderr

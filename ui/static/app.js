@@ -7,11 +7,43 @@ const $ = (id) => document.getElementById(id);
 
 function say(text) { $("status").textContent = text; }
 
+// The token comes in the URL's fragment, which never reaches a server; it is kept for this tab
+// only and taken out of the address bar at once.
+function takeToken() {
+  const found = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (found) {
+    sessionStorage.setItem("memvm-token", found);
+    history.replaceState(null, "", location.pathname);
+  }
+  return sessionStorage.getItem("memvm-token") || "";
+}
+const token = takeToken();
+
 async function api(path, options = {}) {
-  const response = await fetch(path, { credentials: "same-origin", ...options });
+  let response;
+  try {
+    response = await fetch(path, { ...options, headers: { ...(options.headers || {}), authorization: `Bearer ${token}` } });
+  } catch {
+    throw new Error("The view's server does not answer: is memvm ui still running?");
+  }
+  if (response.status === 401) throw new Error("Not allowed: open the URL memvm ui printed (it carries the token).");
   const body = await response.json().catch(() => ({ error: "The view could not read the answer." }));
   if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
   return body;
+}
+
+async function exportNamespace(event) {
+  event.preventDefault();
+  try {
+    const response = await fetch("/api/export", { headers: { authorization: `Bearer ${token}` } });
+    if (!response.ok) throw new Error("The export failed: open the URL memvm ui printed again.");
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(await response.blob());
+    link.download = `memvm-${$("namespace").dataset.name || "export"}.jsonl`;
+    link.click();
+    URL.revokeObjectURL(link.href);
+    say("Exported.");
+  } catch (error) { say(error.message); }
 }
 
 function post(path, body) {
@@ -56,6 +88,7 @@ function show(view) {
 async function loadOverview() {
   const overview = await api("/api/overview");
   $("namespace").textContent = `namespace ${overview.namespace}: ${overview.pages} pages`;
+  $("namespace").dataset.name = overview.namespace;
   const list = $("sessions");
   list.replaceChildren();
   const all = document.createElement("li");
@@ -105,12 +138,16 @@ function pageQuery() {
   return query;
 }
 
-async function loadPages(append) {
+async function loadPages(append, keep = false) {
   if (!append) state.before = null;
+  // A redraw for another writer's change keeps as many rows as were shown (up to 200).
+  const limit = append ? 50 : keep ? Math.min(200, Math.max(50, state.pages.length)) : 50;
   try {
-    const found = await api(`/api/pages?${pageQuery()}`);
+    const query = pageQuery();
+    query.set("limit", limit);
+    const found = await api(`/api/pages?${query}`);
     state.pages = append ? state.pages.concat(found.pages) : found.pages;
-    drawPages(state.pages, found.pages.length === 50);
+    drawPages(state.pages, found.pages.length === limit);
   } catch (error) { say(error.message); }
 }
 
@@ -160,7 +197,7 @@ async function search(text) {
   } catch (error) { say(error.message); }
 }
 
-async function openPage(pageId) {
+async function openPage(pageId, quietly = false) {
   try {
     const page = await api(`/api/pages/${encodeURIComponent(pageId)}`);
     state.page = page;
@@ -185,8 +222,11 @@ async function openPage(pageId) {
       box.append(title, body);
       levels.appendChild(box);
     }
-    $("detail-title").focus();
-  } catch (error) { say(error.message); }
+    if (!quietly) $("detail-title").focus();
+  } catch (error) {
+    say(error.message);
+    if (quietly) $("page-detail").hidden = true;
+  }
 }
 
 async function loadContext() {
@@ -256,9 +296,9 @@ async function loadTools() {
   } catch (error) { say(error.message); }
 }
 
-function refresh() {
+function refresh(keep = false) {
   loadOverview().catch((error) => say(error.message));
-  if (state.view === "memory") { if (!$("search").value.trim()) loadPages(false); }
+  if (state.view === "memory") { if (!$("search").value.trim()) loadPages(false, keep); }
   else if (state.view === "context") loadContext();
   else loadTools();
 }
@@ -267,8 +307,9 @@ async function poll() {
   try {
     const { version } = await api("/api/version");
     if (version !== state.version) {
-      refresh();
-      if (state.page && !$("page-detail").hidden) openPage(state.page.page_id);
+      refresh(true);
+      // The open page is redrawn unless its note is being edited; focus stays where it is.
+      if (state.page && !$("page-detail").hidden && $("edit-form").hidden) openPage(state.page.page_id, true);
     }
     state.version = version;
   } catch (error) { say(error.message); }
@@ -276,6 +317,7 @@ async function poll() {
 
 function wire() {
   for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => show(tab.dataset.view));
+  $("export").addEventListener("click", exportNamespace);
   $("search-form").addEventListener("submit", (event) => { event.preventDefault(); search($("search").value); });
   $("filter-type").addEventListener("change", () => loadPages(false));
   $("filter-pinned").addEventListener("change", () => loadPages(false));
@@ -289,7 +331,7 @@ function wire() {
       loadPages(false);
     } catch (error) { say(error.message); }
   });
-  $("forget").addEventListener("click", () => $("confirm-forget").showModal());
+  $("forget").addEventListener("click", () => { $("confirm-forget").showModal(); $("confirm-no").focus(); });
   $("confirm-no").addEventListener("click", () => $("confirm-forget").close());
   $("confirm-yes").addEventListener("click", async () => {
     $("confirm-forget").close();
@@ -299,6 +341,7 @@ function wire() {
       $("page-detail").hidden = true;
       state.page = null;
       refresh();
+      $("search").focus();
     } catch (error) { say(error.message); }
   });
   $("edit").addEventListener("click", () => {
