@@ -291,7 +291,7 @@ def serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         extra_hosts=args.allowed_host,
-        tokens=settings.tokens is not None,
+        tokens=settings.tokens,
         log_level=args.log_level,
     )
     return 0

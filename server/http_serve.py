@@ -14,6 +14,7 @@ from memvm.server.http import MAX_REQUEST_BYTES, Transport, transport_security
 from memvm.server.http_guard import BACKLOG, connection_limit, guarded_protocol
 from memvm.server.log_flood import quiet_floods
 from memvm.server.session_quota import SESSION_IDLE_S, SessionQuota
+from memvm.server.view_mount import mount_view
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
@@ -26,12 +27,22 @@ KEEP_ALIVE_S = 5
 
 
 def http_app(
-    server: "MemvmServer", transport: Transport, host: str, port: int, extra_hosts: list[str], *, tokens: bool
+    server: "MemvmServer",
+    transport: Transport,
+    host: str,
+    port: int,
+    extra_hosts: list[str],
+    *,
+    tokens: dict[str, str] | None,
 ) -> Starlette:
-    """The ASGI application for an HTTP transport; `tokens` says whether bearer tokens are required."""
+    """The ASGI application for an HTTP transport; with `tokens` (the tokens file), bearer tokens
+    are required, and the browser view is served at /ui/ to each token for its namespace."""
     security = transport_security(host, port, extra_hosts)
     if transport is Transport.SSE:
-        return server.sse_app(max_request_body_size=MAX_REQUEST_BYTES, transport_security=security, host=host)
+        app = server.sse_app(max_request_body_size=MAX_REQUEST_BYTES, transport_security=security, host=host)
+        if tokens is not None:
+            mount_view(app, server.runtimes, tokens, security)
+        return app
     app = server.streamable_http_app(
         streamable_http_path=STREAMABLE_HTTP_PATH,
         max_request_body_size=MAX_REQUEST_BYTES,
@@ -42,9 +53,14 @@ def http_app(
     # Appended, so it runs inside the authentication middleware and sees the verified token.
     app.user_middleware.append(
         Middleware(
-            SessionQuota, manager=server.session_manager, path=STREAMABLE_HTTP_PATH, tokens_required=tokens
+            SessionQuota,
+            manager=server.session_manager,
+            path=STREAMABLE_HTTP_PATH,
+            tokens_required=tokens is not None,
         )
     )
+    if tokens is not None:
+        mount_view(app, server.runtimes, tokens, security)
     return app
 
 
@@ -55,7 +71,7 @@ def run_http(
     host: str,
     port: int,
     extra_hosts: list[str],
-    tokens: bool,
+    tokens: dict[str, str] | None,
     log_level: str,
 ) -> None:
     """Serve until interrupted."""

@@ -18,6 +18,7 @@ from memvm.engine.models import REMEMBERED_TYPES, NewPage, PageType
 from memvm.engine.transfer import export_to
 from memvm.resources.context import render_context
 from memvm.resources.manifest import render_manifest
+from memvm.ui.security import NAMESPACE_KEY
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -34,15 +35,17 @@ _INT_RANGE = range(-(2**63), 2**63)
 # The routes that change a page; a GET on one is told so, not taken for a page id.
 _CHANGES = ("/pin", "/forget", "/edit")
 
-Handler = Callable[[Request], Awaitable[Any]]
+Handler = Callable[[Request, Engine, str], Awaitable[Any]]
 
 
 class Refused(Exception):
     """A request the view cannot do, said in one sentence for the page."""
 
 
-def routes(engine: Engine, namespace: str) -> list[Route]:
-    async def overview(request: Request) -> dict[str, Any]:
+def routes(engine_of: Callable[[], Engine]) -> list[Route]:
+    """The API over the engine `engine_of` gives, for the namespace the request's token is for."""
+
+    async def overview(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
             sessions = await view.sessions(conn, namespace)
             counts = await conn.one("SELECT pages FROM page_counts WHERE namespace = ?", (namespace,))
@@ -54,7 +57,7 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
             "sessions": [row.model_dump() for row in shown],
         }
 
-    async def pages(request: Request) -> dict[str, Any]:
+    async def pages(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         query = request.query_params
         page_type = _page_type(query.get("type"))
         async with engine.db.read(namespace) as conn:
@@ -69,7 +72,7 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
             )
         return {"pages": [row.model_dump() for row in rows]}
 
-    async def page(request: Request) -> Any:
+    async def page(request: Request, engine: Engine, namespace: str) -> Any:
         if request.path_params["page_id"].endswith(_CHANGES):
             return JSONResponse({"error": "This address changes a page: POST to it."}, status_code=405)
         found = await engine.get_page(namespace=namespace, page_id=request.path_params["page_id"])
@@ -80,14 +83,14 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
             "editable": found.type in REMEMBERED_TYPES,
         }
 
-    async def search(request: Request) -> dict[str, Any]:
+    async def search(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         text = request.query_params.get("q", "").strip()
         if not text:
             return {"results": []}
         found = await engine.search(namespace=namespace, session=VIEWER, query=text, limit=50)
         return {"results": [hit.model_dump(mode="json") for hit in found.results]}
 
-    async def context(request: Request) -> dict[str, Any]:
+    async def context(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         session = request.path_params["session"]
         memory = await engine.memory_map(namespace=namespace, session=session)
         working = memory.view
@@ -107,32 +110,32 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
             "manifest": await render_manifest(engine, namespace=namespace, session=session),
         }
 
-    async def mutations(request: Request) -> dict[str, Any]:
+    async def mutations(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
             rows = await view.mutations(conn, namespace, request.path_params["session"])
         return {"mutations": [row.model_dump() for row in rows]}
 
-    async def bindings(request: Request) -> dict[str, Any]:
+    async def bindings(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
             rows = await view.bindings(conn, namespace, request.path_params["session"])
         return {"bindings": [row.model_dump() for row in rows]}
 
-    async def verdicts(request: Request) -> dict[str, Any]:
+    async def verdicts(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
             rows = await view.verdicts(conn, namespace, request.path_params["session"])
         return {"verdicts": [row.model_dump() for row in rows]}
 
-    async def tools(request: Request) -> dict[str, Any]:
+    async def tools(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
             rows = await view.tools(conn, namespace)
         knowledge = await engine.procedural_knowledge(namespace=namespace)
         return {"tools": [row.model_dump() for row in rows], "knowledge": knowledge.model_dump(mode="json")}
 
-    async def version(request: Request) -> dict[str, Any]:
+    async def version(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
             return {"version": await view.version(conn, namespace)}
 
-    async def pin(request: Request) -> dict[str, Any]:
+    async def pin(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         body = await _json(request)
         pinned = body.get("pinned")
         if not isinstance(pinned, bool):
@@ -142,7 +145,7 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
         )
         return state.model_dump(mode="json")
 
-    async def forget(request: Request) -> dict[str, Any]:
+    async def forget(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         body = await _json(request)
         if body.get("confirm") is not True:
             raise Refused('Forgetting cannot be undone: send {"confirm": true}.')
@@ -151,7 +154,7 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
         )
         return done.model_dump(mode="json")
 
-    async def edit(request: Request) -> dict[str, Any]:
+    async def edit(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         body = await _json(request)
         content = body.get("content")
         if not isinstance(content, str) or not content.strip() or len(content) > MAX_NOTE_CHARS:
@@ -173,7 +176,7 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
         await engine.remember(namespace=namespace, session=VIEWER, page=new, key=page_id)
         return {"page_id": page_id, "edited": True}
 
-    async def export(request: Request) -> Response:
+    async def export(request: Request, engine: Engine, namespace: str) -> Response:
         def dump() -> str:
             conn = connect_blocking(engine.db.path, read_only=True)
             try:
@@ -206,13 +209,13 @@ def routes(engine: Engine, namespace: str) -> list[Route]:
         ("/api/version", version, ["GET"]),
         ("/api/export", export, ["GET"]),
     ]
-    return [Route(path, _answering(handler), methods=methods) for path, handler, methods in table]
+    return [Route(path, _answering(handler, engine_of), methods=methods) for path, handler, methods in table]
 
 
-def _answering(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+def _answering(handler: Handler, engine_of: Callable[[], Engine]) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
-            result = await handler(request)
+            result = await handler(request, engine_of(), request.scope[NAMESPACE_KEY])
         except PageNotFound:
             return JSONResponse({"error": "No such page: it may have been forgotten."}, status_code=404)
         except Refused as exc:

@@ -20,6 +20,7 @@ from memvm.engine.names import NAME_PATTERN
 from memvm.engine.paths import default_db_path
 from memvm.resources.budget import reserved_tokens
 from memvm.ui.app import create_app
+from memvm.ui.security import one_token
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -76,7 +77,7 @@ async def _serve(db: Path, namespace: str, host: str, listener: socket.socket) -
     try:
         port = listener.getsockname()[1]
         token = secrets.token_urlsafe(24)
-        app = create_app(engine, namespace=namespace, token=token)
+        app = create_app(lambda: engine, namespace_of=one_token(token, namespace))
         shown = f"[{host}]" if ":" in host else host
         # In the fragment, which the browser never sends: the page's script takes it from there.
         print(f"http://{shown}:{port}/#token={token}", flush=True)

@@ -12,8 +12,14 @@ to another local port works).
 """
 
 import hmac
+from collections.abc import Awaitable, Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# A bearer token to the namespace it may see, or None for a token that opens nothing.
+NamespaceOf = Callable[[str], Awaitable[str | None]]
+# Where the namespace of the request's token is left for the API.
+NAMESPACE_KEY = "memvm.namespace"
 
 _LOOPBACK_NAMES = {"127.0.0.1", "localhost", "[::1]"}
 _CHANGES = {"POST", "PUT", "PATCH", "DELETE"}
@@ -38,13 +44,25 @@ def loopback_host(header: str) -> bool:
     return name in _LOOPBACK_NAMES and (port == "" or port.isdigit())
 
 
-class TokenGuard:
-    """ASGI middleware: 400 for a Host that is not loopback, 403 for a change from another origin,
-    401 for an API request without the token; every answer gets the security headers."""
+def one_token(token: str, namespace: str) -> NamespaceOf:
+    """`memvm ui`'s tokens: the one made at start, for the one namespace shown."""
 
-    def __init__(self, app: ASGIApp, *, token: str) -> None:
+    async def namespace_of(offered: str) -> str | None:
+        return namespace if offered and hmac.compare_digest(offered.encode(), token.encode()) else None
+
+    return namespace_of
+
+
+class TokenGuard:
+    """ASGI middleware: 400 for a Host not allowed, 403 for a change from another origin, 401 for an
+    API request without a token that opens a namespace; every answer gets the security headers."""
+
+    def __init__(
+        self, app: ASGIApp, *, namespace_of: NamespaceOf, host_allowed: Callable[[str], bool] = loopback_host
+    ) -> None:
         self.app = app
-        self.token = token
+        self.namespace_of = namespace_of
+        self.host_allowed = host_allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -52,15 +70,19 @@ class TokenGuard:
             return
         headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
         host = headers.get("host", "")
-        if not loopback_host(host):
-            await _plain(send, 400, "This view answers only on this machine's loopback address.")
+        if not self.host_allowed(host):
+            await _plain(send, 400, "This view answers only on the addresses it was started for.")
             return
-        if scope["method"] in _CHANGES and headers.get("origin") != f"http://{host}":
+        if scope["method"] in _CHANGES and headers.get("origin") not in (f"http://{host}", f"https://{host}"):
             await _plain(send, 403, "Changes are accepted from the view's own page only.")
             return
-        if scope["path"].startswith("/api/") and not self._valid(_bearer(headers.get("authorization", ""))):
-            await _plain(send, 401, "Open the URL memvm ui printed (it carries the token).")
-            return
+        path = scope["path"][len(scope.get("root_path", "")) :] if scope.get("root_path") else scope["path"]
+        if path.startswith("/api/"):
+            namespace = await self.namespace_of(_bearer(headers.get("authorization", "")))
+            if namespace is None:
+                await _plain(send, 401, "Open the URL with the view's token (memvm ui prints it).")
+                return
+            scope = {**scope, NAMESPACE_KEY: namespace}
 
         async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -68,9 +90,6 @@ class TokenGuard:
             await send(message)
 
         await self.app(scope, receive, secured)
-
-    def _valid(self, offered: str) -> bool:
-        return bool(offered) and hmac.compare_digest(offered.encode(), self.token.encode())
 
 
 def _bearer(header: str) -> str:

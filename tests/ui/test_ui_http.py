@@ -54,7 +54,7 @@ def test_no_data_without_the_token_nor_to_a_foreign_host_nor_changes_from_anothe
         assert anonymous.get("/api/overview", headers={"authorization": "Bearer wrong"}).status_code == 401
         # The page and its assets hold no data; the token arrives in the fragment, never sent here.
         page = anonymous.get("/")
-        assert page.status_code == 200 and '<script src="/static/app.js"' in page.text
+        assert page.status_code == 200 and '<script src="static/app.js"' in page.text
         assert "set-cookie" not in page.headers
         assert "default-src 'self'" in page.headers["content-security-policy"]
     with client(base, token) as user:

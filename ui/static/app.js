@@ -35,7 +35,7 @@ async function api(path, options = {}) {
 async function exportNamespace(event) {
   event.preventDefault();
   try {
-    const response = await fetch("/api/export", { headers: { authorization: `Bearer ${token}` } });
+    const response = await fetch("api/export", { headers: { authorization: `Bearer ${token}` } });
     if (!response.ok) throw new Error("The export failed: open the URL memvm ui printed again.");
     const link = document.createElement("a");
     link.href = URL.createObjectURL(await response.blob());
@@ -86,7 +86,7 @@ function show(view) {
 }
 
 async function loadOverview() {
-  const overview = await api("/api/overview");
+  const overview = await api("api/overview");
   $("namespace").textContent = `namespace ${overview.namespace}: ${overview.pages} pages`;
   $("namespace").dataset.name = overview.namespace;
   const list = $("sessions");
@@ -145,7 +145,7 @@ async function loadPages(append, keep = false) {
   try {
     const query = pageQuery();
     query.set("limit", limit);
-    const found = await api(`/api/pages?${query}`);
+    const found = await api(`api/pages?${query}`);
     state.pages = append ? state.pages.concat(found.pages) : found.pages;
     drawPages(state.pages, found.pages.length === limit);
   } catch (error) { say(error.message); }
@@ -187,7 +187,7 @@ function drawPages(pages, more) {
 async function search(text) {
   if (!text.trim()) { loadPages(false); return; }
   try {
-    const found = await api(`/api/search?q=${encodeURIComponent(text)}`);
+    const found = await api(`api/search?q=${encodeURIComponent(text)}`);
     drawPages(found.results.map((hit) => ({
       page_id: hit.page_id, type: hit.type, role: hit.role, session: hit.session, created_at: hit.created_at,
       last_access: null, access_count: "", pinned: false, abstract: hit.snippet,
@@ -199,7 +199,7 @@ async function search(text) {
 
 async function openPage(pageId, quietly = false) {
   try {
-    const page = await api(`/api/pages/${encodeURIComponent(pageId)}`);
+    const page = await api(`api/pages/${encodeURIComponent(pageId)}`);
     state.page = page;
     $("page-detail").hidden = false;
     $("detail-title").textContent = page.page_id;
@@ -233,11 +233,11 @@ async function loadContext() {
   const session = $("context-session").value;
   if (!session) { say("No session yet."); return; }
   try {
-    const context = await api(`/api/sessions/${encodeURIComponent(session)}/context`);
+    const context = await api(`api/sessions/${encodeURIComponent(session)}/context`);
     drawBudget(context);
     $("working-set").textContent = context.context;
     $("manifest").textContent = pretty(context.manifest);
-    const log = await api(`/api/sessions/${encodeURIComponent(session)}/mutations`);
+    const log = await api(`api/sessions/${encodeURIComponent(session)}/mutations`);
     fillTable("mutations", log.mutations, [
       (m) => when(m.at), (m) => m.turn, (m) => m.kind, (m) => m.page_id,
       (m) => `${m.level_before ?? "-"} → ${m.level_after ?? "-"}`, (m) => m.actor, (m) => m.cause,
@@ -279,15 +279,15 @@ async function loadTools() {
   try {
     const session = $("tools-session").value;
     if (session) {
-      const found = await api(`/api/sessions/${encodeURIComponent(session)}/bindings`);
+      const found = await api(`api/sessions/${encodeURIComponent(session)}/bindings`);
       fillTable("bindings", found.bindings, [(b) => b.ref, (b) => b.tool, (b) => b.args, (b) => b.value, (b) => b.turn]);
-      const judged = await api(`/api/sessions/${encodeURIComponent(session)}/verdicts`);
+      const judged = await api(`api/sessions/${encodeURIComponent(session)}/verdicts`);
       fillTable("verdicts", judged.verdicts, [
         (v) => when(v.at), (v) => v.turn, (v) => v.tool, (v) => v.verdict,
         (v) => v.reasons.map((r) => `${r.rule} (${r.severity}): ${r.message}`).join(" "),
       ]);
     }
-    const tools = await api("/api/tools");
+    const tools = await api("api/tools");
     fillTable("tools", tools.tools, [
       (t) => t.tool, (t) => t.calls, (t) => `${t.successes} (${Math.round((100 * t.successes) / Math.max(1, t.calls))}%)`,
       (t) => (t.mean_ms === null ? "" : `${Math.round(t.mean_ms)} ms`), (t) => when(t.last_at),
@@ -305,7 +305,7 @@ function refresh(keep = false) {
 
 async function poll() {
   try {
-    const { version } = await api("/api/version");
+    const { version } = await api("api/version");
     if (version !== state.version) {
       refresh(true);
       // The open page is redrawn unless its note is being edited; focus stays where it is.
@@ -325,7 +325,7 @@ function wire() {
   $("close-detail").addEventListener("click", () => { $("page-detail").hidden = true; state.page = null; });
   $("pin").addEventListener("click", async () => {
     try {
-      await post(`/api/pages/${encodeURIComponent(state.page.page_id)}/pin`, { pinned: !state.page.pinned });
+      await post(`api/pages/${encodeURIComponent(state.page.page_id)}/pin`, { pinned: !state.page.pinned });
       say(state.page.pinned ? "Unpinned." : "Pinned.");
       await openPage(state.page.page_id);
       loadPages(false);
@@ -336,7 +336,7 @@ function wire() {
   $("confirm-yes").addEventListener("click", async () => {
     $("confirm-forget").close();
     try {
-      await post(`/api/pages/${encodeURIComponent(state.page.page_id)}/forget`, { confirm: true });
+      await post(`api/pages/${encodeURIComponent(state.page.page_id)}/forget`, { confirm: true });
       say(`Forgot ${state.page.page_id}.`);
       $("page-detail").hidden = true;
       state.page = null;
@@ -353,7 +353,7 @@ function wire() {
   $("edit-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      await post(`/api/pages/${encodeURIComponent(state.page.page_id)}/edit`, { content: $("edit-text").value });
+      await post(`api/pages/${encodeURIComponent(state.page.page_id)}/edit`, { content: $("edit-text").value });
       say("Note saved.");
       await openPage(state.page.page_id);
       loadPages(false);
@@ -367,7 +367,7 @@ function wire() {
 async function start() {
   wire();
   // The version before the first drawing: any write after it shows up at the next poll.
-  try { state.version = (await api("/api/version")).version; } catch (error) { say(error.message); }
+  try { state.version = (await api("api/version")).version; } catch (error) { say(error.message); }
   refresh();
   setInterval(poll, 2000);
 }
