@@ -38,7 +38,7 @@ def main() -> None:
             host="127.0.0.1",
             port=int(rest[0]),
             extra_hosts=[],
-            tokens=False,
+            tokens=None,
             log_level="WARNING",
         )
     else:
