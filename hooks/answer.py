@@ -17,10 +17,9 @@ from memvm.engine import Engine
 from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageError, StorageFull
 from memvm.engine.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.hook_journal import record_skipped
-from memvm.hooks.arguments import HookUsageError
 from memvm.hooks.events import EventKind, HookEvent, Host, MalformedEvent, session_name
 from memvm.hooks.handle import HookSettings, handle
-from memvm.hooks.protocols import kind_of, protocol, workspace_tools
+from memvm.hooks.protocols import protocol
 
 OpenEngine = Callable[[], AbstractAsyncContextManager[Engine]]
 
@@ -36,7 +35,7 @@ class HookRequest:
 
     def guard_settings(self) -> GuardConfig:
         """The preset, with the host's own tools as workspace tools, and the file over both."""
-        under: dict[str, object] = {"workspace_tools": workspace_tools(self.host)}
+        under: dict[str, object] = {"workspace_tools": protocol(self.host).workspace_tools}
         return load_guard_config(self.guards, self.guard_config, under)
 
 
@@ -59,7 +58,7 @@ def read_event(host: Host, raw: bytes) -> HookEvent:
         payload = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MalformedEvent("the event on stdin is not JSON") from exc
-    return protocol(host)[0](payload)
+    return protocol(host).parse(payload)
 
 
 async def answer(open_engine: OpenEngine, db: Path, request: HookRequest) -> HookReply:
@@ -74,7 +73,7 @@ async def answer(open_engine: OpenEngine, db: Path, request: HookRequest) -> Hoo
         )
         async with open_engine() as engine:
             decided = await handle(engine, event, settings)
-        return HookReply(protocol(request.host)[1](event, decided), warning=decided.warning)
+        return HookReply(protocol(request.host).render(event, decided), warning=decided.warning)
     # The top of the hook: anything at all becomes "go on without memvm", never a blocked host.
     except Exception as exc:
         reason = skipped_reason(exc)
@@ -117,7 +116,7 @@ def _best_reading(request: HookRequest) -> HookEvent | None:
     name = payload.get("hook_event_name")
     name = name[:80] if isinstance(name, str) else ""
     return HookEvent(
-        kind=kind_of(request.host, name) or EventKind.IGNORED,
+        kind=protocol(request.host).kinds.get(name, EventKind.IGNORED),
         name=name,
         session=session_name(payload.get("session_id"), request.host),
         digest="",
@@ -125,7 +124,7 @@ def _best_reading(request: HookRequest) -> HookEvent | None:
 
 
 def skipped_reason(exc: BaseException) -> str:
-    if isinstance(exc, HookUsageError | MalformedEvent | GuardConfigError):
+    if isinstance(exc, MalformedEvent | GuardConfigError):
         return str(exc)
     if isinstance(exc, StorageBusy):
         return "the database stayed busy past --wait-ms"

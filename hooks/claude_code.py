@@ -23,7 +23,7 @@ from memvm.hooks.events import (
     tool_result_digest,
 )
 
-_KINDS = {
+KINDS = {
     "UserPromptSubmit": EventKind.PROMPT,
     "PreToolUse": EventKind.PRE_TOOL,
     "PostToolUse": EventKind.TOOL_DONE,
@@ -45,7 +45,7 @@ _TAKES_CONTEXT = {"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseF
 
 
 def parse(payload: Any) -> HookEvent:
-    payload, name, kind = known_event(payload, _KINDS)
+    payload, name, kind = known_event(payload, KINDS)
     response = payload.get("tool_response")
     # Failures arrive as PostToolUseFailure; a response flagged is_error is taken as one too.
     if kind is EventKind.TOOL_DONE and isinstance(response, dict) and response.get("is_error") is True:
@@ -89,11 +89,6 @@ def render(event: HookEvent, answer: HookAnswer) -> dict[str, Any]:
     if answer.context and event.name in _TAKES_CONTEXT:
         return {"hookSpecificOutput": {"hookEventName": event.name, "additionalContext": answer.context}}
     return {}
-
-
-def kind_of(name: str) -> EventKind | None:
-    """What an event of this name is, even when the event itself could not be read."""
-    return _KINDS.get(name)
 
 
 # Claude Code's own tools on the user's files and shell (https://code.claude.com/docs/en/tools-reference,

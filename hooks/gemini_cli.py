@@ -24,7 +24,7 @@ from memvm.hooks.events import (
     text_field,
 )
 
-_KINDS = {
+KINDS = {
     "BeforeAgent": EventKind.PROMPT,
     "BeforeTool": EventKind.PRE_TOOL,
     "AfterTool": EventKind.TOOL_DONE,
@@ -73,7 +73,7 @@ def _result(response: Any) -> Any:
 
 
 def parse(payload: Any) -> HookEvent:
-    payload, name, kind = known_event(payload, _KINDS)
+    payload, name, kind = known_event(payload, KINDS)
     response = payload.get("tool_response")
     error = _failure(response) if kind is EventKind.TOOL_DONE else None
     path = text_field(payload, "transcript_path")
@@ -99,11 +99,6 @@ def render(event: HookEvent, answer: HookAnswer) -> dict[str, Any]:
     if answer.context and event.name in _TAKES_CONTEXT:
         return {"hookSpecificOutput": {"hookEventName": event.name, "additionalContext": answer.context}}
     return {}
-
-
-def kind_of(name: str) -> EventKind | None:
-    """What an event of this name is, even when the event itself could not be read."""
-    return _KINDS.get(name)
 
 
 # Gemini CLI's own tools on the user's files and shell (packages/core/src/tools/tool-names.ts,
