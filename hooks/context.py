@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from memvm.engine.framing import neutralise
+from memvm.engine.models import PageType, Role
 from memvm.engine.tokens import TokenCounter
 
 _SPACE = re.compile(r"\s+")
@@ -22,6 +23,11 @@ class Section:
 def one_line(text: str) -> str:
     """Stored text as one line of data: whitespace folded, and no memvm tag it could spell."""
     return neutralise(_SPACE.sub(" ", text).strip())
+
+
+def kind(page_type: PageType, role: Role | None) -> str:
+    """A page's kind as a record line shows it: its type, and its role when it has one."""
+    return page_type.value if role is None else f"{page_type.value}/{role.value}"
 
 
 def day(timestamp: float) -> str:

@@ -3,7 +3,7 @@ tools in play, framed as data, within a token cap."""
 
 from memvm.engine import Engine
 from memvm.engine.models import PageType, SearchHit
-from memvm.hooks.context import Section, day, one_line, pack
+from memvm.hooks.context import Section, day, kind, one_line, pack
 from memvm.hooks.hints import TITLE as HINTS_TITLE
 from memvm.hooks.hints import hints_for, tools_in_play
 
@@ -20,8 +20,7 @@ _PAGES_TITLE = "Stored pages (page id | kind | session | date | excerpt):"
 
 
 def _line(hit: SearchHit) -> str:
-    kind = hit.type.value if hit.role is None else f"{hit.type.value}/{hit.role.value}"
-    return f"- {hit.page_id} | {kind} | {hit.session} | {day(hit.created_at)} | {one_line(hit.snippet)}"
+    return f"- {hit.page_id} | {kind(hit.type, hit.role)} | {hit.session} | {day(hit.created_at)} | {one_line(hit.snippet)}"
 
 
 def _worth_showing(hit: SearchHit, session: str, own_pages: set[str]) -> bool:

@@ -5,7 +5,7 @@ stored."""
 
 from memvm.engine import Engine
 from memvm.engine.models import StandingNote
-from memvm.hooks.context import Section, day, one_line, pack
+from memvm.hooks.context import Section, day, kind, one_line, pack
 from memvm.hooks.hints import TITLE as HINTS_TITLE
 from memvm.hooks.hints import hints_for
 
@@ -22,10 +22,8 @@ _NOTES_TITLE = "Pinned and remembered pages (page id | kind | session | date | a
 
 
 def _line(note: StandingNote) -> str:
-    kind = note.type.value if note.role is None else f"{note.type.value}/{note.role.value}"
-    if note.pinned:
-        kind += ", pinned"
-    return f"- {note.page_id} | {kind} | {note.session} | {day(note.created_at)} | {one_line(note.abstract)}"
+    shown = kind(note.type, note.role) + (", pinned" if note.pinned else "")
+    return f"- {note.page_id} | {shown} | {note.session} | {day(note.created_at)} | {one_line(note.abstract)}"
 
 
 async def start_context(engine: Engine, *, namespace: str, max_tokens: int) -> str | None:
