@@ -1,19 +1,37 @@
-"""What the browser view reads: sessions, pages a screen at a time, the mutation log, bindings and
-tool statistics, each one bounded query on an index.
+"""What the browser view reads: sessions, pages, the mutation log, bindings, guard verdicts and tool
+statistics, a screen at a time, each screen one bounded query on an index.
 
-Pages are listed newest first and paged by rowid (keyset), so the cost of a screen does not grow
-with how far down the list it is, nor with how many pages the file holds.
+Every list is paged by a key (keyset), never by an offset: a screen says where the next one starts
+(`Screen.next`, passed back as `before`), so the cost of a screen does not grow with how far down
+the list it is, and no list is ever cut short without saying so.
 """
 
 import json
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from memvm.engine.db import Reads
+from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import PageType
 from pydantic import BaseModel
 
 # The most rows one screen asks for.
 MAX_ROWS = 200
+
+Row = TypeVar("Row")
+Shown = TypeVar("Shown")
+
+
+@dataclass(frozen=True)
+class Screen(Generic[Row]):
+    """One screen of a list, and where the next one starts (None at the end)."""
+
+    rows: list[Row]
+    next: str | None
+
+    def map(self, dress: Callable[[Row], Shown]) -> "Screen[Shown]":
+        return Screen([dress(row) for row in self.rows], self.next)
 
 
 class SessionRow(BaseModel):
@@ -37,7 +55,6 @@ class PageRow(BaseModel):
     access_count: int
     abstract: str
     tokens: dict[str, int]
-    cursor: int  # pass as `before` for the next screen
 
 
 class MutationRow(BaseModel):
@@ -72,10 +89,12 @@ class ToolRow(BaseModel):
     last_at: float
 
 
+# Ordered by (last_call_at, session) so that sessions active at the same instant still page apart.
 _SESSIONS = """
 SELECT s.session, s.turn, s.created_at, s.last_call_at,
        (SELECT count(*) FROM pages p WHERE p.namespace = s.namespace AND p.session = s.session) AS pages
-FROM sessions s WHERE s.namespace = ? ORDER BY s.last_call_at DESC LIMIT ?
+FROM sessions s WHERE s.namespace = ? AND (s.last_call_at, s.session) < (?, ?)
+ORDER BY s.last_call_at DESC, s.session DESC LIMIT ?
 """
 
 _PAGE_FIELDS = """
@@ -85,28 +104,77 @@ access_count, abstract, tokens_full, tokens_reduced, tokens_abstract, tokens_ref
 
 _MUTATIONS = """
 SELECT seq, session, page_id, turn, kind, level_before, level_after, actor, cause, at
-FROM mutation_log WHERE namespace = ? AND session = ? ORDER BY seq DESC LIMIT ?
+FROM mutation_log WHERE namespace = ? AND session = ? AND seq < ? ORDER BY seq DESC LIMIT ?
 """
 
 _BINDINGS = """
 SELECT seq, session, tool, args, value, value_type, turn, created_at
-FROM bindings WHERE namespace = ? AND session = ? ORDER BY seq DESC LIMIT ?
+FROM bindings WHERE namespace = ? AND session = ? AND seq < ? ORDER BY seq DESC LIMIT ?
 """
 
 _TOOLS = """
 SELECT tool, calls, successes, duration_total, duration_count, last_at
-FROM tool_stats WHERE namespace = ? ORDER BY last_at DESC LIMIT ?
+FROM tool_stats WHERE namespace = ? AND (last_at, tool) < (?, ?) ORDER BY last_at DESC, tool DESC LIMIT ?
 """
+
+# Past every real key: the first screen starts here.
+_TOP_INT = 2**63 - 1
+_TOP_TIME = float("inf")
 
 
 def _limit(limit: int) -> int:
     return max(1, min(limit, MAX_ROWS))
 
 
-async def sessions(conn: Reads, namespace: str, limit: int = MAX_ROWS) -> list[SessionRow]:
+def _screen(rows: list[Row], limit: int, key: Any) -> Screen[Row]:
+    """The first `limit` rows, and the cursor after the last of them when more were found."""
+    if len(rows) <= limit:
+        return Screen(rows, None)
+    return Screen(rows[:limit], key(rows[limit - 1]))
+
+
+def _int_key(before: str | None) -> int:
+    if before is None:
+        return _TOP_INT
+    try:
+        key = int(before)
+    except ValueError:
+        key = None
+    if key is None or not 0 <= key <= _TOP_INT:
+        raise InvalidArgument("before must be the cursor the previous screen gave.")
+    return key
+
+
+def _time_key(before: str | None) -> tuple[float, str]:
+    """A (time, name) cursor, written as `time/name` (a float's repr has no slash)."""
+    if before is None:
+        return _TOP_TIME, ""
+    at, slash, name = before.partition("/")
+    try:
+        time = float(at)
+    except ValueError:
+        time = None
+    if not slash or time is None:
+        raise InvalidArgument("before must be the cursor the previous screen gave.")
+    return time, name
+
+
+async def _by_recency(
+    conn: Reads, sql: str, time: str, name: str, namespace: str, before: str | None, limit: int
+) -> Screen[Any]:
+    """One screen of named rows, the most recent first by (`time`, `name`)."""
+    after_time, after_name = _time_key(before)
+    limit = _limit(limit)
+    rows = await conn.all(sql, (namespace, after_time, after_name, limit + 1))
+    return _screen(rows, limit, lambda row: f"{row[time]!r}/{row[name]}")
+
+
+async def sessions(
+    conn: Reads, namespace: str, *, before: str | None = None, limit: int = MAX_ROWS
+) -> Screen[SessionRow]:
     """The namespace's sessions, the most recently active first."""
-    rows = await conn.all(_SESSIONS, (namespace, _limit(limit)))
-    return [SessionRow(**dict(row)) for row in rows]
+    screen = await _by_recency(conn, _SESSIONS, "last_call_at", "session", namespace, before, limit)
+    return screen.map(lambda row: SessionRow(**dict(row)))
 
 
 async def pages(
@@ -116,9 +184,9 @@ async def pages(
     session: str | None = None,
     page_type: PageType | None = None,
     pinned_only: bool = False,
-    before: int | None = None,
+    before: str | None = None,
     limit: int = 50,
-) -> list[PageRow]:
+) -> Screen[PageRow]:
     """One screen of pages, newest first, after the one whose cursor is `before`."""
     where = ["namespace = ?"]
     params: list[Any] = [namespace]
@@ -132,10 +200,11 @@ async def pages(
         where.append("pinned = 1")
     if before is not None:
         where.append("rowid < ?")
-        params.append(before)
+        params.append(_int_key(before))
+    limit = _limit(limit)
     sql = f"SELECT {_PAGE_FIELDS} FROM pages WHERE {' AND '.join(where)} ORDER BY rowid DESC LIMIT ?"
-    rows = await conn.all(sql, (*params, _limit(limit)))
-    return [_page_row(row) for row in rows]
+    rows = await conn.all(sql, (*params, limit + 1))
+    return _screen(rows, limit, lambda row: str(row["rowid"])).map(_page_row)
 
 
 def _page_row(row: Any) -> PageRow:
@@ -157,21 +226,33 @@ def _page_row(row: Any) -> PageRow:
             "abstract": row["tokens_abstract"],
             "reference": row["tokens_reference"],
         },
-        cursor=row["rowid"],
     )
 
 
-async def mutations(conn: Reads, namespace: str, session: str, limit: int = MAX_ROWS) -> list[MutationRow]:
+async def _session_log(
+    conn: Reads, sql: str, key: str, namespace: str, session: str, before: str | None, limit: int
+) -> Screen[Any]:
+    """One screen of a session's log, newest first by the integer column `key`."""
+    limit = _limit(limit)
+    rows = await conn.all(sql, (namespace, session, _int_key(before), limit + 1))
+    return _screen(rows, limit, lambda row: str(row[key]))
+
+
+async def mutations(
+    conn: Reads, namespace: str, session: str, *, before: str | None = None, limit: int = MAX_ROWS
+) -> Screen[MutationRow]:
     """What happened to the session's working set, the newest first."""
-    rows = await conn.all(_MUTATIONS, (namespace, session, _limit(limit)))
-    return [MutationRow(**dict(row)) for row in rows]
+    screen = await _session_log(conn, _MUTATIONS, "seq", namespace, session, before, limit)
+    return screen.map(lambda row: MutationRow(**dict(row)))
 
 
-async def bindings(conn: Reads, namespace: str, session: str, limit: int = MAX_ROWS) -> list[BindingRow]:
+async def bindings(
+    conn: Reads, namespace: str, session: str, *, before: str | None = None, limit: int = MAX_ROWS
+) -> Screen[BindingRow]:
     """The session's bound values (`$vN`), the newest first."""
-    rows = await conn.all(_BINDINGS, (namespace, session, _limit(limit)))
-    return [
-        BindingRow(
+    screen = await _session_log(conn, _BINDINGS, "seq", namespace, session, before, limit)
+    return screen.map(
+        lambda row: BindingRow(
             ref=f"$v{row['seq']}",
             session=row["session"],
             tool=row["tool"],
@@ -181,23 +262,23 @@ async def bindings(conn: Reads, namespace: str, session: str, limit: int = MAX_R
             turn=row["turn"],
             created_at=row["created_at"],
         )
-        for row in rows
-    ]
+    )
 
 
-async def tools(conn: Reads, namespace: str, limit: int = MAX_ROWS) -> list[ToolRow]:
+async def tools(
+    conn: Reads, namespace: str, *, before: str | None = None, limit: int = MAX_ROWS
+) -> Screen[ToolRow]:
     """Each tool's calls and successes, the most recently used first."""
-    rows = await conn.all(_TOOLS, (namespace, _limit(limit)))
-    return [
-        ToolRow(
+    screen = await _by_recency(conn, _TOOLS, "last_at", "tool", namespace, before, limit)
+    return screen.map(
+        lambda row: ToolRow(
             tool=row["tool"],
             calls=row["calls"],
             successes=row["successes"],
             mean_ms=row["duration_total"] / row["duration_count"] if row["duration_count"] else None,
             last_at=row["last_at"],
         )
-        for row in rows
-    ]
+    )
 
 
 _VERSION = """
@@ -226,16 +307,18 @@ class VerdictRow(BaseModel):
 
 
 _VERDICTS = """
-SELECT session, turn, tool, verdict, reasons, at FROM guard_verdicts
-WHERE namespace = ? AND session = ? ORDER BY rowid DESC LIMIT ?
+SELECT rowid, session, turn, tool, verdict, reasons, at FROM guard_verdicts
+WHERE namespace = ? AND session = ? AND rowid < ? ORDER BY rowid DESC LIMIT ?
 """
 
 
-async def verdicts(conn: Reads, namespace: str, session: str, limit: int = MAX_ROWS) -> list[VerdictRow]:
+async def verdicts(
+    conn: Reads, namespace: str, session: str, *, before: str | None = None, limit: int = MAX_ROWS
+) -> Screen[VerdictRow]:
     """The guards' latest verdicts on the session's calls, with their reasons, the newest first."""
-    rows = await conn.all(_VERDICTS, (namespace, session, _limit(limit)))
-    return [
-        VerdictRow(
+    screen = await _session_log(conn, _VERDICTS, "rowid", namespace, session, before, limit)
+    return screen.map(
+        lambda row: VerdictRow(
             session=row["session"],
             turn=row["turn"],
             tool=row["tool"],
@@ -243,5 +326,4 @@ async def verdicts(conn: Reads, namespace: str, session: str, limit: int = MAX_R
             reasons=json.loads(row["reasons"]),
             at=row["at"],
         )
-        for row in rows
-    ]
+    )

@@ -7,8 +7,9 @@ Every answer is built from engine reads, one namespace (the view's); a failure i
 import io
 import json
 import sqlite3
-from collections.abc import Awaitable, Callable
-from typing import Any
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, BinaryIO
 
 import anyio
 from memvm.engine import Engine, view
@@ -20,7 +21,7 @@ from memvm.resources.context import render_context
 from memvm.resources.manifest import render_manifest
 from memvm.ui.security import NAMESPACE_KEY
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 # The session the view reads as when a read needs one (search ranks for a viewer).
@@ -28,8 +29,11 @@ VIEWER = "memvm-ui"
 # What the view's own edits are recorded as.
 PROVENANCE = "memvm ui"
 MAX_NOTE_CHARS = 100_000
+# The best matches a search shows.
+SEARCH_LIMIT = 50
 # A request body past this is refused unread: the largest note, JSON-escaped, fits.
 MAX_BODY_BYTES = 1_000_000
+EXPORT_CHUNK_BYTES = 1 << 16
 # SQLite's integers.
 _INT_RANGE = range(-(2**63), 2**63)
 # The routes that change a page; a GET on one is told so, not taken for a page id.
@@ -47,30 +51,31 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
 
     async def overview(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
-            sessions = await view.sessions(conn, namespace)
+            sessions = await view.sessions(conn, namespace, before=_before(request))
             counts = await conn.one("SELECT pages FROM page_counts WHERE namespace = ?", (namespace,))
         # The view's own session holds nothing to look at; it is shown once it holds pages.
-        shown = [row for row in sessions if row.session != VIEWER or row.pages]
+        shown = [row for row in sessions.rows if row.session != VIEWER or row.pages]
         return {
             "namespace": namespace,
             "pages": counts["pages"] if counts else 0,
             "sessions": [row.model_dump() for row in shown],
+            "next": sessions.next,
         }
 
     async def pages(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         query = request.query_params
         page_type = _page_type(query.get("type"))
         async with engine.db.read(namespace) as conn:
-            rows = await view.pages(
+            screen = await view.pages(
                 conn,
                 namespace,
                 session=query.get("session") or None,
                 page_type=page_type,
                 pinned_only=_flag(query.get("pinned"), "pinned"),
-                before=_int(query.get("before"), "before"),
+                before=_before(request),
                 limit=_int(query.get("limit"), "limit") or 50,
             )
-        return {"pages": [row.model_dump() for row in rows]}
+        return _listed("pages", screen)
 
     async def page(request: Request, engine: Engine, namespace: str) -> Any:
         if request.path_params["page_id"].endswith(_CHANGES):
@@ -87,8 +92,12 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
         text = request.query_params.get("q", "").strip()
         if not text:
             return {"results": []}
-        found = await engine.search(namespace=namespace, session=VIEWER, query=text, limit=50)
-        return {"results": [hit.model_dump(mode="json") for hit in found.results]}
+        found = await engine.search(namespace=namespace, session=VIEWER, query=text, limit=SEARCH_LIMIT)
+        # Ranked results are not paged: the best ones are shown, and the page says a search can narrow.
+        return {
+            "results": [hit.model_dump(mode="json") for hit in found.results],
+            "limit": SEARCH_LIMIT,
+        }
 
     async def context(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         session = request.path_params["session"]
@@ -112,24 +121,30 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
 
     async def mutations(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
-            rows = await view.mutations(conn, namespace, request.path_params["session"])
-        return {"mutations": [row.model_dump() for row in rows]}
+            screen = await view.mutations(
+                conn, namespace, request.path_params["session"], before=_before(request)
+            )
+        return _listed("mutations", screen)
 
     async def bindings(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
-            rows = await view.bindings(conn, namespace, request.path_params["session"])
-        return {"bindings": [row.model_dump() for row in rows]}
+            screen = await view.bindings(
+                conn, namespace, request.path_params["session"], before=_before(request)
+            )
+        return _listed("bindings", screen)
 
     async def verdicts(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
-            rows = await view.verdicts(conn, namespace, request.path_params["session"])
-        return {"verdicts": [row.model_dump() for row in rows]}
+            screen = await view.verdicts(
+                conn, namespace, request.path_params["session"], before=_before(request)
+            )
+        return _listed("verdicts", screen)
 
     async def tools(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
-            rows = await view.tools(conn, namespace)
+            screen = await view.tools(conn, namespace, before=_before(request))
         knowledge = await engine.procedural_knowledge(namespace=namespace)
-        return {"tools": [row.model_dump() for row in rows], "knowledge": knowledge.model_dump(mode="json")}
+        return {**_listed("tools", screen), "knowledge": knowledge.model_dump(mode="json")}
 
     async def version(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
@@ -177,18 +192,9 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
         return {"page_id": page_id, "edited": True}
 
     async def export(request: Request, engine: Engine, namespace: str) -> Response:
-        def dump() -> str:
-            conn = connect_blocking(engine.db.path, read_only=True)
-            try:
-                out = io.StringIO()
-                export_to(conn, out, namespace)
-                return out.getvalue()
-            finally:
-                conn.close()
-
-        body = await anyio.to_thread.run_sync(dump)
-        return Response(
-            body,
+        spool = await anyio.to_thread.run_sync(_spooled_export, engine.db.path, namespace)
+        return StreamingResponse(
+            _chunks(spool),
             media_type="application/x-ndjson",
             headers={"content-disposition": f'attachment; filename="memvm-{namespace}.jsonl"'},
         )
@@ -210,6 +216,38 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
         ("/api/export", export, ["GET"]),
     ]
     return [Route(path, _answering(handler, engine_of), methods=methods) for path, handler, methods in table]
+
+
+def _spooled_export(path: str, namespace: str) -> BinaryIO:
+    """The namespace's export in an unnamed temporary file, read from one snapshot.
+
+    Written out first so that the read ends at once (a reader held open by a slow download would keep
+    the write-ahead log from being checkpointed), and streamed after, so that memory stays flat
+    however large the namespace is.
+    """
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 -- handed to the response, which closes it
+    try:
+        conn = connect_blocking(path, read_only=True)
+        try:
+            text = io.TextIOWrapper(spool, encoding="utf-8", newline="\n")
+            export_to(conn, text, namespace)
+            text.flush()
+            text.detach()
+        finally:
+            conn.close()
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return spool
+
+
+async def _chunks(spool: BinaryIO) -> AsyncIterator[bytes]:
+    try:
+        while chunk := await anyio.to_thread.run_sync(spool.read, EXPORT_CHUNK_BYTES):
+            yield chunk
+    finally:
+        spool.close()
 
 
 def _answering(handler: Handler, engine_of: Callable[[], Engine]) -> Callable[[Request], Awaitable[Response]]:
@@ -247,6 +285,15 @@ async def _json(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise Refused("Send a JSON object.")
     return body
+
+
+def _before(request: Request) -> str | None:
+    """Where the screen starts: the `next` the previous screen gave, or the top."""
+    return request.query_params.get("before") or None
+
+
+def _listed(name: str, screen: view.Screen[Any]) -> dict[str, Any]:
+    return {name: [row.model_dump() for row in screen.rows], "next": screen.next}
 
 
 def _int(raw: str | None, name: str) -> int | None:

@@ -82,9 +82,9 @@ def _measure(db: Path) -> dict[str, float]:
                 cursor = None
                 for _ in range(5):
                     params = {"limit": 200} if cursor is None else {"limit": 200, "before": cursor}
-                    cursor = client.get("/api/pages", params=params).json()["pages"][-1]["cursor"]
+                    cursor = client.get("/api/pages", params=params).json()["next"]
 
-            newest = client.get("/api/pages", params={"limit": 1}).json()["pages"][0]["cursor"]
+            newest = int(client.get("/api/pages", params={"limit": 1}).json()["next"]) + 1
 
             def deep_screen() -> None:
                 # The screen nine tenths of the way down the list.

@@ -117,20 +117,29 @@ def test_the_context_view_draws_the_budget_and_the_working_set(seeded, page, ui_
     screenshot(page, "context-phone", 390, 844)
 
 
-def _write_from_another_process(db: Path) -> None:
-    """Another process writes to the same file, as a server or a hook would."""
+def _with_engine(db: Path, body: str) -> None:
+    """Run `body` (statements using `engine`) in another process with the database open, as a
+    server or a hook would write to it; the browser tests stay sync (see tests/e2e/browser.py)."""
+    indented = "".join(f"    {line}\n" for line in body.splitlines())
     script = (
         "import anyio, sys\n"
         "from memvm.engine import Engine, EngineConfig\n"
-        "from memvm.engine.models import IngestMessage, Role\n"
         "async def main():\n"
         "    engine = await Engine.open(sys.argv[1], EngineConfig())\n"
-        "    await engine.ingest(namespace='default', session='s2', "
-        "messages=[IngestMessage(role=Role.USER, content='a new prompt from another process')])\n"
+        f"{indented}"
         "    await engine.close()\n"
         "anyio.run(main)\n"
     )
-    subprocess.run([sys.executable, "-c", script, str(db)], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", script, str(db)], check=True, timeout=120)
+
+
+def _write_from_another_process(db: Path) -> None:
+    _with_engine(
+        db,
+        "from memvm.engine.models import IngestMessage, Role\n"
+        "await engine.ingest(namespace='default', session='s2', "
+        "messages=[IngestMessage(role=Role.USER, content='a new prompt from another process')])\n",
+    )
 
 
 def test_the_view_follows_another_writer(seeded, page, ui_server):
@@ -159,3 +168,60 @@ def test_the_memory_view_works_by_keyboard(seeded, page, ui_server):
     page.get_by_role("button", name="deploy-note").focus()
     page.keyboard.press("Enter")
     expect(page.locator("#page-detail").get_by_role("heading", name="deploy-note")).to_be_visible()
+
+
+def test_long_lists_page_on_and_a_redraw_keeps_what_was_shown(seeded, page, ui_server):
+    count = 205  # past one screen of 200
+    _with_engine(
+        seeded,
+        f"for i in range({count}):\n"
+        "    await engine.bind_value(namespace='default', session='s1', tool='quote', args={'i': i}, value=1000 + i)\n",
+    )
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="Guards and procedures").click()
+    rows = page.locator("#bindings tbody tr")
+    expect(rows).to_have_count(200)
+    more = page.get_by_role("button", name="More bindings")
+    more.click()
+    expect(rows).to_have_count(count)
+    expect(rows.last).to_contain_text("$v1")
+    expect(more).to_be_hidden()
+    _write_from_another_process(seeded)  # the view redraws: all rows stay
+    expect(page.locator("#namespace")).to_contain_text("4 pages", timeout=30_000)
+    expect(rows).to_have_count(count)
+
+
+def test_the_guards_view_shows_bindings_verdicts_and_what_fixed_an_error(seeded, page, ui_server):
+    _with_engine(
+        seeded,
+        "from memvm.engine.models import Outcome, ToolOutcome\n"
+        "ns, s = 'default', 's1'\n"
+        "await engine.bind_value(namespace=ns, session=s, tool='get_price', args={'sku': 'A1'}, value=1299)\n"
+        "for _ in range(3):\n"
+        "    await engine.check_tool_call(namespace=ns, session=s, tool='book_table', args={'party': 4})\n"
+        "failed = ToolOutcome(tool='book_table', args={'party': 4, 'time': '7pm'}, outcome=Outcome.FAILURE,\n"
+        "                     error_type='ValueError', error_message='time must be HH:MM')\n"
+        "fixed = ToolOutcome(tool='book_table', args={'party': 4, 'time': '19:00'}, outcome=Outcome.SUCCESS,\n"
+        "                    result='booked')\n"
+        "for call in (failed, fixed):\n"
+        "    await engine.record_tool_outcome(namespace=ns, session=s, call=call)\n",
+    )
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="Guards and procedures").click()
+    bindings = page.locator("#bindings tbody tr")
+    expect(bindings).to_have_count(2)  # the bound price, and the successful booking's result
+    expect(bindings.last).to_contain_text("$v1")
+    expect(bindings.last).to_contain_text("1299")
+    verdicts = page.locator("#verdicts tbody tr")
+    expect(verdicts).to_have_count(3)
+    expect(verdicts.first).to_contain_text("block")
+    expect(verdicts.first).to_contain_text("already ran with these arguments")
+    expect(page.locator("#tools tbody tr").first).to_contain_text("1 (50%)")
+    errors = page.locator("#errors tbody tr")
+    expect(errors).to_have_count(1)
+    expect(errors.first).to_contain_text("ValueError")
+    expect(errors.first).to_contain_text("time must be HH:MM")
+    expect(errors.first).to_contain_text("19:00")
+    expect(page.locator("#successes tbody")).to_contain_text('"19:00"')
+    screenshot(page, "guards-laptop", 1366, 768)
+    screenshot(page, "guards-phone", 390, 844)

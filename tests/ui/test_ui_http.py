@@ -91,10 +91,10 @@ def test_memory_pages_levels_search_and_context_read_as_stored(served):
         overview = user.get("/api/overview").json()
         assert overview["pages"] == 3 and [s["session"] for s in overview["sessions"]] == ["s1"]
 
-        first = user.get("/api/pages", params={"limit": 2}).json()["pages"]
-        assert [p["page_id"] for p in first] == ["deploy-note", "msg_000002"]
-        rest = user.get("/api/pages", params={"before": first[-1]["cursor"]}).json()["pages"]
-        assert [p["page_id"] for p in rest] == ["msg_000001"]
+        first = user.get("/api/pages", params={"limit": 2}).json()
+        assert [p["page_id"] for p in first["pages"]] == ["deploy-note", "msg_000002"]
+        rest = user.get("/api/pages", params={"limit": 2, "before": first["next"]}).json()
+        assert [p["page_id"] for p in rest["pages"]] == ["msg_000001"] and rest["next"] is None
         notes = user.get("/api/pages", params={"type": "note"}).json()["pages"]
         assert [p["page_id"] for p in notes] == ["deploy-note"]
 
@@ -151,9 +151,20 @@ def test_pin_edit_and_forget_change_the_database(served):
 def test_export_and_a_version_that_follows_another_writer(served):
     base, token, db = served
     with client(base, token) as user:
-        lines = user.get("/api/export").text.splitlines()
+        exported = user.get("/api/export")
+        assert exported.headers["content-disposition"] == 'attachment; filename="memvm-default.jsonl"'
+        lines = exported.text.splitlines()
         assert sum(1 for line in lines if '"deploy-note"' in line) >= 1
         assert all(json.loads(line) for line in lines)
+        # The same lines as the command line's export of the namespace, header's time aside.
+        command = subprocess.run(
+            [str(MEMVM), "export", "--db", str(db), "--namespace", NS],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.splitlines()
+        assert lines[1:] == command[1:] and len(lines) > 3
         before = user.get("/api/version").json()["version"]
 
         async def write() -> None:

@@ -2,7 +2,9 @@
 // content is data. The view polls /api/version and redraws what is open when memory changes.
 "use strict";
 
-const state = { view: "memory", session: "", before: null, page: null, version: "", pages: [] };
+const state = { view: "memory", session: "", page: null, version: "" };
+// Each list shown, by name: the rows in hand, where the next screen starts, and what was asked.
+const lists = {};
 const $ = (id) => document.getElementById(id);
 
 function say(text) { $("status").textContent = text; }
@@ -50,6 +52,32 @@ function post(path, body) {
   return api(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 }
 
+// One more screen of a list (append), or its first screens again: as many rows as were shown when
+// the same list is redrawn (keep), else one screen. Every list is paged by the server's cursor.
+async function loadList(name, path, key, { append = false, keep = false, query = new URLSearchParams() } = {}) {
+  const asked = `${path}?${query}`;
+  const held = lists[name] && lists[name].asked === asked ? lists[name] : { rows: [], next: null };
+  const wanted = keep ? held.rows.length : 1;
+  let rows = append ? held.rows : [];
+  let next = append ? held.next : null;
+  let body;
+  do {
+    const screen = new URLSearchParams(query);
+    if (next) screen.set("before", next);
+    body = await api(`${path}?${screen}`);
+    rows = rows.concat(body[key]);
+    next = body.next;
+  } while (next && rows.length < wanted);
+  lists[name] = { rows, next, asked };
+  const button = $(`more-${name}`);
+  if (button) button.hidden = !next;
+  return body;
+}
+
+function moreButton(name, draw) {
+  $(`more-${name}`).addEventListener("click", () => draw(true).catch((error) => say(error.message)));
+}
+
 function when(seconds) {
   if (seconds === null || seconds === undefined) return "";
   return new Date(seconds * 1000).toISOString().replace("T", " ").slice(0, 19);
@@ -60,6 +88,20 @@ function cell(row, text) {
   td.textContent = text === null || text === undefined ? "" : String(text);
   row.appendChild(td);
   return td;
+}
+
+// Each cell carries its column's name, which a narrow screen shows beside the value when a table's
+// rows are stacked as cards; the roles keep the table a table to a screen reader once restyled.
+function labelCells(table) {
+  const names = [...table.querySelectorAll("thead th")].map((th) => th.textContent);
+  table.setAttribute("role", "table");
+  for (const row of table.querySelectorAll("tr")) {
+    row.setAttribute("role", "row");
+    [...row.children].forEach((item, index) => {
+      item.setAttribute("role", item.tagName === "TH" ? "columnheader" : "cell");
+      if (item.tagName === "TD" && item.colSpan === 1) item.dataset.label = names[index] || "";
+    });
+  }
 }
 
 function fillTable(id, rows, columns) {
@@ -76,6 +118,7 @@ function fillTable(id, rows, columns) {
     td.colSpan = columns.length;
     body.appendChild(row);
   }
+  labelCells($(id));
 }
 
 function show(view) {
@@ -85,10 +128,11 @@ function show(view) {
   refresh();
 }
 
-async function loadOverview() {
-  const overview = await api("api/overview");
+async function loadOverview(append = false, keep = false) {
+  const overview = await loadList("sessions", "api/overview", "sessions", { append, keep });
   $("namespace").textContent = `namespace ${overview.namespace}: ${overview.pages} pages`;
   $("namespace").dataset.name = overview.namespace;
+  const sessions = lists.sessions.rows;
   const list = $("sessions");
   list.replaceChildren();
   const all = document.createElement("li");
@@ -99,7 +143,7 @@ async function loadOverview() {
   allButton.addEventListener("click", () => pickSession(""));
   all.appendChild(allButton);
   list.appendChild(all);
-  for (const session of overview.sessions) {
+  for (const session of sessions) {
     const item = document.createElement("li");
     const button = document.createElement("button");
     button.type = "button";
@@ -113,7 +157,7 @@ async function loadOverview() {
     const select = $(id);
     const chosen = select.value;
     select.replaceChildren();
-    for (const session of overview.sessions) {
+    for (const session of sessions) {
       const option = document.createElement("option");
       option.value = option.textContent = session.session;
       select.appendChild(option);
@@ -125,7 +169,9 @@ async function loadOverview() {
 function pickSession(session) {
   state.session = session;
   $("filter-session").textContent = session ? `session ${session}` : "";
-  loadOverview().catch((error) => say(error.message));
+  // The session picked here is the one the other views open on.
+  if (session) for (const id of ["context-session", "tools-session"]) $(id).value = session;
+  loadOverview(false, true).catch((error) => say(error.message));
   loadPages(false);
 }
 
@@ -134,24 +180,18 @@ function pageQuery() {
   if (state.session) query.set("session", state.session);
   if ($("filter-type").value) query.set("type", $("filter-type").value);
   if ($("filter-pinned").checked) query.set("pinned", "1");
-  if (state.before !== null) query.set("before", state.before);
+  query.set("limit", "50");
   return query;
 }
 
 async function loadPages(append, keep = false) {
-  if (!append) state.before = null;
-  // A redraw for another writer's change keeps as many rows as were shown (up to 200).
-  const limit = append ? 50 : keep ? Math.min(200, Math.max(50, state.pages.length)) : 50;
   try {
-    const query = pageQuery();
-    query.set("limit", limit);
-    const found = await api(`api/pages?${query}`);
-    state.pages = append ? state.pages.concat(found.pages) : found.pages;
-    drawPages(state.pages, found.pages.length === limit);
+    await loadList("pages", "api/pages", "pages", { append, keep, query: pageQuery() });
+    drawPages(lists.pages.rows);
   } catch (error) { say(error.message); }
 }
 
-function drawPages(pages, more) {
+function drawPages(pages) {
   const body = $("pages").querySelector("tbody");
   body.replaceChildren();
   for (const page of pages) {
@@ -180,8 +220,7 @@ function drawPages(pages, more) {
     td.colSpan = 9;
     body.appendChild(row);
   }
-  state.before = pages.length ? pages[pages.length - 1].cursor : null;
-  $("more").hidden = !more;
+  labelCells($("pages"));
 }
 
 async function search(text) {
@@ -191,9 +230,13 @@ async function search(text) {
     drawPages(found.results.map((hit) => ({
       page_id: hit.page_id, type: hit.type, role: hit.role, session: hit.session, created_at: hit.created_at,
       last_access: null, access_count: "", pinned: false, abstract: hit.snippet,
-      tokens: { full: "", reduced: "", abstract: "", reference: "" }, cursor: null,
-    })), false);
-    say(`${found.results.length} pages match, best first.`);
+      tokens: { full: "", reduced: "", abstract: "", reference: "" },
+    })));
+    $("more-pages").hidden = true;
+    const count = found.results.length;
+    say(count >= found.limit
+      ? `The ${count} best matches, best first; add words to narrow the search.`
+      : `${count} pages match, best first.`);
   } catch (error) { say(error.message); }
 }
 
@@ -229,20 +272,28 @@ async function openPage(pageId, quietly = false) {
   }
 }
 
-async function loadContext() {
+function sessionPath(id, what) {
+  return `api/sessions/${encodeURIComponent($(id).value)}/${what}`;
+}
+
+async function loadContext(keep = false) {
   const session = $("context-session").value;
   if (!session) { say("No session yet."); return; }
   try {
-    const context = await api(`api/sessions/${encodeURIComponent(session)}/context`);
+    const context = await api(sessionPath("context-session", "context"));
     drawBudget(context);
     $("working-set").textContent = context.context;
     $("manifest").textContent = pretty(context.manifest);
-    const log = await api(`api/sessions/${encodeURIComponent(session)}/mutations`);
-    fillTable("mutations", log.mutations, [
-      (m) => when(m.at), (m) => m.turn, (m) => m.kind, (m) => m.page_id,
-      (m) => `${m.level_before ?? "-"} → ${m.level_after ?? "-"}`, (m) => m.actor, (m) => m.cause,
-    ]);
+    await loadMutations(false, keep);
   } catch (error) { say(error.message); }
+}
+
+async function loadMutations(append, keep = false) {
+  await loadList("mutations", sessionPath("context-session", "mutations"), "mutations", { append, keep });
+  fillTable("mutations", lists.mutations.rows, [
+    (m) => when(m.at), (m) => m.turn, (m) => m.kind, (m) => m.page_id,
+    (m) => `${m.level_before ?? "-"} → ${m.level_after ?? "-"}`, (m) => m.actor, (m) => m.cause,
+  ]);
 }
 
 const LEVELS = ["full", "reduced", "abstract", "reference"];
@@ -275,32 +326,50 @@ function drawBudget(context) {
   bar.setAttribute("aria-label", `Token budget of ${context.budget_tokens}: ` + parts.map(([n, t]) => `${n} ${t}`).join(", "));
 }
 
-async function loadTools() {
+async function loadBindings(append, keep = false) {
+  await loadList("bindings", sessionPath("tools-session", "bindings"), "bindings", { append, keep });
+  fillTable("bindings", lists.bindings.rows, [(b) => b.ref, (b) => b.tool, (b) => b.args, (b) => b.value, (b) => b.turn]);
+}
+
+async function loadVerdicts(append, keep = false) {
+  await loadList("verdicts", sessionPath("tools-session", "verdicts"), "verdicts", { append, keep });
+  fillTable("verdicts", lists.verdicts.rows, [
+    (v) => when(v.at), (v) => v.turn, (v) => v.tool, (v) => v.verdict,
+    (v) => v.reasons.map((r) => `${r.rule} (${r.severity}): ${r.message}`).join(" "),
+  ]);
+}
+
+async function loadToolStats(append, keep = false) {
+  const tools = await loadList("tools", "api/tools", "tools", { append, keep });
+  fillTable("tools", lists.tools.rows, [
+    (t) => t.tool, (t) => t.calls, (t) => `${t.successes} (${Math.round((100 * t.successes) / Math.max(1, t.calls))}%)`,
+    (t) => (t.mean_ms === null ? "" : `${Math.round(t.mean_ms)} ms`), (t) => when(t.last_at),
+  ]);
+  const known = tools.knowledge.tools;
+  fillTable("errors", known.flatMap((t) => t.common_errors.map((e) => ({ tool: t.tool, ...e }))), [
+    (e) => e.tool, (e) => e.error_type, (e) => e.count, (e) => e.example,
+    (e) => e.typical_fix_text || "", (e) => (e.fix_count > 1 ? `${e.fix_count} times` : e.fix_count ? "once" : "not yet"),
+  ]);
+  fillTable("successes", known.flatMap((t) => t.success_hints.map((h) => ({ tool: t.tool, ...h }))), [
+    (h) => h.tool, (h) => h.arg, (h) => JSON.stringify(h.value), (h) => h.count, (h) => h.goal || "",
+  ]);
+}
+
+async function loadTools(keep = false) {
   try {
-    const session = $("tools-session").value;
-    if (session) {
-      const found = await api(`api/sessions/${encodeURIComponent(session)}/bindings`);
-      fillTable("bindings", found.bindings, [(b) => b.ref, (b) => b.tool, (b) => b.args, (b) => b.value, (b) => b.turn]);
-      const judged = await api(`api/sessions/${encodeURIComponent(session)}/verdicts`);
-      fillTable("verdicts", judged.verdicts, [
-        (v) => when(v.at), (v) => v.turn, (v) => v.tool, (v) => v.verdict,
-        (v) => v.reasons.map((r) => `${r.rule} (${r.severity}): ${r.message}`).join(" "),
-      ]);
+    if ($("tools-session").value) {
+      await loadBindings(false, keep);
+      await loadVerdicts(false, keep);
     }
-    const tools = await api("api/tools");
-    fillTable("tools", tools.tools, [
-      (t) => t.tool, (t) => t.calls, (t) => `${t.successes} (${Math.round((100 * t.successes) / Math.max(1, t.calls))}%)`,
-      (t) => (t.mean_ms === null ? "" : `${Math.round(t.mean_ms)} ms`), (t) => when(t.last_at),
-    ]);
-    $("knowledge").textContent = JSON.stringify(tools.knowledge, null, 2);
+    await loadToolStats(false, keep);
   } catch (error) { say(error.message); }
 }
 
 function refresh(keep = false) {
-  loadOverview().catch((error) => say(error.message));
+  loadOverview(false, true).catch((error) => say(error.message));
   if (state.view === "memory") { if (!$("search").value.trim()) loadPages(false, keep); }
-  else if (state.view === "context") loadContext();
-  else loadTools();
+  else if (state.view === "context") loadContext(keep);
+  else loadTools(keep);
 }
 
 async function poll() {
@@ -321,7 +390,12 @@ function wire() {
   $("search-form").addEventListener("submit", (event) => { event.preventDefault(); search($("search").value); });
   $("filter-type").addEventListener("change", () => loadPages(false));
   $("filter-pinned").addEventListener("change", () => loadPages(false));
-  $("more").addEventListener("click", () => loadPages(true));
+  $("more-pages").addEventListener("click", () => loadPages(true));
+  moreButton("sessions", (append) => loadOverview(append));
+  moreButton("mutations", loadMutations);
+  moreButton("bindings", loadBindings);
+  moreButton("verdicts", loadVerdicts);
+  moreButton("tools", loadToolStats);
   $("close-detail").addEventListener("click", () => { $("page-detail").hidden = true; state.page = null; });
   $("pin").addEventListener("click", async () => {
     try {
@@ -359,8 +433,8 @@ function wire() {
       loadPages(false);
     } catch (error) { say(error.message); }
   });
-  $("context-session").addEventListener("change", loadContext);
-  $("tools-session").addEventListener("change", loadTools);
+  $("context-session").addEventListener("change", () => loadContext());
+  $("tools-session").addEventListener("change", () => loadTools());
   $("detail-title").tabIndex = -1;
 }
 

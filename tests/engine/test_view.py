@@ -1,0 +1,89 @@
+"""The view's lists, walked a screen at a time by their cursors: every row once, in order, none cut
+off silently, even when rows tie on the time they are ordered by (the test clock never moves)."""
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from memvm.engine import Engine, view
+from memvm.engine.errors import InvalidArgument
+from memvm.engine.models import IngestMessage, NewPage, Outcome, PageType, Role, ToolOutcome
+
+pytestmark = pytest.mark.anyio
+
+NS = "default"
+ROWS = 23  # not a multiple of the screen, so the last screen is a short one
+SCREEN = 5
+
+
+async def walk(engine: Engine, read: Callable[..., Awaitable[view.Screen[Any]]], *args: Any) -> list[Any]:
+    """Every row of a list, following `next` until it is None."""
+    rows: list[Any] = []
+    before = None
+    async with engine.db.read(NS) as conn:
+        while True:
+            screen = await read(conn, NS, *args, before=before, limit=SCREEN)
+            assert len(screen.rows) <= SCREEN
+            rows += screen.rows
+            if screen.next is None:
+                return rows
+            assert len(screen.rows) == SCREEN
+            before = screen.next
+
+
+async def test_sessions_tied_in_time_page_apart_each_once(engine: Engine):
+    names = [f"s{i:02d}" for i in range(ROWS)] + ["a/b", "z/"]
+    for name in names:
+        await engine.ingest(
+            namespace=NS, session=name, messages=[IngestMessage(role=Role.USER, content="hi")]
+        )
+    seen = [row.session for row in await walk(engine, view.sessions)]
+    assert seen == sorted(names, reverse=True)
+
+
+async def test_tools_tied_in_time_page_apart_each_once(engine: Engine):
+    tools = [f"tool_{i:02d}" for i in range(ROWS)]
+    for tool in tools:
+        call = ToolOutcome(tool=tool, args={}, outcome=Outcome.SUCCESS, result="ok")
+        await engine.record_tool_outcome(namespace=NS, session="s", call=call)
+    seen = [row.tool for row in await walk(engine, view.tools)]
+    assert seen == sorted(tools, reverse=True)
+
+
+async def test_pages_mutations_bindings_and_verdicts_page_newest_first(open_engine):
+    engine = await open_engine(max_faults_per_turn=ROWS)
+    for i in range(ROWS):
+        note = NewPage(content=f"note number {i}", type=PageType.NOTE, provenance="user")
+        await engine.remember(namespace=NS, session="s", page=note, key=f"note-{i:02d}")
+        await engine.page_fault(namespace=NS, session="s", page_id=f"note-{i:02d}")
+        await engine.bind_value(namespace=NS, session="s", tool="price", args={"i": i}, value=1000 + i)
+        await engine.check_tool_call(namespace=NS, session="s", tool="book", args={"seat": i})
+
+    pages = [row.page_id for row in await walk(engine, view.pages)]
+    assert pages == [f"note-{i:02d}" for i in reversed(range(ROWS))]
+    bound = [row.ref for row in await walk(engine, view.bindings, "s")]
+    assert bound == [f"$v{i}" for i in range(ROWS, 0, -1)]
+    judged = [row.tool for row in await walk(engine, view.verdicts, "s")]
+    assert judged == ["book"] * ROWS
+    changed = await walk(engine, view.mutations, "s")
+    assert [row.seq for row in changed] == sorted((row.seq for row in changed), reverse=True)
+    assert {row.page_id for row in changed if row.kind == "map"} == {f"note-{i:02d}" for i in range(ROWS)}
+
+
+async def test_a_screen_is_at_most_two_hundred_rows_and_says_more_follow(engine: Engine):
+    messages = [IngestMessage(role=Role.USER, content=f"line {i}") for i in range(view.MAX_ROWS + 1)]
+    await engine.ingest(namespace=NS, session="s", messages=messages)
+    async with engine.db.read(NS) as conn:
+        screen = await view.pages(conn, NS, limit=10_000)
+        rest = await view.pages(conn, NS, before=screen.next, limit=10_000)
+    assert len(screen.rows) == view.MAX_ROWS and screen.next is not None
+    assert len(rest.rows) == 1 and rest.next is None
+
+
+@pytest.mark.parametrize("before", ["abc", "-1", str(2**64), "", "1.5"])
+async def test_a_cursor_not_given_by_a_screen_is_refused(engine: Engine, before: str):
+    async with engine.db.read(NS) as conn:
+        with pytest.raises(InvalidArgument, match="cursor"):
+            await view.pages(conn, NS, before=before or "x")
+        with pytest.raises(InvalidArgument, match="cursor"):
+            await view.sessions(conn, NS, before=before.replace("/", "") or "x")
