@@ -54,11 +54,7 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        listener = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((args.host, args.port))
-        # Listening before the URL is printed: whoever opens it at once is queued, not refused.
-        listener.listen(128)
+        listener = listen(args.host, args.port)
     except OSError as exc:
         print(f"memvm: cannot listen on {args.host}:{args.port} ({exc.strerror})", file=sys.stderr)
         return 2
@@ -70,6 +66,23 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
     return 0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on `host`:`port`, before the URL is printed: whoever opens it at once
+    is queued, not refused."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP named, not left 0: asyncio turns Nagle off only on sockets it sees are TCP, and
+    # with Nagle on, every answer on a kept-alive connection waited 40 ms for a delayed ACK.
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(128)
+    except OSError:
+        listener.close()
+        raise
+    return listener
 
 
 async def _serve(db: Path, namespace: str, host: str, listener: socket.socket) -> None:

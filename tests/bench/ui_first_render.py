@@ -6,9 +6,16 @@
 For each file: the first page load (the HTML, its script and styles, the overview and the first
 screen of pages, as the browser asks for them), a screen deep in the list (after paging through
 to it by cursor), a search, and a session's context. Prints the median of 7 runs of each.
+
+With Playwright and Chromium installed (`pip install -e '.[ui-test]'`, `apt-get install chromium`)
+it also times the first render in a real browser: from navigation until the first screen of
+pages is drawn. And it exports the whole namespace through the view, printing how long that took
+and the server's peak memory before and after (the export is streamed, so the peak should not
+grow with the namespace).
 """
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -105,10 +112,58 @@ def _measure(db: Path) -> dict[str, float]:
                     _timed(lambda: client.get("/api/search", params={"q": "heron release"}))
                 )
                 runs["context"].append(_timed(lambda: client.get("/api/sessions/s0/context")))
+            browser = _browser_first_render(f"{base}/#token={token}")
+            if browser is not None:
+                runs["first render in Chromium"] = browser
+            peak_before = _peak_rss_mb(process.pid)
+            exported = _timed(lambda: client.get("/api/export").raise_for_status())
+            runs["export (whole namespace)"] = [exported]
+            print(
+                f"  export: server peak memory {peak_before:.0f} MB before, "
+                f"{_peak_rss_mb(process.pid):.0f} MB after",
+                flush=True,
+            )
         return {name: statistics.median(values) for name, values in runs.items()}
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """The process's peak resident memory so far (Linux's VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _browser_first_render(url: str) -> list[float] | None:
+    """Seconds from navigation to the first screen of pages drawn, 7 fresh tabs; None without a browser."""
+    chromium = Path(os.environ.get("MEMVM_CHROMIUM", "/usr/bin/chromium"))
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("  (no Playwright: the first render in a browser is not timed)", flush=True)
+        return None
+    if not chromium.exists():
+        print(f"  (no Chromium at {chromium}: the first render in a browser is not timed)", flush=True)
+        return None
+    times = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+        try:
+            for _ in range(7):
+                context = browser.new_context()
+                page = context.new_page()
+                started = time.perf_counter()
+                page.goto(url)
+                # A locator, not a script: the view's CSP refuses evaluated strings.
+                page.locator("#pages tbody tr").nth(49).wait_for()
+                times.append(time.perf_counter() - started)
+                context.close()
+        finally:
+            browser.close()
+    return times
 
 
 def main() -> None:
