@@ -120,7 +120,13 @@ class Engine:
             self._reserve = None
 
     async def remember(
-        self, *, namespace: str, session: str, page: NewPage, key: str | None = None
+        self,
+        *,
+        namespace: str,
+        session: str,
+        page: NewPage,
+        key: str | None = None,
+        unless_changed_from: str | None = None,
     ) -> RememberResult:
         await self._counting()
         if self.config.redact_secrets:
@@ -131,7 +137,14 @@ class Engine:
                     "metadata": redact_value(page.metadata),
                 }
             )
-        return await memory.remember(self._writer, namespace=namespace, session=session, page=page, key=key)
+        return await memory.remember(
+            self._writer,
+            namespace=namespace,
+            session=session,
+            page=page,
+            key=key,
+            unless_changed_from=unless_changed_from,
+        )
 
     async def ingest(
         self, *, namespace: str, session: str, messages: Sequence[IngestMessage]
@@ -143,10 +156,12 @@ class Engine:
             ]
         return await memory.ingest(self._writer, namespace=namespace, session=session, messages=messages)
 
-    async def pin_page(self, *, namespace: str, session: str, page_id: str, pinned: bool) -> PageState:
+    async def pin_page(
+        self, *, namespace: str, session: str, page_id: str, pinned: bool, place: bool = True
+    ) -> PageState:
         await self._counting()
         return await memory.pin_page(
-            self._writer, namespace=namespace, session=session, page_id=page_id, pinned=pinned
+            self._writer, namespace=namespace, session=session, page_id=page_id, pinned=pinned, place=place
         )
 
     async def forget(self, *, namespace: str, session: str, page_id: str) -> ForgetResult:

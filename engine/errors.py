@@ -38,6 +38,14 @@ class KeyConflict(MemvmError):
         )
 
 
+class PageChanged(MemvmError):
+    def __init__(self, page_id: str) -> None:
+        super().__init__(
+            f"The page '{page_id}' changed since it was read; read it again and redo the change on the new text."
+        )
+        self.page_id = page_id
+
+
 class StorageError(MemvmError):
     """The database could not complete a request; nothing was half-written."""
 

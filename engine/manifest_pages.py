@@ -11,13 +11,21 @@ from memvm.engine.pages import level_tokens
 # How many recent pages are weighed at most: bounds the query at any database size.
 _RECENT_WINDOW = 500
 
-_AVAILABLE = """
-SELECT p.page_id, p.type, p.role, p.session, p.reference, p.importance,
-       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
-FROM (
+_CANDIDATE = """
     SELECT rowid, namespace, page_id, type, role, session, reference, importance, pinned, access_count,
            last_access, tokens_full, tokens_reduced, tokens_abstract, tokens_reference
-    FROM pages WHERE namespace = ? ORDER BY last_access DESC LIMIT ?
+    FROM pages WHERE namespace = ?
+"""
+
+# Pinned pages are candidates however long ago they were used (on their partial index), beside the
+# most recently used window.
+_AVAILABLE = f"""
+SELECT p.page_id, p.type, p.role, p.session, p.reference, p.importance, p.pinned,
+       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
+FROM (
+    SELECT * FROM ({_CANDIDATE} ORDER BY last_access DESC LIMIT ?)
+    UNION
+    SELECT * FROM ({_CANDIDATE} AND pinned = 1 ORDER BY last_access DESC LIMIT ?)
 ) AS p
 WHERE NOT EXISTS (
     SELECT 1 FROM working_set w WHERE w.namespace = p.namespace AND w.session = ? AND w.page_rowid = p.rowid
@@ -36,7 +44,7 @@ SELECT
 
 
 async def available_pages(db: Reads, namespace: str, session: str, limit: int) -> list[ManifestPage]:
-    rows = await db.all(_AVAILABLE, (namespace, _RECENT_WINDOW, session, limit))
+    rows = await db.all(_AVAILABLE, (namespace, _RECENT_WINDOW, namespace, _RECENT_WINDOW, session, limit))
     return [
         ManifestPage(
             page_id=row["page_id"],
@@ -45,6 +53,7 @@ async def available_pages(db: Reads, namespace: str, session: str, limit: int) -
             session=row["session"],
             hint=row["reference"],
             importance=row["importance"],
+            pinned=bool(row["pinned"]),
             tokens=level_tokens(row).as_dict(),
         )
         for row in rows

@@ -4,6 +4,7 @@ Levels and token counts are computed before the write transaction starts, so the
 held only for the inserts themselves.
 """
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -11,7 +12,7 @@ import anyio
 from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.db import Database, Writes
-from memvm.engine.errors import InvalidArgument, KeyConflict, PageNotFound
+from memvm.engine.errors import InvalidArgument, KeyConflict, PageChanged, PageNotFound
 from memvm.engine.grounding import register_user_numbers
 from memvm.engine.levels import Levels, compute_levels
 from memvm.engine.models import (
@@ -95,8 +96,17 @@ class Writer:
 
 
 async def remember(
-    writer: Writer, *, namespace: str, session: str, page: NewPage, key: str | None
+    writer: Writer,
+    *,
+    namespace: str,
+    session: str,
+    page: NewPage,
+    key: str | None,
+    unless_changed_from: str | None = None,
 ) -> RememberResult:
+    """Store `page`, or rewrite the remembered page `key` names. With `unless_changed_from` (the
+    fingerprint of the full text the writer started from), a page rewritten meanwhile is refused
+    with PageChanged, checked inside the write so that no other write slips between."""
     (levels,) = await writer.levels_off_loop([page])
     now = writer.clock.now()
     async with writer.db.write() as conn:
@@ -105,6 +115,10 @@ async def remember(
         existing = await get_page(conn, namespace, key) if key else None
         if existing is not None and existing.type not in REMEMBERED_TYPES:
             raise KeyConflict(existing.page_id, existing.type.value)
+        if unless_changed_from is not None and (
+            existing is None or fingerprint(existing.levels[Level.FULL]) != unless_changed_from
+        ):
+            raise PageChanged(key or "")
         if existing is not None:
             stored = await update_remembered(
                 conn,
@@ -191,7 +205,11 @@ async def ingest(
     return IngestResult(page_ids=page_ids, turn=state.turn)
 
 
-async def pin_page(writer: Writer, *, namespace: str, session: str, page_id: str, pinned: bool) -> PageState:
+async def pin_page(
+    writer: Writer, *, namespace: str, session: str, page_id: str, pinned: bool, place: bool = True
+) -> PageState:
+    """Pin or unpin a page for the whole namespace; pinning maps it into `session` unless `place`
+    is False (a curator pinning a page has no context of its own to put it in)."""
     now = writer.clock.now()
     async with writer.db.write() as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
@@ -204,7 +222,7 @@ async def pin_page(writer: Writer, *, namespace: str, session: str, page_id: str
         level = mapping.level if mapping else None
         kind = MutationKind.PIN if pinned else MutationKind.UNPIN
         await working_set.log(page_id, kind, before=level, after=level, actor=Actor.HOST, cause="pin_page")
-        if pinned and mapping is None:
+        if pinned and mapping is None and place:
             placement = await working_set.place(
                 page, PINNED_LEVELS, actor=Actor.HOST, cause="pin_page", faulted=False
             )
@@ -219,6 +237,11 @@ async def pin_page(writer: Writer, *, namespace: str, session: str, page_id: str
         level=None if level is None else int(level),
         tokens=page.tokens.as_dict(),
     )
+
+
+def fingerprint(text: str) -> str:
+    """What a writer quotes to say which text it started from (see `remember`)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) -> ForgetResult:

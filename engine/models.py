@@ -289,6 +289,7 @@ class ManifestPage(BaseModel):
     hint: str
     tokens: dict[str, int]
     importance: float
+    pinned: bool = False
 
 
 class MemoryMap(BaseModel):

@@ -107,8 +107,12 @@ SELECT seq, session, page_id, turn, kind, level_before, level_after, actor, caus
 FROM mutation_log WHERE namespace = ? AND session = ? AND seq < ? ORDER BY seq DESC LIMIT ?
 """
 
-_BINDINGS = """
-SELECT seq, session, tool, args, value, value_type, turn, created_at
+# Values and arguments cut to what a table row can show; the export has them whole.
+SHOWN_CHARS = 500
+
+_BINDINGS = f"""
+SELECT seq, session, tool, substr(args, 1, {SHOWN_CHARS}) AS args, length(args) AS args_chars,
+       substr(value, 1, {SHOWN_CHARS}) AS value, length(value) AS value_chars, value_type, turn, created_at
 FROM bindings WHERE namespace = ? AND session = ? AND seq < ? ORDER BY seq DESC LIMIT ?
 """
 
@@ -229,6 +233,19 @@ def _page_row(row: Any) -> PageRow:
     )
 
 
+def _shown(text: str, length: int) -> str:
+    return text if length <= SHOWN_CHARS else f"{text}… ({length:,} characters; the export has it all)"
+
+
+async def pinned_among(conn: Reads, namespace: str, page_ids: list[str]) -> set[str]:
+    """Which of `page_ids` are pinned (search results do not say)."""
+    if not page_ids:
+        return set()
+    marks = ", ".join("?" * len(page_ids))
+    sql = f"SELECT page_id FROM pages WHERE namespace = ? AND pinned = 1 AND page_id IN ({marks})"
+    return {row["page_id"] for row in await conn.all(sql, (namespace, *page_ids))}
+
+
 async def _session_log(
     conn: Reads, sql: str, key: str, namespace: str, session: str, before: str | None, limit: int
 ) -> Screen[Any]:
@@ -256,8 +273,8 @@ async def bindings(
             ref=f"$v{row['seq']}",
             session=row["session"],
             tool=row["tool"],
-            args=row["args"],
-            value=row["value"],
+            args=_shown(row["args"], row["args_chars"]),
+            value=_shown(row["value"], row["value_chars"]),
             value_type=row["value_type"],
             turn=row["turn"],
             created_at=row["created_at"],

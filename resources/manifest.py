@@ -44,6 +44,8 @@ def build_manifest(memory: MemoryMap) -> dict[str, Any]:
                 "session": p.session,
                 "hint": p.hint,
                 "tokens": p.tokens,
+                # Said only of pinned pages: the manifest is counted against the budget.
+                **({"pinned": True} if p.pinned else {}),
             }
             for p in available
         ],

@@ -15,6 +15,7 @@ from memvm.server.http_guard import BACKLOG, connection_limit, guarded_protocol
 from memvm.server.log_flood import quiet_floods
 from memvm.server.session_quota import SESSION_IDLE_S, SessionQuota
 from memvm.server.view_mount import mount_view
+from memvm.ui.graceful import GracefulServer
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
@@ -91,6 +92,6 @@ def run_http(
     async def serve() -> None:
         # Held for the whole run: every connection and session uses this one engine.
         async with server.runtimes.using():
-            await uvicorn.Server(config).serve()
+            await GracefulServer(config).serve()
 
     anyio.run(serve)

@@ -13,6 +13,14 @@ from starlette.routing import Mount, Route
 VIEW_PATH = "/ui"
 
 
+def allowed_host(host: str, allowed: list[str]) -> bool:
+    """The Host check MCP requests get: an allowed name exactly, or `name:*` for it on any port."""
+    return host in allowed or any(
+        pattern.endswith(":*") and host.startswith(pattern[:-1]) and host[len(pattern) - 1 :].isdigit()
+        for pattern in allowed
+    )
+
+
 def mount_view(
     app: Starlette, runtimes: RuntimeHolder, tokens: dict[str, str], security: TransportSecuritySettings
 ) -> None:
@@ -22,9 +30,10 @@ def mount_view(
         access = await verifier.verify_token(token) if token else None
         return access.client_id if access else None
 
-    allowed = set(security.allowed_hosts)
     view = create_app(
-        lambda: runtimes.runtime.engine, namespace_of=namespace_of, host_allowed=allowed.__contains__
+        lambda: runtimes.runtime.engine,
+        namespace_of=namespace_of,
+        host_allowed=lambda host: allowed_host(host, security.allowed_hosts),
     )
 
     async def to_slash(request: Request) -> RedirectResponse:

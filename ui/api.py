@@ -14,8 +14,16 @@ from typing import Any, BinaryIO
 import anyio
 from memvm.engine import Engine, view
 from memvm.engine.db import connect_blocking
-from memvm.engine.errors import MemvmError, PageNotFound
-from memvm.engine.models import REMEMBERED_TYPES, NewPage, PageType
+from memvm.engine.errors import (
+    MemvmError,
+    PageChanged,
+    PageNotFound,
+    StorageBusy,
+    StorageError,
+    StorageReadOnly,
+)
+from memvm.engine.memory import fingerprint
+from memvm.engine.models import REMEMBERED_TYPES, NewPage, PageType, SearchScope
 from memvm.engine.transfer import export_to
 from memvm.resources.context import render_context
 from memvm.resources.manifest import render_manifest
@@ -46,6 +54,10 @@ class Refused(Exception):
     """A request the view cannot do, said in one sentence for the page."""
 
 
+class Conflict(Refused):
+    """A change based on what has changed since."""
+
+
 def routes(engine_of: Callable[[], Engine]) -> list[Route]:
     """The API over the engine `engine_of` gives, for the namespace the request's token is for."""
 
@@ -53,12 +65,13 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
         async with engine.db.read(namespace) as conn:
             sessions = await view.sessions(conn, namespace, before=_before(request))
             counts = await conn.one("SELECT pages FROM page_counts WHERE namespace = ?", (namespace,))
-        # The view's own session holds nothing to look at; it is shown once it holds pages.
-        shown = [row for row in sessions.rows if row.session != VIEWER or row.pages]
         return {
             "namespace": namespace,
             "pages": counts["pages"] if counts else 0,
-            "sessions": [row.model_dump() for row in shown],
+            # The view's own session (where its pins, edits and forgets are logged) once it acted.
+            "viewer": VIEWER,
+            "read_only": engine.config.read_only,
+            "sessions": [row.model_dump() for row in sessions.rows],
             "next": sessions.next,
         }
 
@@ -85,19 +98,33 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
         return {
             **found.model_dump(mode="json", exclude={"levels", "rowid"}),
             "levels": levels,
-            "editable": found.type in REMEMBERED_TYPES,
+            "editable": found.type in REMEMBERED_TYPES and len(levels["full"]) <= MAX_NOTE_CHARS,
+            # Quoted back by an edit, so that a note rewritten meanwhile is not overwritten unseen.
+            "fingerprint": fingerprint(levels["full"]),
         }
 
     async def search(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
-        text = request.query_params.get("q", "").strip()
+        query = request.query_params
+        text = query.get("q", "").strip()
         if not text:
-            return {"results": []}
-        found = await engine.search(namespace=namespace, session=VIEWER, query=text, limit=SEARCH_LIMIT)
+            return {"results": [], "limit": SEARCH_LIMIT}
+        # A session filter searches that session's pages (search_pages' scope=session).
+        session = query.get("session") or None
+        found = await engine.search(
+            namespace=namespace,
+            session=session or VIEWER,
+            query=text,
+            limit=SEARCH_LIMIT,
+            page_type=_page_type(query.get("type")),
+            scope=SearchScope.SESSION if session else SearchScope.ALL,
+        )
+        async with engine.db.read(namespace) as conn:
+            pinned = await view.pinned_among(conn, namespace, [hit.page_id for hit in found.results])
+        hits = [{**hit.model_dump(mode="json"), "pinned": hit.page_id in pinned} for hit in found.results]
+        if _flag(query.get("pinned"), "pinned"):
+            hits = [hit for hit in hits if hit["pinned"]]
         # Ranked results are not paged: the best ones are shown, and the page says a search can narrow.
-        return {
-            "results": [hit.model_dump(mode="json") for hit in found.results],
-            "limit": SEARCH_LIMIT,
-        }
+        return {"results": hits, "limit": SEARCH_LIMIT}
 
     async def context(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         session = request.path_params["session"]
@@ -155,8 +182,13 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
         pinned = body.get("pinned")
         if not isinstance(pinned, bool):
             raise Refused('Send {"pinned": true} or {"pinned": false}.')
+        # Pinned for the namespace, mapped into no session: every session's manifest lists it first.
         state = await engine.pin_page(
-            namespace=namespace, session=VIEWER, page_id=request.path_params["page_id"], pinned=pinned
+            namespace=namespace,
+            session=VIEWER,
+            page_id=request.path_params["page_id"],
+            pinned=pinned,
+            place=False,
         )
         return state.model_dump(mode="json")
 
@@ -171,9 +203,13 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
 
     async def edit(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         body = await _json(request)
-        content = body.get("content")
-        if not isinstance(content, str) or not content.strip() or len(content) > MAX_NOTE_CHARS:
-            raise Refused(f"Send the note's new text as content (1 to {MAX_NOTE_CHARS} characters).")
+        content, was = body.get("content"), body.get("was")
+        if not isinstance(content, str) or not content.strip():
+            raise Refused("The note cannot be empty; to remove it, forget it.")
+        if len(content) > MAX_NOTE_CHARS:
+            raise Refused(f"A note edited here holds at most {MAX_NOTE_CHARS:,} characters.")
+        if not isinstance(was, str):
+            raise Refused("Send the fingerprint of the text you started from as was.")
         page_id = request.path_params["page_id"]
         found = await engine.get_page(namespace=namespace, page_id=page_id)
         if found.type not in REMEMBERED_TYPES:
@@ -188,10 +224,20 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
             metadata=found.metadata,
         )
         # Called as the view's own session: the page keeps its session, whose activity is its own.
-        await engine.remember(namespace=namespace, session=VIEWER, page=new, key=page_id)
+        try:
+            await engine.remember(
+                namespace=namespace, session=VIEWER, page=new, key=page_id, unless_changed_from=was
+            )
+        except PageChanged as exc:
+            raise Conflict(
+                "This note changed since you opened it; your text is still in the box. Copy it, "
+                "reopen the note, and apply your change to the new text."
+            ) from exc
         return {"page_id": page_id, "edited": True}
 
     async def export(request: Request, engine: Engine, namespace: str) -> Response:
+        if engine.db.path == ":memory:":
+            raise Refused("A server on an in-memory database has nothing on disk to export.")
         spool = await anyio.to_thread.run_sync(_spooled_export, engine.db.path, namespace)
         return StreamingResponse(
             _chunks(spool),
@@ -256,12 +302,27 @@ def _answering(handler: Handler, engine_of: Callable[[], Engine]) -> Callable[[R
             result = await handler(request, engine_of(), request.scope[NAMESPACE_KEY])
         except PageNotFound:
             return JSONResponse({"error": "No such page: it may have been forgotten."}, status_code=404)
+        except Conflict as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
         except Refused as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
+        # The engine's storage messages are written for a model; a person gets their own.
+        except StorageReadOnly:
+            return JSONResponse(
+                {"error": "The view was started with --read-only: nothing can be changed here."},
+                status_code=403,
+            )
+        except StorageBusy:
+            return JSONResponse(
+                {"error": "Another process is writing to the database; try again in a moment."},
+                status_code=503,
+            )
+        except (StorageError, sqlite3.Error):
+            return JSONResponse(
+                {"error": "The database could not do this; memvm doctor checks it."}, status_code=503
+            )
         except MemvmError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        except sqlite3.Error:
-            return JSONResponse({"error": "The database could not answer; try again."}, status_code=503)
         # Anything else (a row written by other means that breaks the rules) is said, not shown.
         except Exception:
             return JSONResponse(
@@ -299,10 +360,10 @@ def _listed(name: str, screen: view.Screen[Any]) -> dict[str, Any]:
 def _int(raw: str | None, name: str) -> int | None:
     if raw is None or raw == "":
         return None
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise Refused(f"{name} must be a whole number.") from exc
+    # ASCII digits only: int() would also take "１", "٣", "1_000" and spaces.
+    if not raw.isascii() or not raw.lstrip("-").isdigit():
+        raise Refused(f"{name} must be a whole number.")
+    value = int(raw)
     if value not in _INT_RANGE:
         raise Refused(f"{name} is out of range.")
     return value

@@ -20,6 +20,7 @@ from memvm.engine.names import NAME_PATTERN
 from memvm.engine.paths import default_db_path
 from memvm.resources.budget import reserved_tokens
 from memvm.ui.app import create_app
+from memvm.ui.graceful import GracefulServer
 from memvm.ui.security import one_token
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -30,6 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", default="default", help="whose memory to show (as for memvm serve)")
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="open the database read-only (to look at a copy, or a file on read-only media): nothing can be curated",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -59,8 +65,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"memvm: cannot listen on {args.host}:{args.port} ({exc.strerror})", file=sys.stderr)
         return 2
     try:
-        anyio.run(_serve, db, args.namespace, args.host, listener)
-    except (DatabaseRefused, StorageError, sqlite3.DatabaseError):
+        anyio.run(_serve, db, args.namespace, args.host, listener, args.read_only)
+    except DatabaseRefused as exc:
+        # The engine says why (corrupt, another program's, a newer memvm's, an unwritable folder).
+        print(f"memvm: {db}: {exc}", file=sys.stderr)
+        return 2
+    except (StorageError, sqlite3.DatabaseError):
         print(
             f"memvm: {db} cannot be opened as a memvm database; run memvm doctor --db {db}", file=sys.stderr
         )
@@ -85,16 +95,21 @@ def listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-async def _serve(db: Path, namespace: str, host: str, listener: socket.socket) -> None:
-    engine = await Engine.open(db, EngineConfig(), reserve=reserved_tokens)
+async def _serve(db: Path, namespace: str, host: str, listener: socket.socket, read_only: bool) -> None:
+    engine = await Engine.open(db, EngineConfig(read_only=read_only), reserve=reserved_tokens)
     try:
+        async with engine.db.read(namespace) as conn:
+            counted = await conn.one("SELECT pages FROM page_counts WHERE namespace = ?", (namespace,))
+        if not counted or not counted["pages"]:
+            # Most often a mistyped --namespace: said, and served anyway (it may fill while watched).
+            print(f"memvm: namespace {namespace} holds no pages yet in {db}", file=sys.stderr, flush=True)
         port = listener.getsockname()[1]
         token = secrets.token_urlsafe(24)
         app = create_app(lambda: engine, namespace_of=one_token(token, namespace))
         shown = f"[{host}]" if ":" in host else host
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
         # In the fragment, which the browser never sends: the page's script takes it from there.
-        print(f"http://{shown}:{port}/#token={token}", flush=True)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
+        server = GracefulServer(config, lambda: print(f"http://{shown}:{port}/#token={token}", flush=True))
         await server.serve(sockets=[listener])
     finally:
         await engine.close()

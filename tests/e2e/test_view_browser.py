@@ -68,7 +68,7 @@ def test_search_ranks_and_a_session_filters(seeded, page, ui_server):
     page.get_by_label("Search pages").fill("argo")
     page.get_by_role("button", name="Search").click()
     expect(page.locator("#pages tbody tr").first).to_contain_text("deploy-note")
-    expect(page.get_by_role("status")).to_contain_text("pages match")
+    expect(page.get_by_role("status")).to_contain_text("1 page matches")
 
 
 def test_pin_and_forget_change_the_database(seeded, page, ui_server):
@@ -225,3 +225,46 @@ def test_the_guards_view_shows_bindings_verdicts_and_what_fixed_an_error(seeded,
     expect(page.locator("#successes tbody")).to_contain_text('"19:00"')
     screenshot(page, "guards-laptop", 1366, 768)
     screenshot(page, "guards-phone", 390, 844)
+
+
+def test_direction_marks_in_stored_text_are_shown_not_obeyed(seeded, page, ui_server):
+    _with_engine(
+        seeded,
+        "from memvm.engine.models import NewPage, PageType\n"
+        "note = NewPage(content='pay to account \\u202e4321 9876\\u202c ok', type=PageType.NOTE, provenance='user')\n"
+        "await engine.remember(namespace='default', session='s1', page=note, key='account')\n",
+    )
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="account").click()
+    full = page.locator("#levels pre").first
+    expect(full).to_contain_text("pay to account ⟨U+202E⟩4321 9876⟨U+202C⟩ ok")
+
+
+def test_focus_stays_on_a_page_link_while_another_writer_redraws_the_list(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    link = page.get_by_role("button", name="msg_000002")
+    link.focus()
+    _write_from_another_process(seeded)
+    expect(page.get_by_role("button", name="msg_000003")).to_be_visible(timeout=30_000)
+    expect(page.get_by_role("button", name="msg_000002")).to_be_focused()
+
+
+def test_an_edit_over_a_note_rewritten_meanwhile_is_refused_and_the_text_kept(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="deploy-note").click()
+    page.get_by_role("button", name="Edit note").click()
+    page.get_by_label("Note text").fill("Deploys go through argo, always.")
+    _with_engine(
+        seeded,
+        "from memvm.engine.models import NewPage, PageType\n"
+        "note = NewPage(content='Deploys go through flux.', type=PageType.NOTE, provenance='model')\n"
+        "await engine.remember(namespace='default', session='s1', page=note, key='deploy-note')\n",
+    )
+    page.get_by_role("button", name="Save note").click()
+    expect(page.get_by_role("alert")).to_contain_text("changed since you opened it")
+    expect(page.get_by_label("Note text")).to_have_value("Deploys go through argo, always.")
+    stored = _rows(
+        seeded,
+        "SELECT t.content FROM pages p JOIN page_texts t USING (rowid) WHERE p.page_id = 'deploy-note'",
+    )
+    assert stored == [("Deploys go through flux.",)]

@@ -1,8 +1,9 @@
 import sqlite3
 
 import pytest
-from memvm.engine.errors import KeyConflict, PageNotFound
-from memvm.engine.models import Level, PageType
+from memvm.engine.errors import KeyConflict, PageChanged, PageNotFound
+from memvm.engine.memory import fingerprint
+from memvm.engine.models import IngestMessage, Level, NewPage, PageType, Role
 
 from tests.conftest import NS, note, user
 
@@ -100,3 +101,35 @@ async def test_page_counts_follow_writes_and_forgets_and_are_rebuilt_for_older_f
     reopened = await open_engine()
     assert (await reopened.memory_map(namespace=NS, session="s")).counts["pages"] == 4
     assert (await reopened.memory_map(namespace="other", session="s")).counts["pages"] == 1
+
+
+async def test_a_pinned_page_is_offered_in_every_manifest_however_long_ago_it_was_used(engine):
+    note = NewPage(content="The deploy freeze starts Friday.", type=PageType.NOTE, provenance="user")
+    await engine.remember(namespace=NS, session="curator", page=note, key="freeze")
+    filler = [IngestMessage(role=Role.USER, content=f"chatter {i}") for i in range(600)]
+    await engine.ingest(namespace=NS, session="other", messages=filler)
+    before = await engine.memory_map(namespace=NS, session="agent")
+    assert "freeze" not in [p.page_id for p in before.available]  # 600 newer pages push it out
+    state = await engine.pin_page(namespace=NS, session="curator", page_id="freeze", pinned=True, place=False)
+    assert state.pinned and not state.mapped  # a curator's pin maps it nowhere
+    after = await engine.memory_map(namespace=NS, session="agent")
+    assert after.available[0].page_id == "freeze" and after.available[0].pinned
+
+
+async def test_a_rewrite_based_on_old_text_is_refused_and_changes_nothing(engine):
+    first = NewPage(content="Deploys go through argo.", type=PageType.NOTE, provenance="user")
+    await engine.remember(namespace=NS, session="s", page=first, key="deploy")
+    read = fingerprint("Deploys go through argo.")
+    agent = NewPage(content="Deploys go through flux.", type=PageType.NOTE, provenance="model")
+    await engine.remember(namespace=NS, session="s", page=agent, key="deploy")
+    curator = NewPage(content="Deploys go through argo, always.", type=PageType.NOTE, provenance="user")
+    with pytest.raises(PageChanged, match="changed since it was read"):
+        await engine.remember(
+            namespace=NS, session="ui", page=curator, key="deploy", unless_changed_from=read
+        )
+    assert (await engine.get_page(namespace=NS, page_id="deploy")).levels[0] == "Deploys go through flux."
+    now = fingerprint("Deploys go through flux.")
+    await engine.remember(namespace=NS, session="ui", page=curator, key="deploy", unless_changed_from=now)
+    assert (await engine.get_page(namespace=NS, page_id="deploy")).levels[
+        0
+    ] == "Deploys go through argo, always."

@@ -87,3 +87,14 @@ async def test_a_cursor_not_given_by_a_screen_is_refused(engine: Engine, before:
             await view.pages(conn, NS, before=before or "x")
         with pytest.raises(InvalidArgument, match="cursor"):
             await view.sessions(conn, NS, before=before.replace("/", "") or "x")
+
+
+async def test_a_large_bound_value_is_cut_to_what_a_row_shows(engine: Engine):
+    await engine.bind_value(
+        namespace=NS, session="s", tool="fetch", args={"q": "x" * 2000}, value="v" * 100_000
+    )
+    async with engine.db.read(NS) as conn:
+        (row,) = (await view.bindings(conn, NS, "s")).rows
+    # Stored as JSON: the string's quotes are counted too.
+    assert row.value.startswith('"' + "v" * (view.SHOWN_CHARS - 1)) and "100,002 characters" in row.value
+    assert len(row.value) < view.SHOWN_CHARS + 100 and len(row.args) < view.SHOWN_CHARS + 100

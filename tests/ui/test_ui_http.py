@@ -74,7 +74,14 @@ def test_no_data_without_the_token_nor_to_a_foreign_host_nor_changes_from_anothe
 def test_bad_requests_get_one_sentence(served):
     base, token, _ = served
     with client(base, token) as user:
-        for params in ({"before": str(10**30)}, {"before": "abc"}, {"type": "gossip"}, {"pinned": "yes"}):
+        for params in (
+            {"before": str(10**30)},
+            {"before": "abc"},
+            {"type": "gossip"},
+            {"pinned": "yes"},
+            {"limit": "１"},
+            {"limit": "1_000"},
+        ):
             refused = user.get("/api/pages", params=params)
             assert refused.status_code == 400, params
             assert refused.json()["error"].endswith("."), params
@@ -105,7 +112,19 @@ def test_memory_pages_levels_search_and_context_read_as_stored(served):
         )
 
         hits = user.get("/api/search", params={"q": "argo"}).json()["results"]
-        assert hits[0]["page_id"] == "deploy-note"
+        assert hits[0]["page_id"] == "deploy-note" and hits[0]["pinned"] is False
+        # Search keeps to the filters beside it.
+        for params, found in (
+            ({"type": "transcript"}, []),
+            ({"session": "elsewhere"}, []),
+            ({"pinned": "1"}, []),
+        ):
+            narrowed = user.get("/api/search", params={"q": "argo", **params}).json()["results"]
+            assert [hit["page_id"] for hit in narrowed] == found, params
+        same = user.get("/api/search", params={"q": "argo", "type": "note", "session": "s1"}).json()[
+            "results"
+        ]
+        assert [hit["page_id"] for hit in same] == ["deploy-note"]
 
         context = user.get("/api/sessions/s1/context").json()
         assert "deploy-note" in context["context"] and context["entries"]
@@ -127,11 +146,15 @@ def test_pin_edit_and_forget_change_the_database(served):
             user.post("/api/pages/msg_000001/pin", json={"pinned": True}, headers=origin).json()["pinned"]
             is True
         )
-        edited = user.post(
-            "/api/pages/deploy-note/edit", json={"content": "Deploys go through flux now."}, headers=origin
+        was = user.get("/api/pages/deploy-note").json()["fingerprint"]
+        change = {"content": "Deploys go through flux now.", "was": was}
+        assert user.post("/api/pages/deploy-note/edit", json=change, headers=origin).status_code == 200
+        # A second edit from the same starting text would overwrite the first unseen: refused.
+        stale = user.post("/api/pages/deploy-note/edit", json={**change, "content": "argo"}, headers=origin)
+        assert stale.status_code == 409 and "changed since you opened it" in stale.json()["error"]
+        transcript = user.post(
+            "/api/pages/msg_000002/edit", json={"content": "rewritten", "was": ""}, headers=origin
         )
-        assert edited.status_code == 200
-        transcript = user.post("/api/pages/msg_000002/edit", json={"content": "rewritten"}, headers=origin)
         assert transcript.status_code == 400 and "Only remembered notes" in transcript.json()["error"]
         unconfirmed = user.post("/api/pages/msg_000002/forget", json={}, headers=origin)
         assert unconfirmed.status_code == 400
@@ -141,10 +164,13 @@ def test_pin_edit_and_forget_change_the_database(served):
 
     with sqlite3.connect(db) as conn:
         pages = dict(conn.execute("SELECT page_id, pinned FROM pages").fetchall())
+        # The view's pin is the namespace's: it maps the page into no session of its own.
+        viewer_mapped = conn.execute("SELECT count(*) FROM working_set WHERE session = 'memvm-ui'").fetchone()
         note = conn.execute(
             "SELECT t.content FROM pages p JOIN page_texts t USING (rowid) WHERE p.page_id = 'deploy-note'"
         ).fetchone()[0]
     assert pages == {"msg_000001": 1, "deploy-note": 0}
+    assert viewer_mapped == (0,)
     assert note == "Deploys go through flux now."
 
 
@@ -212,7 +238,7 @@ def test_guard_verdicts_are_listed_with_their_reasons(tmp_path):
 @pytest.mark.parametrize(
     ("case", "extra", "said"),
     [
-        ("corrupt", (), "cannot be opened as a memvm database"),
+        ("corrupt", (), "not a usable SQLite database"),
         ("empty", (), "there is no memvm database"),
         ("missing", (), "there is no memvm database"),
         ("port", ("--port", "70000"), "--port takes 0"),
@@ -234,3 +260,24 @@ def test_memvm_ui_refuses_what_it_cannot_serve_in_one_line(tmp_path, case, extra
     assert done.returncode == 2
     assert done.stdout == "" and len(done.stderr.splitlines()) == 1 and said in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_read_only_shows_memory_and_refuses_every_change(tmp_path):
+    db = tmp_path / "m.db"
+    seed(db, "hello", "hi")
+    before = db.read_bytes()
+    process = subprocess.Popen(
+        [str(MEMVM), "ui", "--db", str(db), "--read-only"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        base, token = re.match(r"(http://[^/]+)/#token=(\S+)", process.stdout.readline().strip()).groups()
+        with client(base, token) as user:
+            overview = user.get("/api/overview").json()
+            assert overview["read_only"] is True and overview["pages"] == 3
+            refused = user.post("/api/pages/deploy-note/pin", json={"pinned": True}, headers={"origin": base})
+            assert refused.status_code == 403 and "--read-only" in refused.json()["error"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert db.read_bytes() == before

@@ -9,6 +9,13 @@ const $ = (id) => document.getElementById(id);
 
 function say(text) { $("status").textContent = text; }
 
+// Characters that reorder or hide text (bidirectional overrides and isolates, zero-width marks)
+// are shown by their code point: a stored "\u202e4321" must not display as "1234".
+const HIDDEN = /[\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
+function shown(text) {
+  return String(text).replace(HIDDEN, (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`);
+}
+
 // The token comes in the URL's fragment, which never reaches a server; it is kept for this tab
 // only and taken out of the address bar at once.
 function takeToken() {
@@ -28,7 +35,7 @@ async function api(path, options = {}) {
   } catch {
     throw new Error("The view's server does not answer: is memvm ui still running?");
   }
-  if (response.status === 401) throw new Error("Not allowed: open the URL memvm ui printed (it carries the token).");
+  if (response.status === 401) throw new Error("Not allowed: open the view's address with its token (…/#token=…) again.");
   const body = await response.json().catch(() => ({ error: "The view could not read the answer." }));
   if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
   return body;
@@ -78,14 +85,17 @@ function moreButton(name, draw) {
   $(`more-${name}`).addEventListener("click", () => draw(true).catch((error) => say(error.message)));
 }
 
+// Local time, as the person reading it lives it.
 function when(seconds) {
   if (seconds === null || seconds === undefined) return "";
-  return new Date(seconds * 1000).toISOString().replace("T", " ").slice(0, 19);
+  const d = new Date(seconds * 1000);
+  const two = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
 }
 
 function cell(row, text) {
   const td = document.createElement("td");
-  td.textContent = text === null || text === undefined ? "" : String(text);
+  td.textContent = text === null || text === undefined ? "" : shown(text);
   row.appendChild(td);
   return td;
 }
@@ -101,6 +111,16 @@ function labelCells(table) {
       item.setAttribute("role", item.tagName === "TH" ? "columnheader" : "cell");
       if (item.tagName === "TD" && item.colSpan === 1) item.dataset.label = names[index] || "";
     });
+  }
+}
+
+// A redraw replaces elements; the one that had focus is found again by its key and refocused.
+function keepingFocus(redraw) {
+  const key = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.key : undefined;
+  redraw();
+  if (key) {
+    const again = [...document.querySelectorAll("[data-key]")].find((element) => element.dataset.key === key);
+    if (again) again.focus();
   }
 }
 
@@ -123,6 +143,7 @@ function fillTable(id, rows, columns) {
 
 function show(view) {
   state.view = view;
+  say("");
   for (const tab of document.querySelectorAll(".tab")) tab.setAttribute("aria-pressed", String(tab.dataset.view === view));
   for (const name of ["memory", "context", "tools"]) $(`view-${name}`).hidden = name !== view;
   refresh();
@@ -132,13 +153,20 @@ async function loadOverview(append = false, keep = false) {
   const overview = await loadList("sessions", "api/overview", "sessions", { append, keep });
   $("namespace").textContent = `namespace ${overview.namespace}: ${overview.pages} pages`;
   $("namespace").dataset.name = overview.namespace;
+  // Opened read-only: the curating buttons are not offered.
+  document.body.classList.toggle("read-only", overview.read_only);
   const sessions = lists.sessions.rows;
+  keepingFocus(() => drawSessions(sessions, overview.viewer));
+}
+
+function drawSessions(sessions, viewer) {
   const list = $("sessions");
   list.replaceChildren();
   const all = document.createElement("li");
   const allButton = document.createElement("button");
   allButton.type = "button";
   allButton.textContent = "All sessions";
+  allButton.dataset.key = "session:";
   allButton.setAttribute("aria-pressed", String(state.session === ""));
   allButton.addEventListener("click", () => pickSession(""));
   all.appendChild(allButton);
@@ -147,7 +175,9 @@ async function loadOverview(append = false, keep = false) {
     const item = document.createElement("li");
     const button = document.createElement("button");
     button.type = "button";
-    button.textContent = `${session.session} (${session.pages} pages, turn ${session.turn})`;
+    const whose = session.session === viewer ? ", this view's changes" : "";
+    button.textContent = `${shown(session.session)} (${session.pages} pages, turn ${session.turn}${whose})`;
+    button.dataset.key = `session:${session.session}`;
     button.setAttribute("aria-pressed", String(state.session === session.session));
     button.addEventListener("click", () => pickSession(session.session));
     item.appendChild(button);
@@ -159,20 +189,27 @@ async function loadOverview(append = false, keep = false) {
     select.replaceChildren();
     for (const session of sessions) {
       const option = document.createElement("option");
-      option.value = option.textContent = session.session;
+      option.value = session.session;
+      option.textContent = shown(session.session);
       select.appendChild(option);
     }
     if (chosen) select.value = chosen;
   }
 }
 
+// The filters changed: the search is run again within them, or the list redrawn.
+function refine() {
+  if ($("search").value.trim()) search($("search").value);
+  else loadPages(false);
+}
+
 function pickSession(session) {
   state.session = session;
-  $("filter-session").textContent = session ? `session ${session}` : "";
+  $("filter-session").textContent = session ? `session ${shown(session)}` : "";
   // The session picked here is the one the other views open on.
   if (session) for (const id of ["context-session", "tools-session"]) $(id).value = session;
   loadOverview(false, true).catch((error) => say(error.message));
-  loadPages(false);
+  refine();
 }
 
 function pageQuery() {
@@ -187,7 +224,7 @@ function pageQuery() {
 async function loadPages(append, keep = false) {
   try {
     await loadList("pages", "api/pages", "pages", { append, keep, query: pageQuery() });
-    drawPages(lists.pages.rows);
+    keepingFocus(() => drawPages(lists.pages.rows));
   } catch (error) { say(error.message); }
 }
 
@@ -200,7 +237,8 @@ function drawPages(pages) {
     const open = document.createElement("button");
     open.type = "button";
     open.className = "link";
-    open.textContent = page.page_id;
+    open.textContent = shown(page.page_id);
+    open.dataset.key = `page:${page.page_id}`;
     open.addEventListener("click", () => openPage(page.page_id));
     first.appendChild(open);
     row.appendChild(first);
@@ -223,36 +261,51 @@ function drawPages(pages) {
   labelCells($("pages"));
 }
 
+// Search keeps to the filters set beside it (session, type, pinned), ranked as search_pages ranks.
 async function search(text) {
   if (!text.trim()) { loadPages(false); return; }
   try {
-    const found = await api(`api/search?q=${encodeURIComponent(text)}`);
+    const query = pageQuery();
+    query.delete("limit");
+    query.set("q", text);
+    const found = await api(`api/search?${query}`);
     drawPages(found.results.map((hit) => ({
       page_id: hit.page_id, type: hit.type, role: hit.role, session: hit.session, created_at: hit.created_at,
-      last_access: null, access_count: "", pinned: false, abstract: hit.snippet,
-      tokens: { full: "", reduced: "", abstract: "", reference: "" },
+      last_access: null, access_count: "", pinned: hit.pinned, abstract: hit.snippet,
+      tokens: { full: hit.tokens["0"], reduced: hit.tokens["1"], abstract: hit.tokens["2"], reference: hit.tokens["3"] },
     })));
     $("more-pages").hidden = true;
     const count = found.results.length;
     say(count >= found.limit
       ? `The ${count} best matches, best first; add words to narrow the search.`
-      : `${count} pages match, best first.`);
+      : count === 1 ? "1 page matches." : `${count} pages match, best first.`);
   } catch (error) { say(error.message); }
 }
 
+// Opens a page's detail; `quietly` (a redraw) leaves focus and an open edit where they are.
 async function openPage(pageId, quietly = false) {
   try {
     const page = await api(`api/pages/${encodeURIComponent(pageId)}`);
     state.page = page;
     $("page-detail").hidden = false;
-    $("detail-title").textContent = page.page_id;
-    $("detail-meta").textContent =
-      `${page.type}${page.role ? "/" + page.role : ""} · session ${page.session} · from ${page.provenance} · ` +
-      `created ${when(page.created_at)} · last access ${when(page.last_access)} · ${page.access_count} accesses · ` +
-      `importance ${page.importance}`;
+    $("detail-title").textContent = shown(page.page_id);
+    // Each field stands alone, so that one holding direction marks cannot reorder the others.
+    const meta = $("detail-meta");
+    meta.replaceChildren();
+    const fields = [
+      `${page.type}${page.role ? "/" + page.role : ""}`, `session ${page.session}`, `from ${page.provenance}`,
+      `created ${when(page.created_at)}`, `last access ${when(page.last_access)}`,
+      `${page.access_count} accesses`, `importance ${page.importance}`, page.pinned ? "pinned" : "not pinned",
+    ];
+    fields.forEach((field, index) => {
+      if (index) meta.append(" · ");
+      const part = document.createElement("bdi");
+      part.textContent = shown(field);
+      meta.appendChild(part);
+    });
     $("pin").textContent = page.pinned ? "Unpin" : "Pin";
     $("edit").hidden = !page.editable;
-    $("edit-form").hidden = true;
+    if (!quietly) $("edit-form").hidden = true;
     const levels = $("levels");
     levels.replaceChildren();
     for (const [name, text] of Object.entries(page.levels)) {
@@ -261,7 +314,7 @@ async function openPage(pageId, quietly = false) {
       title.textContent = `${name} (${page.tokens[name]} tokens)`;
       const body = document.createElement("pre");
       body.tabIndex = 0;
-      body.textContent = text;
+      body.textContent = shown(text);
       box.append(title, body);
       levels.appendChild(box);
     }
@@ -282,8 +335,8 @@ async function loadContext(keep = false) {
   try {
     const context = await api(sessionPath("context-session", "context"));
     drawBudget(context);
-    $("working-set").textContent = context.context;
-    $("manifest").textContent = pretty(context.manifest);
+    $("working-set").textContent = shown(context.context);
+    $("manifest").textContent = shown(pretty(context.manifest));
     await loadMutations(false, keep);
   } catch (error) { say(error.message); }
 }
@@ -388,21 +441,27 @@ function wire() {
   for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => show(tab.dataset.view));
   $("export").addEventListener("click", exportNamespace);
   $("search-form").addEventListener("submit", (event) => { event.preventDefault(); search($("search").value); });
-  $("filter-type").addEventListener("change", () => loadPages(false));
-  $("filter-pinned").addEventListener("change", () => loadPages(false));
+  $("filter-type").addEventListener("change", refine);
+  $("filter-pinned").addEventListener("change", refine);
   $("more-pages").addEventListener("click", () => loadPages(true));
   moreButton("sessions", (append) => loadOverview(append));
   moreButton("mutations", loadMutations);
   moreButton("bindings", loadBindings);
   moreButton("verdicts", loadVerdicts);
   moreButton("tools", loadToolStats);
-  $("close-detail").addEventListener("click", () => { $("page-detail").hidden = true; state.page = null; });
+  $("close-detail").addEventListener("click", () => {
+    const opener = state.page && document.querySelector(`[data-key="${CSS.escape(`page:${state.page.page_id}`)}"]`);
+    $("page-detail").hidden = true;
+    state.page = null;
+    if (opener) opener.focus();
+  });
   $("pin").addEventListener("click", async () => {
     try {
       await post(`api/pages/${encodeURIComponent(state.page.page_id)}/pin`, { pinned: !state.page.pinned });
-      say(state.page.pinned ? "Unpinned." : "Pinned.");
-      await openPage(state.page.page_id);
-      loadPages(false);
+      say(state.page.pinned ? "Unpinned." : "Pinned: listed first in every session's manifest, never evicted.");
+      await openPage(state.page.page_id, true);
+      $("pin").focus();
+      refine();
     } catch (error) { say(error.message); }
   });
   $("forget").addEventListener("click", () => { $("confirm-forget").showModal(); $("confirm-no").focus(); });
@@ -420,18 +479,21 @@ function wire() {
   });
   $("edit").addEventListener("click", () => {
     $("edit-form").hidden = false;
+    $("edit-error").textContent = "";
     $("edit-text").value = state.page.levels.full;
+    // The text the edit starts from: a save is refused if the note was rewritten since.
+    state.editFrom = state.page.fingerprint;
     $("edit-text").focus();
   });
-  $("edit-cancel").addEventListener("click", () => { $("edit-form").hidden = true; });
+  $("edit-cancel").addEventListener("click", () => { $("edit-form").hidden = true; $("edit").focus(); });
   $("edit-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      await post(`api/pages/${encodeURIComponent(state.page.page_id)}/edit`, { content: $("edit-text").value });
+      await post(`api/pages/${encodeURIComponent(state.page.page_id)}/edit`, { content: $("edit-text").value, was: state.editFrom });
       say("Note saved.");
       await openPage(state.page.page_id);
-      loadPages(false);
-    } catch (error) { say(error.message); }
+      refine();
+    } catch (error) { $("edit-error").textContent = error.message; }
   });
   $("context-session").addEventListener("change", () => loadContext());
   $("tools-session").addEventListener("change", () => loadTools());
