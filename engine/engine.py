@@ -8,19 +8,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memvm.engine import faults, guards, memory, outcomes
-from memvm.engine.bindings import bind
-from memvm.engine.call_log import CallLog
 from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.config import EngineConfig
-from memvm.engine.db import Database, Reads
 from memvm.engine.errors import PageNotFound
-from memvm.engine.grounding import check_ungrounded
-from memvm.engine.guard_config import GuardConfig
-from memvm.engine.history import known_tools, session_tools, session_transcript, standing_notes
-from memvm.engine.hook_events import handled_event, record_event
-from memvm.engine.manifest_pages import available_pages, namespace_counts
-from memvm.engine.migrations import check_current, migrate
+from memvm.engine.guards import guards
+from memvm.engine.guards.bindings import bind
+from memvm.engine.guards.call_log import CallLog
+from memvm.engine.guards.grounding import check_ungrounded
+from memvm.engine.guards.guard_config import GuardConfig
+from memvm.engine.hosts.hook_events import handled_event, record_event
 from memvm.engine.models import (
     BindResult,
     FaultResult,
@@ -50,14 +46,20 @@ from memvm.engine.models import (
     WorkingSetView,
 )
 from memvm.engine.names import page_ids, session_names
-from memvm.engine.pages import get_page
-from memvm.engine.procedures import procedural_knowledge
+from memvm.engine.paging import faults, memory
+from memvm.engine.paging.history import known_tools, session_tools, session_transcript, standing_notes
+from memvm.engine.paging.manifest_pages import available_pages, namespace_counts
+from memvm.engine.paging.pages import get_page
+from memvm.engine.paging.search import search_pages
+from memvm.engine.paging.terms import Stemmer
+from memvm.engine.paging.tokens import TokenCounter
+from memvm.engine.paging.working_set import line_cost, view_entries
+from memvm.engine.procedures import outcomes
+from memvm.engine.procedures.procedures import procedural_knowledge
 from memvm.engine.redaction import redact, redact_value
-from memvm.engine.search import search_pages
 from memvm.engine.sessions import begin_turn, read_session, touch_session, touch_with_allowance
-from memvm.engine.terms import Stemmer
-from memvm.engine.tokens import TokenCounter
-from memvm.engine.working_set import line_cost, view_entries
+from memvm.engine.storage.db import Database, Reads
+from memvm.engine.storage.migrations import check_current, migrate
 
 # What the budget sets aside besides pages (the rules and the manifest, as the server renders
 # them), counted once the encoding is built.

@@ -11,8 +11,8 @@ starts a new turn by itself). Its faults and guard calls also count against the 
 session (see `touch_with_allowance`), so naming another session, made up or long over, buys nothing.
 """
 
-from memvm.engine.db import Reads, Row, Writes
 from memvm.engine.models import SessionState
+from memvm.engine.storage.db import Reads, Row, Writes
 
 _STATE_COLUMNS = "namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, ad_hoc"
 

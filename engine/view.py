@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from memvm.engine.db import Reads
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import PageType
+from memvm.engine.storage.db import Reads
 from pydantic import BaseModel
 
 # The most rows one screen asks for.

@@ -15,8 +15,8 @@ from typing import Any
 
 from memvm.engine import Engine
 from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageError, StorageFull
-from memvm.engine.guard_config import GuardConfig, GuardConfigError, load_guard_config
-from memvm.engine.hook_journal import record_skipped
+from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, load_guard_config
+from memvm.engine.hosts.hook_journal import record_skipped
 from memvm.hooks.events import EventKind, HookEvent, Host, MalformedEvent, session_name
 from memvm.hooks.handle import HookSettings, handle
 from memvm.hooks.protocols import protocol

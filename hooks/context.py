@@ -5,9 +5,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memvm.engine.framing import neutralise
 from memvm.engine.models import PageType, Role
-from memvm.engine.tokens import TokenCounter
+from memvm.engine.paging.framing import neutralise
+from memvm.engine.paging.tokens import TokenCounter
 
 _SPACE = re.compile(r"\s+")
 

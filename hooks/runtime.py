@@ -75,11 +75,8 @@ def build_id() -> str:
     for package in ("memvm.engine", "memvm.hooks"):
         spec = find_spec(package)
         for folder in (spec.submodule_search_locations or []) if spec else []:
-            with os.scandir(folder) as entries:
-                for entry in sorted(entries, key=lambda e: e.name):
-                    if entry.name.endswith(".py"):
-                        seen = entry.stat()
-                        parts.append(
-                            f"{entry.path}:{seen.st_ino}:{seen.st_mtime_ns}:{seen.st_ctime_ns}:{seen.st_size}"
-                        )
+            # The engine's capability folders too: the whole tree under the package.
+            for path in sorted(Path(folder).rglob("*.py")):
+                seen = path.stat()
+                parts.append(f"{path}:{seen.st_ino}:{seen.st_mtime_ns}:{seen.st_ctime_ns}:{seen.st_size}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

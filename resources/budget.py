@@ -7,7 +7,7 @@ that the whole message (without the host's own system prompt) stays within `budg
 from collections.abc import Callable
 
 from memvm.engine.config import EngineConfig
-from memvm.engine.tokens import TokenCounter
+from memvm.engine.paging.tokens import TokenCounter
 from memvm.resources.context import CONTEXT_CLOSE, CONTEXT_OPEN, SECTION_SEPARATOR
 from memvm.resources.manifest import MANIFEST_CLOSE, MANIFEST_OPEN
 from memvm.resources.rules import RuleMode, rules_text

@@ -10,8 +10,8 @@ import math
 from typing import Any
 
 from memvm.engine import Engine
-from memvm.engine.framing import neutralise
 from memvm.engine.models import MemoryMap
+from memvm.engine.paging.framing import neutralise
 
 MANIFEST_OPEN = "<VM:MANIFEST_JSON>"
 MANIFEST_CLOSE = "</VM:MANIFEST_JSON>"

@@ -8,9 +8,9 @@ and a line is added only if the whole block still fits `max_tokens`, counted exa
 import json
 from datetime import UTC, datetime
 
-from memvm.engine.framing import neutralise
 from memvm.engine.models import ErrorHint, FixGuidance, ProceduralKnowledge, ToolHints
-from memvm.engine.tokens import TokenCounter
+from memvm.engine.paging.framing import neutralise
+from memvm.engine.paging.tokens import TokenCounter
 from pydantic import BaseModel
 
 OPEN, CLOSE = "<procedural_memory>", "</procedural_memory>"

@@ -8,7 +8,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from memvm.engine import Engine
-from memvm.engine.tokens import warm_up
+from memvm.engine.paging.tokens import warm_up
 from memvm.resources.budget import reserved_tokens
 from memvm.server import (
     mcp_prompts,

@@ -3,9 +3,9 @@
 import json
 from typing import Annotated, Any
 
+from memvm.engine.guards.references import ALIAS_PATTERN
 from memvm.engine.models import Modality, Outcome, PageType, Role, SearchScope
 from memvm.engine.names import ID_PATTERN, NAME_PATTERN
-from memvm.engine.references import ALIAS_PATTERN
 from memvm.resources.rules import MODE_MEANINGS, RuleMode
 from pydantic import AfterValidator, Field
 

@@ -18,9 +18,9 @@ from memvm.engine.errors import (
     StorageFull,
     StorageReadOnly,
 )
-from memvm.engine.guard_config import GuardConfig, GuardConfigError, GuardPreset, load_guard_config
+from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, GuardPreset, load_guard_config
+from memvm.engine.paging.tokens import SUPPORTED_ENCODINGS
 from memvm.engine.paths import default_db_path
-from memvm.engine.tokens import SUPPORTED_ENCODINGS
 from memvm.hooks.arguments import add_arguments as add_hook_arguments
 from memvm.server.cli_ops import DatabasePathError, add_operations, check_db_path, run_operation
 from memvm.server.http import Transport, is_loopback

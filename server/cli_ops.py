@@ -22,12 +22,12 @@ from types import FrameType
 
 import anyio
 from memvm.engine import Engine
-from memvm.engine.backup import BackupError, backup
-from memvm.engine.db import connect_blocking, writable
-from memvm.engine.doctor import Diagnosis, diagnose
 from memvm.engine.errors import DatabaseRefused, StorageError
+from memvm.engine.operations.backup import BackupError, backup
+from memvm.engine.operations.doctor import Diagnosis, diagnose
+from memvm.engine.operations.transfer import TransferError, export_to, import_from
 from memvm.engine.paths import default_db_path
-from memvm.engine.transfer import TransferError, export_to, import_from
+from memvm.engine.storage.db import connect_blocking, writable
 
 _DB_HELP = "SQLite file (default: $MEMVM_DB, else the per-user data directory)"
 

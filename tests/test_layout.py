@@ -50,6 +50,21 @@ def test_imports_only_point_down_the_layers(package):
     assert offences == []
 
 
+# Inside the engine: storage is the seam a second backend plugs into, so it knows nothing of what
+# the capabilities (paging, guards, procedures) store; they, and the operator's commands, sit on it.
+STORAGE_MAY_IMPORT = {"memvm.engine.storage", "memvm.engine.errors", "memvm.engine.config"}
+
+
+def test_storage_knows_nothing_of_the_capabilities_it_stores():
+    offences = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted((ROOT / "engine" / "storage").rglob("*.py"))
+        for name in imported_modules(path)
+        if name.startswith("memvm.") and not any(name.startswith(allowed) for allowed in STORAGE_MAY_IMPORT)
+    ]
+    assert offences == []
+
+
 def test_the_top_level_holds_only_the_product_layout():
     visible = {p.name for p in ROOT.iterdir() if not p.name.startswith(".")}
     visible -= {"memvm.egg-info", "build", "dist"}

@@ -13,7 +13,6 @@ from typing import Any, BinaryIO
 
 import anyio
 from memvm.engine import Engine, view
-from memvm.engine.db import connect_blocking
 from memvm.engine.errors import (
     MemvmError,
     PageChanged,
@@ -22,9 +21,10 @@ from memvm.engine.errors import (
     StorageError,
     StorageReadOnly,
 )
-from memvm.engine.memory import fingerprint
 from memvm.engine.models import REMEMBERED_TYPES, NewPage, PageType, SearchScope
-from memvm.engine.transfer import export_to
+from memvm.engine.operations.transfer import export_to
+from memvm.engine.paging.memory import fingerprint
+from memvm.engine.storage.db import connect_blocking
 from memvm.resources.context import render_context
 from memvm.resources.manifest import render_manifest
 from memvm.ui.security import NAMESPACE_KEY

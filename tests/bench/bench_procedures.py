@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 
 import anyio
-from memvm.engine import Engine, outcomes
-from memvm.engine.literals import call_hash, canonical_json
+from memvm.engine import Engine
+from memvm.engine.guards.literals import call_hash, canonical_json
 from memvm.engine.models import Outcome, ToolOutcome
+from memvm.engine.procedures import outcomes
 from memvm.resources.procedural import render_hints
 
 TOOLS = [f"tool_{i:02d}" for i in range(40)]

@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 from memvm.engine import Engine
 from memvm.engine.config import SearchTuning
-from memvm.engine.search import search_pages
+from memvm.engine.paging.search import search_pages
 from retrieval import (
     DEPTH,
     NS,

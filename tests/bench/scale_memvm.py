@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 from measure import OPERATIONS, peak_rss_mb, rss_mb, summary
 from memvm.engine import Engine
-from memvm.engine import pages as pages_module
 from memvm.engine.models import IngestMessage, Level, NewPage, Outcome, PageType, Role, ToolOutcome
+from memvm.engine.paging import pages as pages_module
 from memvm.resources.context import render_developer_message
 from memvm.resources.procedural import render_hints
 from memvm.resources.rules import RuleMode

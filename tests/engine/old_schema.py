@@ -4,7 +4,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from memvm.engine.migrations import _CREATE_LEDGER, MIGRATIONS
+from memvm.engine.storage.migrations import _CREATE_LEDGER, MIGRATIONS
 
 
 def file_at(path: Path, version: int) -> sqlite3.Connection:

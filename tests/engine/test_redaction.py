@@ -7,8 +7,8 @@ import string
 import pytest
 from memvm.engine import EngineConfig
 from memvm.engine.models import IngestMessage, Outcome, Role, ToolOutcome
+from memvm.engine.operations.transfer import export_lines
 from memvm.engine.redaction import redact, redact_value
-from memvm.engine.transfer import export_lines
 
 from tests.conftest import NS, note
 

@@ -11,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from memvm.engine.hook_journal import skipped_events
+from memvm.engine.hosts.hook_journal import skipped_events
 from memvm.hooks.runtime import endpoint
 
 from tests.hooks import claude_code_events as cc

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import memvm.hooks.recall
-from memvm.engine.hook_journal import journal_path, skipped_events
+from memvm.engine.hosts.hook_journal import journal_path, skipped_events
 
 from tests.hooks import claude_code_events as cc
 from tests.hooks.runner import MEMVM, background_pids, run_hook, wait_for_background

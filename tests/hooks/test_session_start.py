@@ -6,7 +6,7 @@ from typing import Any
 import anyio
 from memvm.engine import Engine
 from memvm.engine.models import NewPage, PageType
-from memvm.engine.tokens import TokenCounter
+from memvm.engine.paging.tokens import TokenCounter
 
 from tests.hooks import claude_code_events as cc
 from tests.hooks import gemini_cli_events as gc

@@ -5,7 +5,7 @@ import random
 
 import pytest
 from memvm.engine.config import EngineConfig
-from memvm.engine.tokens import TokenCounter
+from memvm.engine.paging.tokens import TokenCounter
 
 from tests.server.conftest import call, read
 

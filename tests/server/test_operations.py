@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 from memvm.engine import Engine
-from memvm.engine.migrations import SCHEMA_VERSION
 from memvm.engine.models import Level, ToolOutcome
-from memvm.engine.transfer import memory_tables
+from memvm.engine.operations.transfer import memory_tables
+from memvm.engine.storage.migrations import SCHEMA_VERSION
 from memvm.server.cli import main
 
 from tests.conftest import assistant, long_text, note, user

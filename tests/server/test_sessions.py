@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 from memvm.engine.config import EngineConfig
-from memvm.engine.guard_config import GuardConfig
+from memvm.engine.guards.guard_config import GuardConfig
 from memvm.server.settings import ToolProfile
 
 from tests.conftest import long_text

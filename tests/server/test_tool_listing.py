@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from memvm.engine import EngineConfig
-from memvm.engine.tokens import TokenCounter
+from memvm.engine.paging.tokens import TokenCounter
 from memvm.server.settings import ToolProfile
 
 from tests.server.conftest import call

@@ -1,0 +1,220 @@
+"""Bound tool results: `$v1`, `$v2`… per session, with optional aliases, stored in SQLite.
+
+Binding the same call with the same value again returns the reference it already has, so a
+retried bind never burns a new number. An alias names the latest value bound under it, the way a
+variable does. Every lookup goes through an index: ten thousand bindings cost what ten do.
+"""
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from memvm.engine.errors import InvalidArgument
+from memvm.engine.guards.literals import as_number, call_hash, canonical_json, walk
+from memvm.engine.guards.references import sequence_of, sequential_name
+from memvm.engine.models import BindResult, ValueType
+from memvm.engine.storage.db import Reads, Writes
+
+# Numbers inside one structured result that are kept for grounding; past this, a result is data
+# to read, not a source of numbers to copy.
+MAX_RESULT_NUMBERS = 500
+MAX_VALUE_CHARS = 1_000_000
+
+_SAME_CALL_AND_VALUE = """
+SELECT seq, value_type FROM bindings
+WHERE namespace = ? AND session = ? AND call_hash = ? AND value = ?
+ORDER BY seq DESC LIMIT 1
+"""
+
+# Bound again: the value is this turn's result of the call now.
+_RENEW = "UPDATE bindings SET turn = ? WHERE namespace = ? AND session = ? AND seq = ?"
+
+# The next number is taken inside the insert: the write lock makes it the session's next.
+_INSERT = """
+INSERT INTO bindings (
+    namespace, session, seq, tool, args, call_hash, value, value_type, number, turn, created_at
+) VALUES (
+    ?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM bindings WHERE namespace = ?1 AND session = ?2),
+    ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+)
+RETURNING seq
+"""
+
+_INSERT_RESULT_NUMBER = """
+INSERT OR IGNORE INTO result_numbers (namespace, session, number, seq) VALUES (?, ?, ?, ?)
+"""
+
+_SET_ALIAS = """
+INSERT INTO binding_aliases (namespace, session, alias, seq) VALUES (?, ?, ?, ?)
+ON CONFLICT (namespace, session, alias) DO UPDATE SET seq = excluded.seq
+"""
+
+_ALIASES_OF = """
+SELECT alias FROM binding_aliases WHERE namespace = ? AND session = ? AND seq = ? ORDER BY alias
+"""
+
+_VALUES_BY_SEQ = """
+SELECT seq, value FROM bindings WHERE namespace = ? AND session = ? AND seq IN ({marks})
+"""
+
+_VALUES_BY_ALIAS = """
+SELECT a.alias, b.value FROM binding_aliases AS a
+JOIN bindings AS b ON b.namespace = a.namespace AND b.session = a.session AND b.seq = a.seq
+WHERE a.namespace = ? AND a.session = ? AND a.alias IN ({marks})
+"""
+
+_LATEST_FOR_CALL = """
+SELECT seq, value FROM bindings
+WHERE namespace = ? AND session = ? AND call_hash = ? AND turn = ?
+ORDER BY seq DESC LIMIT 1
+"""
+
+_RECENT_VALUES = """
+SELECT value FROM bindings
+WHERE namespace = ? AND session = ? AND tool = ?
+ORDER BY seq DESC LIMIT ?
+"""
+
+
+@dataclass(frozen=True)
+class BoundValue:
+    ref: str
+    value: Any
+
+
+def value_type(value: Any) -> ValueType:
+    if isinstance(value, bool):
+        return ValueType.BOOLEAN
+    if isinstance(value, int | float):
+        return ValueType.NUMBER
+    if isinstance(value, str):
+        return ValueType.STRING
+    if isinstance(value, list | tuple):
+        return ValueType.LIST
+    if isinstance(value, dict):
+        return ValueType.OBJECT
+    raise InvalidArgument("There is no value to bind (it is null); bind only results that hold a value.")
+
+
+def alias_name(name: str) -> str:
+    """The alias as stored, without its dollar sign; vN names are the engine's own."""
+    bare = name.removeprefix("$")
+    if sequence_of(bare) is not None:
+        raise InvalidArgument(
+            f"The name '{name}' looks like a sequential reference; choose a name such as 'total'."
+        )
+    return bare
+
+
+async def bind(
+    conn: Writes,
+    *,
+    namespace: str,
+    session: str,
+    turn: int,
+    now: float,
+    tool: str,
+    args: Any,
+    value: Any,
+    name: str | None,
+) -> BindResult:
+    """Bind `value` (the result of `tool` called with `args`) as the session's next $vN."""
+    kind = value_type(value)
+    stored_value = canonical_json(value)
+    if len(stored_value) > MAX_VALUE_CHARS:
+        raise InvalidArgument(
+            f"The value is over {MAX_VALUE_CHARS} characters as JSON; bind the part you will pass on."
+        )
+    alias = alias_name(name) if name else None
+    digest = call_hash(tool, args)
+    existing = await conn.one(_SAME_CALL_AND_VALUE, (namespace, session, digest, stored_value))
+    if existing is not None:
+        seq, created = existing["seq"], False
+        await conn.execute(_RENEW, (turn, namespace, session, seq))
+    else:
+        number = as_number(value) if kind in (ValueType.NUMBER, ValueType.STRING) else None
+        inserted = await conn.one(
+            _INSERT,
+            (
+                namespace,
+                session,
+                tool,
+                canonical_json(args),
+                digest,
+                stored_value,
+                kind.value,
+                number,
+                turn,
+                now,
+            ),
+        )
+        assert inserted is not None  # RETURNING yields the row it wrote
+        seq, created = inserted["seq"], True
+        if kind in (ValueType.LIST, ValueType.OBJECT):
+            await conn.executemany(
+                _INSERT_RESULT_NUMBER,
+                [(namespace, session, found, seq) for found in _numbers_inside(value)],
+            )
+    if alias is not None:
+        await conn.execute(_SET_ALIAS, (namespace, session, alias, seq))
+    if created:
+        aliases = [alias] if alias else []  # a new binding has no other name yet
+    else:
+        aliases = await _aliases_of(conn, namespace, session, seq)
+    return BindResult(
+        ref=f"${sequential_name(seq)}",
+        aliases=[f"${name}" for name in aliases],
+        value_type=kind,
+        created=created,
+    )
+
+
+async def bound_values(conn: Reads, namespace: str, session: str, names: Iterable[str]) -> dict[str, Any]:
+    """name -> bound value for each of `names` (bare: 'v3', 'total') that is bound."""
+    sequences: dict[int, str] = {}
+    aliases: list[str] = []
+    for name in names:
+        seq = sequence_of(name)
+        if seq is not None:
+            sequences[seq] = name
+        else:
+            aliases.append(name)
+    known: dict[str, Any] = {}
+    for row in await conn.all_in(_VALUES_BY_SEQ, (namespace, session), list(sequences)):
+        known[sequences[row["seq"]]] = json.loads(row["value"])
+    for row in await conn.all_in(_VALUES_BY_ALIAS, (namespace, session), aliases):
+        known[row["alias"]] = json.loads(row["value"])
+    return known
+
+
+async def cached_result(
+    conn: Reads, namespace: str, session: str, digest: str, turn: int
+) -> BoundValue | None:
+    """The result bound earlier in `turn` for the call whose `call_hash` is `digest`, if any."""
+    row = await conn.one(_LATEST_FOR_CALL, (namespace, session, digest, turn))
+    if row is None:
+        return None
+    return BoundValue(ref=f"${sequential_name(row['seq'])}", value=json.loads(row["value"]))
+
+
+async def recent_results(conn: Reads, namespace: str, session: str, tool: str, limit: int) -> list[Any]:
+    """The last `limit` values bound for `tool`, newest first."""
+    rows = await conn.all(_RECENT_VALUES, (namespace, session, tool, limit))
+    return [json.loads(row["value"]) for row in rows]
+
+
+async def _aliases_of(conn: Writes, namespace: str, session: str, seq: int) -> list[str]:
+    return [row["alias"] for row in await conn.all(_ALIASES_OF, (namespace, session, seq))]
+
+
+def _numbers_inside(value: Any) -> set[float]:
+    numbers: set[float] = set()
+    for _, scalar in walk(value):
+        number = as_number(scalar)
+        if number is not None and math.isfinite(number):
+            numbers.add(number)
+            if len(numbers) >= MAX_RESULT_NUMBERS:
+                break
+    return numbers

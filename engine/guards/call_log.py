@@ -1,0 +1,105 @@
+"""The calls the guards let through this turn, the warnings each rule has given, and the latest
+verdicts with their reasons.
+
+Only the current and the previous turn are kept: every rule counts within a turn, so older rows
+would only grow the file. The counts live in SQLite, so a restart resets nothing.
+"""
+
+import json
+from dataclasses import dataclass
+
+from memvm.engine.guards.guard_config import ToolKind
+from memvm.engine.models import CallVerdict, GuardReason, GuardRule
+from memvm.engine.storage.db import Writes
+
+_COUNT_KIND = """
+SELECT count(*) AS n FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? AND kind = ?
+"""
+
+_COUNT_TOOL = """
+SELECT count(*) AS n FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? AND tool = ?
+"""
+
+_SAME_CALL = """
+SELECT 1 FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? AND call_hash = ? LIMIT 1
+"""
+
+_RECENT_TOOLS = """
+SELECT tool FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? ORDER BY rowid DESC LIMIT ?
+"""
+
+_INSERT = """
+INSERT INTO guard_calls (namespace, session, turn, tool, kind, call_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+
+_STRIKE = """
+INSERT INTO guard_strikes (namespace, session, turn, rule, count) VALUES (?, ?, ?, ?, 1)
+ON CONFLICT (namespace, session, turn, rule) DO UPDATE SET count = count + 1
+RETURNING count
+"""
+
+_INSERT_VERDICT = """
+INSERT INTO guard_verdicts (namespace, session, turn, tool, verdict, reasons, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+
+# A session keeps its latest verdicts only: the record is for a person looking back, not a rule.
+KEPT_VERDICTS = 500
+_PRUNE_VERDICTS = """
+DELETE FROM guard_verdicts WHERE namespace = ?1 AND session = ?2 AND rowid <= (
+    SELECT rowid FROM guard_verdicts WHERE namespace = ?1 AND session = ?2 ORDER BY rowid DESC LIMIT 1 OFFSET ?3
+)
+"""
+
+_PRUNE_CALLS = "DELETE FROM guard_calls WHERE namespace = ? AND session = ? AND turn < ?"
+_PRUNE_STRIKES = "DELETE FROM guard_strikes WHERE namespace = ? AND session = ? AND turn < ?"
+
+
+@dataclass(frozen=True)
+class CallLog:
+    """One session's turn, seen from inside a write transaction."""
+
+    conn: Writes
+    namespace: str
+    session: str
+    turn: int
+
+    async def count_kind(self, kind: ToolKind) -> int:
+        return await self._count(_COUNT_KIND, kind.value)
+
+    async def count_tool(self, tool: str) -> int:
+        return await self._count(_COUNT_TOOL, tool)
+
+    async def seen(self, call_hash: str) -> bool:
+        row = await self.conn.one(_SAME_CALL, (self.namespace, self.session, self.turn, call_hash))
+        return row is not None
+
+    async def recent_tools(self, limit: int) -> list[str]:
+        rows = await self.conn.all(_RECENT_TOOLS, (self.namespace, self.session, self.turn, limit))
+        return [row["tool"] for row in rows]
+
+    async def record(self, tool: str, kind: ToolKind, call_hash: str, now: float) -> None:
+        await self.conn.execute(
+            _INSERT, (self.namespace, self.session, self.turn, tool, kind.value, call_hash, now)
+        )
+        for prune in (_PRUNE_CALLS, _PRUNE_STRIKES):
+            await self.conn.execute(prune, (self.namespace, self.session, self.turn - 1))
+
+    async def note_verdict(
+        self, tool: str, verdict: CallVerdict, reasons: list[GuardReason], now: float
+    ) -> None:
+        """Keep the verdict and its reasons for whoever looks back (the browser view)."""
+        said = json.dumps([reason.model_dump(mode="json") for reason in reasons])
+        await self.conn.execute(
+            _INSERT_VERDICT, (self.namespace, self.session, self.turn, tool, verdict.value, said, now)
+        )
+        await self.conn.execute(_PRUNE_VERDICTS, (self.namespace, self.session, KEPT_VERDICTS))
+
+    async def strike(self, rule: GuardRule) -> int:
+        """Count one more violation of `rule` this turn; returns the count so far."""
+        row = await self.conn.one(_STRIKE, (self.namespace, self.session, self.turn, rule.value))
+        assert row is not None  # RETURNING always yields the row it wrote
+        return int(row["count"])
+
+    async def _count(self, sql: str, value: str) -> int:
+        row = await self.conn.one(sql, (self.namespace, self.session, self.turn, value))
+        return int(row["n"]) if row else 0

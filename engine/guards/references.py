@@ -1,0 +1,87 @@
+"""`$v1` and `$total`: references to bound values, found and resolved anywhere in arguments.
+
+A string that is exactly one reference becomes the bound value itself, keeping its type (a number
+stays a number, a list stays a list). A reference inside longer text is interpolated. `$vN` is
+always a reference; inside longer text an unknown `$name` is left alone, because prose, shell
+commands and prices use dollar signs too ("$HOME", "costs $5"). A whole-string reference to an
+unknown binding is reported missing, never passed on as the literal text "$v9".
+"""
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memvm.engine.guards.literals import walk
+
+_TOKEN = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_WHOLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
+_SEQUENTIAL = re.compile(r"^v([1-9][0-9]*)$")
+ALIAS_PATTERN = r"^\$?[A-Za-z_][A-Za-z0-9_]{0,63}$"
+
+
+def sequential_name(seq: int) -> str:
+    return f"v{seq}"
+
+
+def sequence_of(name: str) -> int | None:
+    """N for a name of the form vN, else None (an alias)."""
+    match = _SEQUENTIAL.match(name)
+    return int(match.group(1)) if match else None
+
+
+def is_reference(text: str) -> bool:
+    return _WHOLE.match(text) is not None
+
+
+def referenced_names(args: Any) -> set[str]:
+    """Every name written as `$name` in any string of `args` (without the dollar sign)."""
+    names: set[str] = set()
+    for _, scalar in walk(args):
+        if isinstance(scalar, str) and "$" in scalar:
+            names.update(_TOKEN.findall(scalar))
+    return names
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """`args` with every known reference replaced, and the references that were not known."""
+
+    resolved: Any
+    missing: list[str]
+
+
+def resolve(args: Any, known: Mapping[str, Any]) -> Resolution:
+    """Replace references by the values in `known` (name -> bound value), keeping types."""
+    missing: list[str] = []
+
+    def replace_token(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in known:
+            value = known[name]
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if sequence_of(name) is not None:
+            missing.append(f"${name}")
+        return match.group(0)
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {key: visit(child) for key, child in node.items()}
+        if isinstance(node, list):
+            return [visit(child) for child in node]
+        if not isinstance(node, str) or "$" not in node:
+            return node
+        whole = _WHOLE.match(node)
+        if whole:
+            if whole.group(1) in known:
+                return known[whole.group(1)]
+            missing.append(node)
+            return node
+        return _TOKEN.sub(replace_token, node)
+
+    # walk() bounds depth and size before the recursive copy runs.
+    for _ in walk(args):
+        pass
+    resolved = visit(args)
+    return Resolution(resolved=resolved, missing=sorted(set(missing)))

@@ -1,0 +1,1 @@
+"""The operator's commands on a database: backup, doctor, export and import."""

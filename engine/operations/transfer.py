@@ -1,0 +1,206 @@
+"""`memvm export` / `memvm import`: the whole memory as JSON lines, and back, exactly.
+
+One line per row, `{"table": ..., "row": {...}}`, every stored column by name, rows in primary-key
+order; a header line first and an `end` line last (a file cut short is refused). What triggers
+derive (the search index, the page counts) is not written: the import rebuilds it, so that an
+export of an import is byte for byte the export it came from.
+
+The export reads one snapshot, so it is safe while servers write. The import fills a database
+that holds no memory yet, in one transaction: all of the file, or nothing.
+"""
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from memvm.engine.operations.export_upgrade import OLDEST_READABLE, Upgrade
+from memvm.engine.operations.row_rules import violations
+from memvm.engine.storage.migrations import SCHEMA_VERSION
+
+FORMAT = "memvm-export"
+FORMAT_VERSION = 1
+# Kept by triggers from the pages, or SQLite's and FTS5's own: never exported, never imported.
+_DERIVED = {"page_counts", "schema_migrations", "guard_verdicts"}
+_DERIVED_PREFIXES = ("sqlite_", "pages_fts", "pages_terms")
+
+
+class TransferError(Exception):
+    """An export or import that cannot go ahead; the message is one line for the person running it."""
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+
+
+def memory_tables(conn: sqlite3.Connection) -> list[Table]:
+    """The tables that hold memory, with their stored columns (generated ones excluded) and key."""
+    names = [
+        row[0]
+        for row in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+        if row[0] not in _DERIVED and not row[0].startswith(_DERIVED_PREFIXES)
+    ]
+    tables = []
+    for name in names:
+        info = conn.execute(f'PRAGMA table_info("{name}")').fetchall()
+        key = tuple(col[1] for col in sorted((c for c in info if c[5]), key=lambda c: c[5]))
+        tables.append(Table(name, tuple(col[1] for col in info), key))
+    return tables
+
+
+def _quoted(names: Iterable[str]) -> str:
+    return ", ".join(f'"{name}"' for name in names)
+
+
+def export_lines(conn: sqlite3.Connection, namespace: str | None = None) -> Iterator[str]:
+    """The export, line by line, read inside one transaction so that it is one moment's memory."""
+    conn.execute("BEGIN")
+    try:
+        check_schema(conn)
+        yield _dump({"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION})
+        rows = 0
+        for table in memory_tables(conn):
+            where, params = ("WHERE namespace = ?", (namespace,)) if namespace is not None else ("", ())
+            sql = f'SELECT {_quoted(table.columns)} FROM "{table.name}" {where} ORDER BY {_quoted(table.key)}'
+            for values in conn.execute(sql, params):
+                yield _dump({"table": table.name, "row": dict(zip(table.columns, values, strict=True))})
+                rows += 1
+        yield _dump({"end": True, "rows": rows})
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def export_to(conn: sqlite3.Connection, out: TextIO, namespace: str | None = None) -> int:
+    """Write the export to `out`; returns the rows written."""
+    count = -2  # header and end lines
+    for line in export_lines(conn, namespace):
+        out.write(line + "\n")
+        count += 1
+    return count
+
+
+def check_schema(conn: sqlite3.Connection) -> None:
+    """Refuse a file that is not a memvm database at this memvm's schema."""
+    try:
+        version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+    except sqlite3.OperationalError as exc:
+        raise TransferError("the file holds no memvm schema") from exc
+    if version != SCHEMA_VERSION:
+        raise TransferError(
+            f"the database is at schema {version}, this memvm at {SCHEMA_VERSION}; serve it once with this memvm first"
+        )
+
+
+def import_from(conn: sqlite3.Connection, lines: Iterable[str]) -> int:
+    """Insert an export into a migrated database that holds no memory; returns the rows inserted."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        check_schema(conn)
+        tables = {table.name: table for table in memory_tables(conn)}
+        occupied = [name for name in tables if conn.execute(f'SELECT 1 FROM "{name}" LIMIT 1').fetchone()]
+        if occupied:
+            raise TransferError(
+                f"the database already holds memory ({occupied[0]}); import into a new file instead"
+            )
+        # Rows arrive table by table in name order, not in the order the foreign keys need.
+        conn.execute("PRAGMA defer_foreign_keys = ON")
+        rows, upgrade = _insert_all(conn, tables, lines)
+        for statement in upgrade.finishing():
+            conn.execute(statement)
+        # A row that fits its table can still break what the tools keep (a page type, JSON, a
+        # page of another namespace): checked on what was inserted, before anything is committed.
+        broken = violations(conn, tables, limit=1)
+        if broken:
+            raise TransferError(f"{broken[0]}; nothing was imported")
+        if conn.execute("PRAGMA foreign_key_check").fetchone():
+            raise TransferError("the file has rows that point at rows it does not hold; nothing was imported")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return rows
+
+
+def _insert_all(
+    conn: sqlite3.Connection, tables: dict[str, Table], lines: Iterable[str]
+) -> tuple[int, Upgrade]:
+    rows = 0
+    started = ended = False
+    upgrade = Upgrade(SCHEMA_VERSION)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        if ended:
+            raise TransferError(f"line {number}: data after the end line")
+        record = _parse(line, number)
+        if not started:
+            upgrade = Upgrade(_check_header(record, number))
+            started = True
+            continue
+        if record.get("end") is True:
+            if record.get("rows") != rows:
+                raise TransferError(
+                    f"line {number}: the end line counts {record.get('rows')} rows, the file has {rows}"
+                )
+            ended = True
+            continue
+        record_row = record.get("row")
+        if not isinstance(record_row, dict):
+            raise TransferError(f"line {number}: not a row of a memvm table at schema {upgrade.schema}")
+        for name, row in upgrade.rows(str(record.get("table")), record_row):
+            _insert_row(conn, tables.get(name), row, number, upgrade.schema)
+        rows += 1
+    if not ended:
+        raise TransferError("the file ends before its end line: it was cut short; nothing was imported")
+    return rows, upgrade
+
+
+def _insert_row(
+    conn: sqlite3.Connection, table: Table | None, row: dict[str, Any], number: int, schema: int
+) -> None:
+    if table is None or set(row) != set(table.columns):
+        raise TransferError(f"line {number}: not a row of a memvm table at schema {schema}")
+    try:
+        conn.execute(
+            f'INSERT INTO "{table.name}" ({_quoted(table.columns)}) VALUES ({", ".join("?" * len(table.columns))})',
+            [row[column] for column in table.columns],
+        )
+    except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError) as exc:
+        raise TransferError(f"line {number}: the row does not fit its table ({exc})") from exc
+
+
+def _parse(line: str, number: int) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise TransferError(f"line {number}: not JSON ({exc.msg})") from exc
+    if not isinstance(record, dict):
+        raise TransferError(f"line {number}: not a JSON object")
+    return record
+
+
+def _check_header(record: dict[str, Any], number: int) -> int:
+    """The export's schema, when this memvm reads it."""
+    if record.get("format") != FORMAT or record.get("version") != FORMAT_VERSION:
+        raise TransferError(f"line {number}: not a memvm export (no memvm-export header)")
+    schema = record.get("schema")
+    if (
+        isinstance(schema, int)
+        and not isinstance(schema, bool)
+        and OLDEST_READABLE <= schema <= SCHEMA_VERSION
+    ):
+        return schema
+    raise TransferError(
+        f"the export is at schema {schema}, this memvm at {SCHEMA_VERSION}; "
+        "use the memvm that wrote it, or export again after serving the file with this one"
+    )
+
+
+def _dump(record: dict[str, Any]) -> str:
+    # ensure_ascii=False keeps text readable. Floats are written with repr, which reads back
+    # exact; an infinite REAL (SQLite stores no NaN) becomes JSON's common Infinity extension.
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))

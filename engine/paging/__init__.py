@@ -1,0 +1,1 @@
+"""Virtual memory for the context window: pages and their four levels, working sets, faults and search."""

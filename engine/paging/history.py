@@ -1,0 +1,86 @@
+"""What memory already holds, read for hosts that start a session or catch up on one.
+
+A new session wants the pinned pages and the remembered notes most recently used; catching up on a
+host's transcript needs the session's own transcript and tools, to add only what is missing. Each
+read is bounded: by an index and a limit, never a scan that grows with the namespace.
+"""
+
+from memvm.engine.models import REMEMBERED_TYPES, PageType, Role, StandingNote, TranscriptText
+from memvm.engine.storage.db import Reads
+
+# How many recently used pages are looked through for remembered notes: bounds the query at any
+# database size (a note unused for longer than that is found by search, not at the start).
+_RECENT_WINDOW = 500
+# A session's recent calls looked through for the tools it uses.
+_CALL_WINDOW = 200
+
+_COLUMNS = "rowid, page_id, type, role, session, created_at, pinned, abstract, last_access"
+
+_STANDING = f"""
+SELECT page_id, type, role, session, created_at, pinned, abstract FROM (
+    SELECT * FROM (
+        SELECT {_COLUMNS} FROM pages WHERE namespace = ? AND pinned = 1 ORDER BY last_access DESC LIMIT ?
+    )
+    UNION
+    SELECT * FROM (
+        SELECT {_COLUMNS} FROM (
+            SELECT {_COLUMNS} FROM pages WHERE namespace = ? ORDER BY last_access DESC LIMIT ?
+        ) WHERE type IN ({{marks}})
+    )
+)
+ORDER BY pinned DESC, last_access DESC, rowid DESC
+LIMIT ?
+"""
+
+_SESSION_TRANSCRIPT = """
+SELECT role, content FROM (
+    SELECT p.rowid, p.role, t.content FROM pages p JOIN page_texts t ON t.rowid = p.rowid
+    WHERE p.namespace = ? AND p.session = ? AND p.type = ?
+    ORDER BY p.rowid DESC LIMIT ?
+) ORDER BY rowid
+"""
+
+_SESSION_TOOLS = """
+SELECT tool, max(call_id) AS last FROM (
+    SELECT tool, call_id FROM tool_calls WHERE namespace = ? AND session = ? ORDER BY call_id DESC LIMIT ?
+) GROUP BY tool ORDER BY last DESC LIMIT ?
+"""
+
+_KNOWN_TOOLS = "SELECT tool FROM tool_stats WHERE namespace = ? ORDER BY last_at DESC LIMIT ?"
+
+
+async def standing_notes(conn: Reads, namespace: str, limit: int) -> list[StandingNote]:
+    """Pinned pages, then remembered notes, each most recently used first."""
+    remembered = sorted(kind.value for kind in REMEMBERED_TYPES)
+    sql = _STANDING.format(marks=", ".join("?" * len(remembered)))
+    rows = await conn.all(sql, (namespace, limit, namespace, _RECENT_WINDOW, *remembered, limit))
+    return [
+        StandingNote(
+            page_id=row["page_id"],
+            type=PageType(row["type"]),
+            role=Role(row["role"]) if row["role"] else None,
+            session=row["session"],
+            created_at=row["created_at"],
+            pinned=bool(row["pinned"]),
+            abstract=row["abstract"],
+        )
+        for row in rows
+    ]
+
+
+async def session_transcript(conn: Reads, namespace: str, session: str, limit: int) -> list[TranscriptText]:
+    """The session's last `limit` transcript pages, oldest first."""
+    rows = await conn.all(_SESSION_TRANSCRIPT, (namespace, session, PageType.TRANSCRIPT.value, limit))
+    return [TranscriptText(role=Role(row["role"]), content=row["content"]) for row in rows]
+
+
+async def session_tools(conn: Reads, namespace: str, session: str, limit: int) -> list[str]:
+    """The tools the session called lately, most recent first."""
+    rows = await conn.all(_SESSION_TOOLS, (namespace, session, _CALL_WINDOW, limit))
+    return [row["tool"] for row in rows]
+
+
+async def known_tools(conn: Reads, namespace: str, limit: int) -> list[str]:
+    """The tools the namespace has recorded calls of, most recently used first."""
+    rows = await conn.all(_KNOWN_TOOLS, (namespace, limit))
+    return [row["tool"] for row in rows]

@@ -1,0 +1,66 @@
+"""What the manifest lists: the pages most worth knowing about, and the counts.
+
+At a million pages the manifest cannot list everything, so it lists a bounded few: among the most
+recently used pages, those that weigh most by importance, access and pinning.
+"""
+
+from memvm.engine.models import ManifestPage, PageType, Role
+from memvm.engine.paging.pages import level_tokens
+from memvm.engine.storage.db import Reads
+
+# How many recent pages are weighed at most: bounds the query at any database size.
+_RECENT_WINDOW = 500
+
+_CANDIDATE = """
+    SELECT rowid, namespace, page_id, type, role, session, reference, importance, pinned, access_count,
+           last_access, tokens_full, tokens_reduced, tokens_abstract, tokens_reference
+    FROM pages WHERE namespace = ?
+"""
+
+# Pinned pages are candidates however long ago they were used (on their partial index), beside the
+# most recently used window.
+_AVAILABLE = f"""
+SELECT p.page_id, p.type, p.role, p.session, p.reference, p.importance, p.pinned,
+       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
+FROM (
+    SELECT * FROM ({_CANDIDATE} ORDER BY last_access DESC LIMIT ?)
+    UNION
+    SELECT * FROM ({_CANDIDATE} AND pinned = 1 ORDER BY last_access DESC LIMIT ?)
+) AS p
+WHERE NOT EXISTS (
+    SELECT 1 FROM working_set w WHERE w.namespace = p.namespace AND w.session = ? AND w.page_rowid = p.rowid
+)
+ORDER BY p.pinned DESC, p.importance + 0.05 * min(p.access_count, 10) DESC, p.last_access DESC, p.rowid DESC
+LIMIT ?
+"""
+
+_COUNTS = """
+SELECT
+    coalesce((SELECT pages FROM page_counts WHERE namespace = ?), 0) AS pages,
+    (SELECT count(*) FROM pages WHERE namespace = ? AND session = ?) AS session_pages,
+    (SELECT count(*) FROM working_set WHERE namespace = ? AND session = ?) AS mapped,
+    (SELECT count(*) FROM pages WHERE namespace = ? AND pinned = 1) AS pinned
+"""
+
+
+async def available_pages(db: Reads, namespace: str, session: str, limit: int) -> list[ManifestPage]:
+    rows = await db.all(_AVAILABLE, (namespace, _RECENT_WINDOW, namespace, _RECENT_WINDOW, session, limit))
+    return [
+        ManifestPage(
+            page_id=row["page_id"],
+            type=PageType(row["type"]),
+            role=Role(row["role"]) if row["role"] else None,
+            session=row["session"],
+            hint=row["reference"],
+            importance=row["importance"],
+            pinned=bool(row["pinned"]),
+            tokens=level_tokens(row).as_dict(),
+        )
+        for row in rows
+    ]
+
+
+async def namespace_counts(db: Reads, namespace: str, session: str) -> dict[str, int]:
+    row = await db.one(_COUNTS, (namespace, namespace, session, namespace, session, namespace))
+    assert row is not None
+    return {key: int(row[key]) for key in ("pages", "session_pages", "mapped", "pinned")}

@@ -1,0 +1,280 @@
+"""The write side of memory: remember, ingest, pin and forget.
+
+Levels and token counts are computed before the write transaction starts, so the database lock is
+held only for the inserts themselves.
+"""
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
+from memvm.engine.clock import Clock
+from memvm.engine.config import EngineConfig
+from memvm.engine.errors import InvalidArgument, KeyConflict, PageChanged, PageNotFound
+from memvm.engine.guards.grounding import register_user_numbers
+from memvm.engine.models import (
+    REMEMBERED_TYPES,
+    Actor,
+    ForgetResult,
+    IngestMessage,
+    IngestResult,
+    Level,
+    MutationKind,
+    NewPage,
+    Page,
+    PageState,
+    PageType,
+    RememberResult,
+    Role,
+)
+from memvm.engine.paging.levels import Levels, compute_levels
+from memvm.engine.paging.pages import (
+    delete_page,
+    get_page,
+    insert_page,
+    next_page_id,
+    set_pinned,
+    update_remembered,
+)
+from memvm.engine.paging.tokens import TokenCounter
+from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping, sessions_mapping
+from memvm.engine.sessions import begin_turn, get_session, touch_session
+from memvm.engine.storage.db import Database, Writes
+
+# A page pinned into context goes in as an abstract, or as a reference where that does not fit.
+PINNED_LEVELS = (Level.ABSTRACT, Level.REFERENCE)
+
+
+@dataclass(frozen=True)
+class Writer:
+    """What every write needs: the database, the settings, the token counter and the clock."""
+
+    db: Database
+    config: EngineConfig
+    counter: TokenCounter
+    clock: Clock
+
+    def working_set(self, conn: Writes, namespace: str, session: str, turn: int) -> WorkingSet:
+        return WorkingSet(
+            conn,
+            namespace=namespace,
+            session=session,
+            turn=turn,
+            capacity=self.config.page_budget,
+            counter=self.counter,
+            now=self.clock.now(),
+        )
+
+    def levels(self, page: NewPage) -> Levels:
+        levels = compute_levels(
+            page.content,
+            page_type=page.type,
+            role=page.role,
+            summary=page.summary,
+            counter=self.counter,
+            abstract_max_tokens=self.config.abstract_max_tokens,
+            reference_max_tokens=self.config.reference_max_tokens,
+        )
+        if levels.tokens.full > self.config.max_page_tokens:
+            raise InvalidArgument(
+                f"The content is {levels.tokens.full} tokens, over the {self.config.max_page_tokens}-token "
+                "page limit; split it into smaller pages."
+            )
+        return levels
+
+    async def levels_off_loop(self, pages: Sequence[NewPage]) -> list[Levels]:
+        # Tokenising a long text takes milliseconds: keep it off the event loop.
+        return await anyio.to_thread.run_sync(lambda: [self.levels(page) for page in pages])
+
+    async def bodies_off_loop(self, texts: Sequence[Sequence[str]], levels: Sequence[Level]) -> list[Bodies]:
+        """The context-line bodies' tokens of each page's `texts` at `levels`, off the event loop
+        and before the write lock is taken: a long page takes a fifth of a second to count."""
+        return await anyio.to_thread.run_sync(
+            lambda: [body_tokens(page_texts, levels, self.counter) for page_texts in texts]
+        )
+
+
+async def remember(
+    writer: Writer,
+    *,
+    namespace: str,
+    session: str,
+    page: NewPage,
+    key: str | None,
+    unless_changed_from: str | None = None,
+) -> RememberResult:
+    """Store `page`, or rewrite the remembered page `key` names. With `unless_changed_from` (the
+    fingerprint of the full text the writer started from), a page rewritten meanwhile is refused
+    with PageChanged, checked inside the write so that no other write slips between."""
+    (levels,) = await writer.levels_off_loop([page])
+    now = writer.clock.now()
+    async with writer.db.write() as conn:
+        state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        working_set = writer.working_set(conn, namespace, session, state.turn)
+        existing = await get_page(conn, namespace, key) if key else None
+        if existing is not None and existing.type not in REMEMBERED_TYPES:
+            raise KeyConflict(existing.page_id, existing.type.value)
+        if unless_changed_from is not None and (
+            existing is None or fingerprint(existing.levels[Level.FULL]) != unless_changed_from
+        ):
+            raise PageChanged(key or "")
+        if existing is not None:
+            stored = await update_remembered(
+                conn,
+                namespace=namespace,
+                rowid=existing.rowid,
+                page=page,
+                levels=levels,
+                turn=state.turn,
+                now=now,
+            )
+            # Its old lines are stale in every working set that held it: take it out everywhere.
+            await _unmap_everywhere(writer, conn, namespace, existing, cause="rewritten by remember")
+        else:
+            page_id = key or await fresh_page_id(conn, namespace, page.type)
+            stored = await insert_page(
+                conn,
+                namespace=namespace,
+                session=session,
+                page_id=page_id,
+                page=page,
+                levels=levels,
+                turn=state.turn,
+                now=now,
+            )
+        placement = None
+        if page.pinned:
+            placement = await working_set.place(
+                stored, PINNED_LEVELS, actor=Actor.MODEL, cause="pinned by remember", faulted=False
+            )
+    return RememberResult(
+        page_id=stored.page_id,
+        created=existing is None,
+        tokens=levels.tokens.as_dict(),
+        mapped=None if placement is None else placement.mapped,
+        reason=None if placement is None or placement.mapped else placement.reason,
+    )
+
+
+async def ingest(
+    writer: Writer, *, namespace: str, session: str, messages: Sequence[IngestMessage]
+) -> IngestResult:
+    """Store each message as a transcript page and map it in full; a user message starts a turn."""
+    pages = [
+        NewPage(
+            content=message.content,
+            type=PageType.TRANSCRIPT,
+            role=message.role,
+            provenance=message.role.value
+            if message.role is not Role.TOOL
+            else f"tool:{message.name or 'unknown'}",
+            metadata={"name": message.name} if message.name else {},
+        )
+        for message in messages
+    ]
+    all_levels = await writer.levels_off_loop(pages)
+    all_bodies = await writer.bodies_off_loop([levels.texts for levels in all_levels], list(Level))
+    now = writer.clock.now()
+    page_ids = []
+    async with writer.db.write() as conn:
+        state = await touch_session(
+            conn, namespace, session, now, writer.config.turn_idle_seconds, by_host=True
+        )
+        for page, levels, bodies in zip(pages, all_levels, all_bodies, strict=True):
+            if page.role is Role.USER:
+                state = await begin_turn(conn, namespace, session, now)
+                await register_user_numbers(conn, namespace, session, page.content)
+            page_id = await fresh_page_id(conn, namespace, PageType.TRANSCRIPT)
+            stored = await insert_page(
+                conn,
+                namespace=namespace,
+                session=session,
+                page_id=page_id,
+                page=page,
+                levels=levels,
+                turn=state.turn,
+                now=now,
+            )
+            # The conversation so far belongs in context, in full where it fits (else as fine as
+            # fits); older pages make room as usual.
+            await writer.working_set(conn, namespace, session, state.turn).place(
+                stored, list(Level), actor=Actor.HOST, cause="ingest", faulted=False, bodies=bodies
+            )
+            page_ids.append(page_id)
+    return IngestResult(page_ids=page_ids, turn=state.turn)
+
+
+async def pin_page(
+    writer: Writer, *, namespace: str, session: str, page_id: str, pinned: bool, place: bool = True
+) -> PageState:
+    """Pin or unpin a page for the whole namespace; pinning maps it into `session` unless `place`
+    is False (a curator pinning a page has no context of its own to put it in)."""
+    now = writer.clock.now()
+    async with writer.db.write() as conn:
+        state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        page = await get_page(conn, namespace, page_id)
+        if page is None:
+            raise PageNotFound(page_id)
+        await set_pinned(conn, namespace, page.rowid, pinned)
+        working_set = writer.working_set(conn, namespace, session, state.turn)
+        mapping = await get_mapping(conn, namespace, session, page.rowid)
+        level = mapping.level if mapping else None
+        kind = MutationKind.PIN if pinned else MutationKind.UNPIN
+        await working_set.log(page_id, kind, before=level, after=level, actor=Actor.HOST, cause="pin_page")
+        if pinned and mapping is None and place:
+            placement = await working_set.place(
+                page, PINNED_LEVELS, actor=Actor.HOST, cause="pin_page", faulted=False
+            )
+            level = placement.level
+    return PageState(
+        page_id=page.page_id,
+        session=page.session,
+        type=page.type,
+        pinned=pinned,
+        importance=page.importance,
+        mapped=level is not None,
+        level=None if level is None else int(level),
+        tokens=page.tokens.as_dict(),
+    )
+
+
+def fingerprint(text: str) -> str:
+    """What a writer quotes to say which text it started from (see `remember`)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) -> ForgetResult:
+    now = writer.clock.now()
+    async with writer.db.write() as conn:
+        await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        page = await get_page(conn, namespace, page_id)
+        if page is None:
+            raise PageNotFound(page_id)
+        await _unmap_everywhere(writer, conn, namespace, page, cause="forget", kind=MutationKind.FORGET)
+        await delete_page(conn, namespace, page.rowid)
+    return ForgetResult(page_id=page_id, deleted=True)
+
+
+async def _unmap_everywhere(
+    writer: Writer,
+    conn: Writes,
+    namespace: str,
+    page: Page,
+    *,
+    cause: str,
+    kind: MutationKind = MutationKind.UNMAP,
+) -> None:
+    for holder, level in await sessions_mapping(conn, namespace, page.rowid):
+        turn = (await get_session(conn, namespace, holder)).turn
+        working_set = writer.working_set(conn, namespace, holder, turn)
+        await working_set.unmap(page.rowid)
+        await working_set.log(page.page_id, kind, before=level, after=None, actor=Actor.ENGINE, cause=cause)
+
+
+async def fresh_page_id(conn: Writes, namespace: str, page_type: PageType) -> str:
+    """The next generated id for `page_type`, skipping any that a caller's key has taken."""
+    while True:
+        page_id = await next_page_id(conn, namespace, page_type)
+        if await get_page(conn, namespace, page_id) is None:
+            return page_id

@@ -1,0 +1,210 @@
+"""Page rows: ids, insert, lookup, the `remember` upsert and deletion."""
+
+import json
+
+from memvm.engine.models import LevelTokens, Modality, NewPage, Page, PageType, Role
+from memvm.engine.paging.levels import Levels
+from memvm.engine.storage.db import Reads, Row, Writes
+
+# Readable ids per page type: msg_000123, tool_000045, note_000007, ...
+ID_PREFIX = {
+    PageType.TRANSCRIPT: "msg",
+    PageType.TOOL_RESULT: "tool",
+    PageType.CLAIM: "claim",
+    PageType.NOTE: "note",
+    PageType.PREFERENCE: "pref",
+    PageType.SUMMARY: "sum",
+    PageType.PROCEDURE: "proc",
+}
+
+PAGE_COLUMNS = """
+    p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.importance, p.pinned, p.provenance,
+    p.created_at, p.last_access, p.access_count, p.turn, p.metadata,
+    t.content, t.reduced, p.abstract, p.reference,
+    p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
+"""
+
+# The long levels (full and reduced) live apart from the page row, in page_texts: what reads only
+# the small columns (the manifest, ranking, the working set's bookkeeping) never reads through them.
+WITH_TEXTS = "pages p JOIN page_texts t ON t.rowid = p.rowid"
+
+_NEXT_ID = """
+INSERT INTO id_counters (namespace, prefix, last) VALUES (?, ?, 1)
+ON CONFLICT (namespace, prefix) DO UPDATE SET last = last + 1
+RETURNING last
+"""
+
+# The row first, then its texts: the second insert is what indexes the page for search.
+_INSERT = """
+INSERT INTO pages (
+    namespace, page_id, session, type, role, modality, importance, pinned, provenance,
+    created_at, last_access, access_count, turn, metadata, abstract, reference,
+    tokens_full, tokens_reduced, tokens_abstract, tokens_reference
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)
+RETURNING rowid
+"""
+
+_INSERT_TEXTS = "INSERT INTO page_texts (rowid, namespace, content, reduced) VALUES (?, ?, ?, ?)"
+
+_UPDATE_REMEMBERED = """
+UPDATE pages SET
+    type = ?, importance = ?, pinned = ?, provenance = ?, last_access = ?, turn = ?, metadata = ?,
+    abstract = ?, reference = ?,
+    tokens_full = ?, tokens_reduced = ?, tokens_abstract = ?, tokens_reference = ?
+WHERE namespace = ? AND rowid = ?
+"""
+
+_UPDATE_TEXTS = "UPDATE page_texts SET content = ?, reduced = ? WHERE namespace = ? AND rowid = ?"
+
+_GET = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.page_id = ?"
+
+_GET_BY_ROWID = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.rowid = ?"
+
+_TOUCH = """
+UPDATE pages SET last_access = ?, access_count = access_count + 1 WHERE namespace = ? AND rowid = ?
+"""
+
+_SET_PINNED = "UPDATE pages SET pinned = ? WHERE namespace = ? AND rowid = ?"
+
+# The texts go with the row (ON DELETE CASCADE).
+_DELETE = "DELETE FROM pages WHERE namespace = ? AND rowid = ?"
+
+
+def level_texts(row: Row) -> tuple[str, str, str, str]:
+    """A row's text at levels 0..3, from the columns of the same names (see PAGE_COLUMNS)."""
+    return (row["content"], row["reduced"], row["abstract"], row["reference"])
+
+
+def level_tokens(row: Row) -> LevelTokens:
+    """A row's exact token counts at levels 0..3, from the pages `tokens_*` columns."""
+    return LevelTokens(
+        full=row["tokens_full"],
+        reduced=row["tokens_reduced"],
+        abstract=row["tokens_abstract"],
+        reference=row["tokens_reference"],
+    )
+
+
+def page_from_row(row: Row) -> Page:
+    return Page(
+        rowid=row["rowid"],
+        page_id=row["page_id"],
+        session=row["session"],
+        type=PageType(row["type"]),
+        role=Role(row["role"]) if row["role"] else None,
+        modality=Modality(row["modality"]),
+        importance=row["importance"],
+        pinned=bool(row["pinned"]),
+        provenance=row["provenance"],
+        created_at=row["created_at"],
+        last_access=row["last_access"],
+        access_count=row["access_count"],
+        turn=row["turn"],
+        metadata=json.loads(row["metadata"]),
+        levels=level_texts(row),
+        tokens=level_tokens(row),
+    )
+
+
+async def next_page_id(conn: Writes, namespace: str, page_type: PageType) -> str:
+    prefix = ID_PREFIX[page_type]
+    row = await conn.one(_NEXT_ID, (namespace, prefix))
+    assert row is not None  # RETURNING always yields the counter
+    return f"{prefix}_{row[0]:06d}"
+
+
+async def insert_page(
+    conn: Writes,
+    *,
+    namespace: str,
+    session: str,
+    page_id: str,
+    page: NewPage,
+    levels: Levels,
+    turn: int,
+    now: float,
+) -> Page:
+    """Insert one page and return it as stored."""
+    content, reduced, abstract, reference = levels.texts
+    row = await conn.one(
+        _INSERT,
+        (
+            namespace,
+            page_id,
+            session,
+            page.type.value,
+            page.role.value if page.role else None,
+            page.modality.value,
+            page.importance,
+            int(page.pinned),
+            page.provenance,
+            now,
+            now,
+            turn,
+            json.dumps(page.metadata, ensure_ascii=False),
+            abstract,
+            reference,
+            *_token_tuple(levels.tokens),
+        ),
+    )
+    assert row is not None  # RETURNING always yields the inserted row
+    await conn.execute(_INSERT_TEXTS, (row["rowid"], namespace, content, reduced))
+    stored = await conn.one(_GET_BY_ROWID, (namespace, row["rowid"]))
+    assert stored is not None  # inserted just now, in this transaction
+    return page_from_row(stored)
+
+
+async def update_remembered(
+    conn: Writes,
+    *,
+    namespace: str,
+    rowid: int,
+    page: NewPage,
+    levels: Levels,
+    turn: int,
+    now: float,
+) -> Page:
+    """Rewrite a remembered page in place and return it as now stored."""
+    content, reduced, abstract, reference = levels.texts
+    await conn.execute(
+        _UPDATE_REMEMBERED,
+        (
+            page.type.value,
+            page.importance,
+            int(page.pinned),
+            page.provenance,
+            now,
+            turn,
+            json.dumps(page.metadata, ensure_ascii=False),
+            abstract,
+            reference,
+            *_token_tuple(levels.tokens),
+            namespace,
+            rowid,
+        ),
+    )
+    await conn.execute(_UPDATE_TEXTS, (content, reduced, namespace, rowid))
+    row = await conn.one(_GET_BY_ROWID, (namespace, rowid))
+    assert row is not None  # the caller just found it, in this transaction
+    return page_from_row(row)
+
+
+async def get_page(conn: Reads, namespace: str, page_id: str) -> Page | None:
+    row = await conn.one(_GET, (namespace, page_id))
+    return page_from_row(row) if row else None
+
+
+async def touch_page(conn: Writes, namespace: str, rowid: int, now: float) -> None:
+    await conn.execute(_TOUCH, (now, namespace, rowid))
+
+
+async def set_pinned(conn: Writes, namespace: str, rowid: int, pinned: bool) -> None:
+    await conn.execute(_SET_PINNED, (int(pinned), namespace, rowid))
+
+
+async def delete_page(conn: Writes, namespace: str, rowid: int) -> None:
+    await conn.execute(_DELETE, (namespace, rowid))
+
+
+def _token_tuple(tokens: LevelTokens) -> tuple[int, int, int, int]:
+    return (tokens.full, tokens.reduced, tokens.abstract, tokens.reference)

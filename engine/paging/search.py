@@ -1,0 +1,400 @@
+"""Full-text search: BM25 over an FTS5 index with porter stemming, ranked within the namespace.
+
+Bound parameters do not stop FTS5's own query syntax, so the MATCH string is never the user's
+text: it is rebuilt from word terms, each one double-quoted, joined with OR. Nothing a caller
+types (`alpha OR`, `-x`, `NEAR(`, `"`, `*`, `content:`) can become an operator or a column
+filter, and the namespace filter lives in SQL WHERE, never in the MATCH string.
+
+BM25 is computed here from the namespace's own statistics (its pages, their average length, how
+many of them hold each term), never from the whole file's as FTS5's bm25() would: a tenant's
+scores must not move when another tenant writes, or they would tell it what the other stores.
+"""
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from memvm.engine.config import SearchTuning
+from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
+from memvm.engine.paging.levels import collapse
+from memvm.engine.paging.pages import level_tokens
+from memvm.engine.paging.postings import Posting, postings
+from memvm.engine.paging.snippets import searched, snippet, window_sql
+from memvm.engine.paging.terms import TERM, Stemmer, match_expression, query_terms
+from memvm.engine.storage.db import Reads, Row
+
+_MAX_ID_CANDIDATES = 8
+_ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
+
+# BM25's usual constants: term-frequency saturation and length normalisation.
+_K1 = 1.2
+_B = 0.75
+
+# What a hit reports of its page, and at which level the viewer's working set holds it (if it does).
+_HIT_COLUMNS = """p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
+       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference"""
+_MAPPED_IN_VIEWER = (
+    "LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?"
+)
+
+# The best-scoring pages with what re-scoring needs: session, speaker, role, length, and the
+# rowids of the pages up to `reach` before and after each in its session ({neighbours}). The
+# unary + keeps the namespace a filter on the rows found by rowid: as an index search it made
+# SQLite walk the namespace's pages instead (30 ms at 100,000 pages).
+_CANDIDATES = """
+SELECT p.rowid, p.session, p.speaker, p.role, p.tokens_full{neighbours}
+FROM pages p WHERE p.rowid IN ({marks}) AND +p.namespace = ?
+"""
+# The page `step` places before (or after) a candidate in its session, through pages_by_session.
+_NEIGHBOUR = """,
+       (SELECT q.rowid FROM pages q
+        WHERE q.namespace = p.namespace AND q.session = p.session AND q.rowid {sign} p.rowid
+        ORDER BY q.rowid {order} LIMIT 1 OFFSET {offset}) AS {name}{step}"""
+
+
+def _candidates_sql(reach: int, count: int) -> str:
+    neighbours = "".join(
+        _NEIGHBOUR.format(sign=sign, order=order, offset=step - 1, name=name, step=step)
+        for step in range(1, reach + 1)
+        for sign, order, name in (("<", "DESC", "before"), (">", "ASC", "after"))
+    )
+    return _CANDIDATES.format(neighbours=neighbours, marks=", ".join("?" * count))
+
+
+# The snippet comes from a bounded window of the text (see snippets), never from FTS5's snippet(),
+# whose cost grows with the square of a term's occurrences in the page.
+_DRESS = f"""
+SELECT {_HIT_COLUMNS}, {window_sql("t.content")}, w.level AS mapped_level
+FROM pages p JOIN page_texts t ON t.rowid = p.rowid
+{_MAPPED_IN_VIEWER}
+WHERE p.rowid IN ({{marks}})
+"""
+
+_BY_ID = f"""
+SELECT {_HIT_COLUMNS}, p.abstract AS snippet, w.level AS mapped_level
+FROM pages p
+{_MAPPED_IN_VIEWER}
+WHERE p.namespace = ? AND p.page_id IN ({{marks}}) {{filters}}
+"""
+
+# Above any BM25 score, and still valid JSON (infinity is not).
+EXACT_ID_SCORE = 1_000_000.0
+
+DEFAULT_TUNING = SearchTuning()
+
+# Scoring reads every occurrence of every term it ranks by, so in a large namespace a term on
+# thousands of pages costs most of a search while it weighs least (its inverse document frequency
+# is low). Such terms are left out of the ranking when the query has rarer ones. A query of
+# common terms only is ranked by its least common ones, as many as fit in POSTINGS occurrences'
+# pages (at least one), over the pages holding all of its terms when there are enough of those.
+# Namespaces of up to COMMON_PAGES pages, and queries without a common term, are ranked on every
+# term.
+COMMON_PAGES = 500
+POSTINGS = 2_000
+# The namespace's pages holding a match, counted no further than `cap`. CROSS JOIN keeps the
+# full-text index outermost; left to choose, SQLite walked the namespace's pages and ran the
+# match once for each of them (seconds at 100,000 pages). When the namespace holds every page of
+# the file the count is the same without the join to the pages, at a tenth of the cost.
+_CAPPED_IN_NAMESPACE = """
+SELECT (SELECT count(*) FROM (
+    SELECT 1 FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
+    WHERE pages_fts MATCH ? AND p.namespace = ? LIMIT {cap}))"""
+_CAPPED_IN_FILE = """
+SELECT (SELECT count(*) FROM (SELECT 1 FROM pages_fts WHERE pages_fts MATCH ? AND ? IS NOT NULL LIMIT {cap}))"""
+# The namespace's pages holding every common term, when those are all a query has.
+_ALL_OF = """
+SELECT pages_fts.rowid FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
+WHERE pages_fts MATCH ? AND p.namespace = ?"""
+
+# The namespace's pages and their total length (BM25's collection statistics), and the file's pages.
+_COLLECTION = """
+SELECT coalesce(sum(pages) FILTER (WHERE namespace = ?1), 0), coalesce(sum(chars) FILTER (WHERE namespace = ?1), 0),
+       coalesce(sum(pages), 0)
+FROM page_counts"""
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """The terms to score by, and, for a query of common terms only, the pages to score."""
+
+    terms: list[str]
+    within: set[int] | None
+
+
+async def _ranking(
+    conn: Reads, namespace: str, terms: list[str], total: int, whole_file: bool, limit: int
+) -> _Ranking:
+    """The terms to rank by: every one, unless common terms make that slow (above)."""
+    if total <= COMMON_PAGES:
+        return _Ranking(terms, None)
+    counts = await _capped_counts(conn, namespace, terms, whole_file, COMMON_PAGES + 1)
+    rare = [term for term, count in zip(terms, counts, strict=True) if count <= COMMON_PAGES]
+    if rare:
+        return _Ranking(rare, None)
+    counts = await _capped_counts(conn, namespace, terms, whole_file, POSTINGS + 1)
+    chosen: list[str] = []
+    postings = 0
+    for count, term in sorted(zip(counts, terms, strict=True), key=lambda pair: pair[0]):
+        if chosen and postings + count > POSTINGS:
+            break
+        chosen.append(term)
+        postings += count
+    together = " AND ".join(match_expression([term]) for term in terms)
+    found = {row[0] for row in await conn.all(_ALL_OF, (together, namespace))}
+    return _Ranking([term for term in terms if term in chosen], found if len(found) >= limit else None)
+
+
+async def _capped_counts(
+    conn: Reads, namespace: str, terms: list[str], whole_file: bool, cap: int
+) -> list[int]:
+    """Each term's page count in the namespace, counted no further than `cap`, in one trip."""
+    capped = (_CAPPED_IN_FILE if whole_file else _CAPPED_IN_NAMESPACE).format(cap=cap)
+    rows = await conn.all(
+        " UNION ALL ".join([capped] * len(terms)),
+        [value for term in terms for value in (match_expression([term]), namespace)],
+    )
+    return [int(row[0]) for row in rows]
+
+
+def _bm25(postings: list[Posting], pages: int, chars: int) -> dict[int, float]:
+    """Each page's BM25 score over `postings`, with the namespace's `pages` and total `chars`.
+
+    The inverse document frequency is Lucene's, log(1 + (N - n + 0.5) / (n + 0.5)), which stays
+    positive: FTS5's floors at 1e-6 a term on more than half the pages, so that in a namespace of
+    one to three pages every score was about 1e-6 and their order arbitrary.
+    """
+    holding: dict[str, int] = defaultdict(int)
+    for row in postings:
+        holding[row["stem"]] += 1
+    average = max(1.0, chars / max(1, pages))
+    scores: dict[int, float] = defaultdict(float)
+    for row in postings:
+        found = holding[row["stem"]]
+        idf = math.log(1 + (pages - found + 0.5) / (found + 0.5))
+        tf = row["tf"]
+        norm = _K1 * (1 - _B + _B * row["chars"] / average)
+        scores[row["rowid"]] += idf * tf * (_K1 + 1) / (tf + norm)
+    return scores
+
+
+def _id_candidates(text: str) -> list[str]:
+    """Strings in the query that could be a page id, the whole query first."""
+    whole = text.strip()
+    candidates = [whole] if _ID_SHAPE.fullmatch(whole) else []
+    for word in whole.split():
+        word = word.strip(".,;:!?\"'()[]{}")
+        if _ID_SHAPE.fullmatch(word) and word not in candidates:
+            candidates.append(word)
+    return candidates[:_MAX_ID_CANDIDATES]
+
+
+@dataclass(frozen=True)
+class _Filters:
+    page_type: PageType | None
+    modality: Modality | None
+    session: str | None
+
+    def sql(self) -> tuple[str, list[object]]:
+        clauses: list[str] = []
+        params: list[object] = []
+        for column, value in (
+            ("type", self.page_type),
+            ("modality", self.modality),
+            ("session", self.session),
+        ):
+            if value is not None:
+                clauses.append(f"AND p.{column} = ?")
+                params.append(str(value))
+        return " ".join(clauses), params
+
+    def admit(self, row: Posting) -> bool:
+        return (
+            (self.page_type is None or row["type"] == self.page_type.value)
+            and (self.modality is None or row["modality"] == self.modality.value)
+            and (self.session is None or row["session"] == self.session)
+        )
+
+
+# Pronouns that make a query about one side of the conversation (see SearchTuning.role_boost).
+_FIRST_PERSON = frozenset(["i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"])
+_SECOND_PERSON = frozenset(
+    ["you", "your", "yours", "yourself", "yourselves", "you're", "you've", "you'd", "you'll"]
+)
+_WORD = re.compile(r"[a-z']+")
+
+
+def addressed_role(query: str) -> Role | None:
+    """The role a query asks about by its pronouns: the user for "my", the assistant for "you"."""
+    words = set(_WORD.findall(query.lower().replace("\u2019", "'")))
+    first, second = bool(words & _FIRST_PERSON), bool(words & _SECOND_PERSON)
+    if first == second:
+        return None
+    return Role.USER if first else Role.ASSISTANT
+
+
+def rescore(
+    candidates: list[Row], bm25: dict[int, float], terms: list[str], role: Role | None, tuning: SearchTuning
+) -> dict[int, float]:
+    """Each candidate's BM25 score with the bonuses of `tuning` (see SearchTuning for why each helps)."""
+    session_best: dict[str, float] = {}
+    for row in candidates:
+        session_best[row["session"]] = max(session_best.get(row["session"], 0.0), bm25[row["rowid"]])
+    asked = set(terms)
+    scores = {}
+    for row in candidates:
+        around = sum(
+            tuning.neighbour_decay ** (step - 1)
+            * (bm25.get(row[f"before{step}"], 0.0) + bm25.get(row[f"after{step}"], 0.0))
+            for step in range(1, tuning.neighbour_reach + 1)
+        )
+        standalone = min(1.0, tuning.context_tokens / max(1, row["tokens_full"]))
+        score = bm25[row["rowid"]] + tuning.neighbour_weight * standalone * around
+        speaker = TERM.findall((row["speaker"] or "").lower())
+        if speaker and asked.issuperset(speaker):
+            score *= 1 + tuning.speaker_boost
+        if role is not None and row["role"] == role.value:
+            score *= 1 + tuning.role_boost
+        scores[row["rowid"]] = score + tuning.session_weight * session_best[row["session"]]
+    return scores
+
+
+def _hit(row: Row, *, score: float, snippet: str) -> SearchHit:
+    mapped_level = row["mapped_level"]
+    return SearchHit(
+        page_id=row["page_id"],
+        type=PageType(row["type"]),
+        role=Role(row["role"]) if row["role"] else None,
+        modality=Modality(row["modality"]),
+        session=row["session"],
+        created_at=row["created_at"],
+        snippet=collapse(snippet),
+        score=score,
+        tokens=level_tokens(row).as_dict(),
+        mapped=mapped_level is not None,
+        level=None if mapped_level is None else int(Level(mapped_level)),
+    )
+
+
+async def search_pages(
+    conn: Reads,
+    *,
+    namespace: str,
+    viewer_session: str,
+    query: str,
+    limit: int,
+    stemmer: Stemmer,
+    page_type: PageType | None = None,
+    modality: Modality | None = None,
+    only_session: str | None = None,
+    tuning: SearchTuning = DEFAULT_TUNING,
+) -> SearchResult:
+    """The `limit` best pages for `query`: an exact page id first, then by score.
+
+    `score` is higher for better matches: BM25 with the bonuses of `tuning` (neighbours,
+    speaker, role, session); an exact id match scores EXACT_ID_SCORE. All within one read
+    transaction, so the ranking and the snippets see the same pages.
+    """
+    filters = _Filters(page_type, modality, only_session)
+    hits = await _exact_ids(conn, namespace, viewer_session, query, filters)
+    collection = await conn.one(_COLLECTION, (namespace,))
+    assert collection is not None  # an aggregate always yields a row
+    pages, chars, in_file = (int(value) for value in collection)
+    terms = query_terms(query)
+    if terms and len(hits) < limit:
+        ranking = await _ranking(conn, namespace, terms, pages, pages == in_file, limit)
+        stems = stemmer.stems(ranking.terms)
+        found = await postings(conn, namespace, ranking.terms, stems, stemmer, whole_file=pages == in_file)
+        bm25 = _bm25(found, pages, chars)
+        admitted = {
+            row["rowid"]
+            for row in found
+            if filters.admit(row) and (ranking.within is None or row["rowid"] in ranking.within)
+        }
+        depth = max(tuning.depth, limit)
+        top = sorted(admitted, key=lambda rowid: (-bm25[rowid], rowid))[:depth]
+        if top:
+            candidates = await conn.all(_candidates_sql(tuning.neighbour_reach, len(top)), (*top, namespace))
+            scores = rescore(candidates, bm25, terms, addressed_role(query), tuning)
+            words = _Words(ranking.terms, stems, stemmer)
+            hits += await _dressed(conn, scores, hits, viewer_session, words, limit)
+    results = hits[:limit]
+    message = None if results else _nothing_found(pages, terms, filters)
+    return SearchResult(results=results, total_pages=pages, message=message)
+
+
+def _nothing_found(pages: int, terms: list[str], filters: _Filters) -> str:
+    """Why a search found nothing, in words, with what to try next: never a bare empty list."""
+    if pages == 0:
+        return "Nothing is stored in this memory yet, so there is nothing to find."
+    if not terms:
+        return (
+            "The query has no word to search for (only common words such as 'what' or 'the', or "
+            "none at all): ask with words the page itself would contain, or a page id."
+        )
+    narrowed = [
+        name
+        for name, value in (("type", filters.page_type), ("modality", filters.modality))
+        if value is not None
+    ] + (["scope=session"] if filters.session is not None else [])
+    widen = f" Drop {' and '.join(narrowed)} to search everything." if narrowed else ""
+    return (
+        f"No page matches these words among the {pages} stored.{widen} Try other words (a synonym, "
+        "a name, a date or a place), fewer words, or read the manifest to see what is stored; "
+        "this does not mean the topic never came up."
+    )
+
+
+async def _exact_ids(
+    conn: Reads, namespace: str, viewer_session: str, query: str, filters: _Filters
+) -> list[SearchHit]:
+    """The pages whose id the query names, in the query's order."""
+    candidates = _id_candidates(query)
+    if not candidates:
+        return []
+    clauses, params = filters.sql()
+    marks = ", ".join("?" for _ in candidates)
+    rows = await conn.all(
+        _BY_ID.format(marks=marks, filters=clauses), (viewer_session, namespace, *candidates, *params)
+    )
+    order = {page_id: i for i, page_id in enumerate(candidates)}
+    return [
+        _hit(row, score=EXACT_ID_SCORE, snippet=row["snippet"])
+        for row in sorted(rows, key=lambda r: order[r["page_id"]])
+    ]
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The words a search ranked by, with their stems: what its snippets show."""
+
+    terms: list[str]
+    stems: list[str]
+    stemmer: Stemmer
+
+
+async def _dressed(
+    conn: Reads,
+    scores: dict[int, float],
+    found: list[SearchHit],
+    viewer_session: str,
+    words: _Words,
+    limit: int,
+) -> list[SearchHit]:
+    """The best-scoring pages not already `found`, with snippets and their place in the viewer's set."""
+    best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(found)]
+    placed_by = searched(words.terms, words.stems)
+    rows = await conn.all(
+        _DRESS.format(marks=", ".join("?" * len(best))), (placed_by, placed_by, viewer_session, *best)
+    )
+    by_rowid = {row["rowid"]: row for row in rows}
+    seen = {hit.page_id for hit in found}
+    return [
+        _hit(
+            row,
+            score=round(scores[rowid], 6),
+            snippet=snippet(row["snippet_window"] or "", row["snippet_at"], words.stems, words.stemmer),
+        )
+        for rowid in best
+        if (row := by_rowid[rowid])["page_id"] not in seen
+    ]

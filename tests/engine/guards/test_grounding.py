@@ -1,0 +1,109 @@
+import pytest
+from memvm.engine.guards.guard_config import GuardConfig
+
+from tests.conftest import NS, assistant, user
+
+pytestmark = pytest.mark.anyio
+
+
+async def check(engine, args, session="s"):
+    return await engine.check_ungrounded(namespace=NS, session=session, args=args)
+
+
+def paths(result):
+    return {item.path: item.suggestion for item in result.ungrounded}
+
+
+async def test_numbers_from_nowhere_are_found_at_any_depth(engine):
+    await engine.ingest(namespace=NS, session="s", messages=[user("Book a table, please.")])
+    result = await check(engine, {"booking": {"guests": [{"age": 37}, {"age": "41"}]}, "table": 12})
+    assert result.verdict.value == "ungrounded"
+    assert paths(result) == {"booking.guests[0].age": None, "booking.guests[1].age": None, "table": None}
+    assert "booking.guests[0].age=37" in result.message
+
+
+async def test_numbers_the_user_wrote_are_grounded(engine):
+    await engine.ingest(
+        namespace=NS,
+        session="s",
+        messages=[user("Send $1,250.75 to Ana on the 14th"), assistant("Sure, 99.")],
+    )
+    result = await check(engine, {"amount": "1,250.75", "day": 14, "cents": 1250.75})
+    assert result.verdict.value == "grounded" and result.ungrounded == []
+    assistant_only = await check(engine, {"n": 99})
+    assert paths(assistant_only) == {"n": None}
+
+
+async def test_user_numbers_of_one_session_do_not_ground_another(engine):
+    await engine.ingest(namespace=NS, session="a", messages=[user("my budget is 4800")])
+    await engine.ingest(namespace=NS, session="b", messages=[user("hello")])
+    assert (await check(engine, {"budget": 4800}, session="a")).verdict.value == "grounded"
+    assert (await check(engine, {"budget": 4800}, session="b")).verdict.value == "ungrounded"
+
+
+async def test_structural_constants_are_exempt_and_configurable(open_engine):
+    default = await open_engine()
+    assert (await check(default, {"page": 1, "limit": 10, "offset": 0})).verdict.value == "grounded"
+    strict = await open_engine(guards=GuardConfig(structural_constants=frozenset({0})))
+    assert set(paths(await check(strict, {"page": 1, "limit": 10, "offset": 0}))) == {"page", "limit"}
+
+
+async def test_references_are_exempt_and_resolved(engine):
+    await engine.bind_value(namespace=NS, session="s", tool="fx", args={"eur": 250}, value=271.5)
+    result = await check(engine, {"usd": "$v1", "memo": "pay $v1 now"})
+    assert result.verdict.value == "grounded"
+    assert result.resolved_args == {"usd": 271.5, "memo": "pay 271.5 now"}
+
+
+async def test_a_literal_equal_to_a_bound_value_is_given_its_reference(engine):
+    await engine.bind_value(namespace=NS, session="s", tool="fx", args={"eur": 250}, value=271.5)
+    await engine.bind_value(namespace=NS, session="s", tool="tax", args={"usd": 271.5}, value="19.01")
+    result = await check(engine, {"usd": 271.5, "tax": 19.01, "rounded": 271.50, "other": 77})
+    assert paths(result) == {"usd": "$v1", "tax": "$v2", "rounded": "$v1", "other": None}
+    assert "usd=271.5 -> $v1" in result.message
+
+
+async def test_a_rounded_copy_of_a_bound_value_is_given_its_reference(engine):
+    await engine.bind_value(namespace=NS, session="s", tool="pi", args={}, value=3.14159265)
+    result = await check(engine, {"two_places": 3.14, "four": "3.1416", "wrong": 3.15})
+    assert paths(result) == {"two_places": "$v1", "four": "$v1", "wrong": None}
+
+
+async def test_numbers_inside_a_structured_result_ground_their_copies(engine):
+    await engine.bind_value(
+        namespace=NS,
+        session="s",
+        tool="quote",
+        args={"sku": "a"},
+        value={"lines": [{"price": 18.75}], "n": 3},
+    )
+    result = await check(engine, {"price": 18.75})
+    assert result.verdict.value == "grounded"
+
+
+async def test_an_unknown_reference_is_missing_and_nothing_is_resolved(engine):
+    await engine.bind_value(namespace=NS, session="s", tool="t", args={}, value=1.5)
+    result = await check(engine, {"a": "$v1", "b": "$v2", "c": "$total"})
+    assert result.verdict.value == "missing_refs"
+    assert result.missing_refs == ["$total", "$v2"]
+    assert result.resolved_args is None
+    assert "$v2" in result.message and "bind_value" in result.message
+
+
+async def test_the_message_stays_short_with_a_thousand_bindings_and_many_literals(engine):
+    for index in range(1000):
+        await engine.bind_value(namespace=NS, session="s", tool="t", args={"i": index}, value=1000 + index)
+    args = {f"k{index}": 1000 + index for index in range(40)} | {
+        f"z{index}": 50_000 + index for index in range(40)
+    }
+    result = await check(engine, args)
+    assert len(result.ungrounded) == 80
+    assert result.message.count("->") == 5
+    assert "and 35 more" in result.message
+    assert len(result.message) < 600
+
+
+async def test_without_user_messages_on_record_the_message_says_user_numbers_are_fine(engine):
+    result = await check(engine, {"amount": 4200})
+    assert result.user_messages_on_record is False
+    assert "if the user gave these numbers, go ahead" in result.message

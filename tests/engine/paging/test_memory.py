@@ -1,0 +1,135 @@
+import sqlite3
+
+import pytest
+from memvm.engine.errors import KeyConflict, PageChanged, PageNotFound
+from memvm.engine.models import IngestMessage, Level, NewPage, PageType, Role
+from memvm.engine.paging.memory import fingerprint
+
+from tests.conftest import NS, note, user
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_remember_upserts_by_key(engine):
+    first = await engine.remember(namespace=NS, session="s", page=note("Prefers tea"), key="drink")
+    second = await engine.remember(
+        namespace=NS,
+        session="s",
+        page=note("Prefers green tea, no sugar", type=PageType.PREFERENCE),
+        key="drink",
+    )
+    assert first.created and not second.created
+    assert first.page_id == second.page_id == "drink"
+    page = await engine.get_page(namespace=NS, page_id="drink")
+    assert page.levels[0] == "Prefers green tea, no sugar" and page.type is PageType.PREFERENCE
+    found = await engine.search(namespace=NS, session="s", query="green tea")
+    assert [r.page_id for r in found.results] == ["drink"]
+    assert (await engine.search(namespace=NS, session="s", query="prefers")).total_pages == 1
+
+
+async def test_rewriting_a_mapped_page_takes_its_stale_line_out_of_context(engine):
+    await engine.remember(namespace=NS, session="s", page=note("Old address: 1 Elm St"), key="address")
+    await engine.page_fault(namespace=NS, session="s", page_id="address", target_level=Level.FULL)
+    await engine.remember(namespace=NS, session="s", page=note("New address: 9 Oak Ave"), key="address")
+    view = await engine.working_set(namespace=NS, session="s")
+    assert all("Elm" not in entry.line for entry in view.entries)
+
+
+async def test_remember_cannot_overwrite_a_transcript_page(engine):
+    ingested = await engine.ingest(namespace=NS, session="s", messages=[user("my words")])
+    with pytest.raises(KeyConflict, match="choose another key"):
+        await engine.remember(namespace=NS, session="s", page=note("forged"), key=ingested.page_ids[0])
+    assert (await engine.get_page(namespace=NS, page_id=ingested.page_ids[0])).levels[0] == "my words"
+
+
+async def test_generated_ids_skip_a_key_that_took_their_name(engine):
+    await engine.remember(namespace=NS, session="s", page=note("taken by key"), key="note_000001")
+    generated = await engine.remember(namespace=NS, session="s", page=note("generated"))
+    assert generated.page_id == "note_000002"
+
+
+async def test_forget_removes_the_page_from_storage_search_and_working_sets(engine):
+    stored = await engine.remember(namespace=NS, session="s", page=note("temporary secret code 4471"))
+    await engine.page_fault(namespace=NS, session="s", page_id=stored.page_id)
+    result = await engine.forget(namespace=NS, session="s", page_id=stored.page_id)
+    assert result.deleted
+    assert (await engine.search(namespace=NS, session="s", query="secret code")).results == []
+    assert (await engine.working_set(namespace=NS, session="s")).entries == []
+    with pytest.raises(PageNotFound):
+        await engine.get_page(namespace=NS, page_id=stored.page_id)
+
+
+async def test_ingest_keeps_roles_and_names(engine):
+    from memvm.engine.models import IngestMessage, Role
+
+    result = await engine.ingest(
+        namespace=NS,
+        session="s",
+        messages=[
+            IngestMessage(role=Role.USER, content="What's the weather?", name="Caroline"),
+            IngestMessage(role=Role.TOOL, content="14°C and rain", name="weather"),
+            IngestMessage(role=Role.ASSISTANT, content="It is 14°C and raining."),
+        ],
+    )
+    pages = [await engine.get_page(namespace=NS, page_id=pid) for pid in result.page_ids]
+    assert [p.role for p in pages] == [Role.USER, Role.TOOL, Role.ASSISTANT]
+    assert pages[0].metadata == {"name": "Caroline"}
+    assert pages[1].provenance == "tool:weather"
+    lines = [e.line[:2] for e in (await engine.working_set(namespace=NS, session="s")).entries]
+    assert lines == ["U ", "T ", "A "]
+
+
+async def test_page_counts_follow_writes_and_forgets_and_are_rebuilt_for_older_files(open_engine, db_path):
+    engine = await open_engine()
+    for i in range(5):
+        await engine.remember(namespace=NS, session="s", page=note(f"orchard fact {i}"))
+    await engine.ingest(namespace="other", session="s", messages=[user("hello from another tenant")])
+    await engine.forget(
+        namespace=NS,
+        session="s",
+        page_id=(await engine.search(namespace=NS, session="s", query="orchard")).results[0].page_id,
+    )
+    assert (await engine.memory_map(namespace=NS, session="s")).counts["pages"] == 4
+    assert (await engine.search(namespace="other", session="s", query="hello")).total_pages == 1
+    await engine.close()
+    # A file from before the counts were kept: the migration counts what is there.
+    with sqlite3.connect(db_path) as conn:
+        conn.executescript(
+            "DROP TRIGGER pages_count_insert; DROP TRIGGER pages_count_delete; DROP INDEX pages_pinned;"
+            "DROP TABLE page_counts; DELETE FROM schema_migrations WHERE version = 4;"
+        )
+    reopened = await open_engine()
+    assert (await reopened.memory_map(namespace=NS, session="s")).counts["pages"] == 4
+    assert (await reopened.memory_map(namespace="other", session="s")).counts["pages"] == 1
+
+
+async def test_a_pinned_page_is_offered_in_every_manifest_however_long_ago_it_was_used(engine):
+    note = NewPage(content="The deploy freeze starts Friday.", type=PageType.NOTE, provenance="user")
+    await engine.remember(namespace=NS, session="curator", page=note, key="freeze")
+    filler = [IngestMessage(role=Role.USER, content=f"chatter {i}") for i in range(600)]
+    await engine.ingest(namespace=NS, session="other", messages=filler)
+    before = await engine.memory_map(namespace=NS, session="agent")
+    assert "freeze" not in [p.page_id for p in before.available]  # 600 newer pages push it out
+    state = await engine.pin_page(namespace=NS, session="curator", page_id="freeze", pinned=True, place=False)
+    assert state.pinned and not state.mapped  # a curator's pin maps it nowhere
+    after = await engine.memory_map(namespace=NS, session="agent")
+    assert after.available[0].page_id == "freeze" and after.available[0].pinned
+
+
+async def test_a_rewrite_based_on_old_text_is_refused_and_changes_nothing(engine):
+    first = NewPage(content="Deploys go through argo.", type=PageType.NOTE, provenance="user")
+    await engine.remember(namespace=NS, session="s", page=first, key="deploy")
+    read = fingerprint("Deploys go through argo.")
+    agent = NewPage(content="Deploys go through flux.", type=PageType.NOTE, provenance="model")
+    await engine.remember(namespace=NS, session="s", page=agent, key="deploy")
+    curator = NewPage(content="Deploys go through argo, always.", type=PageType.NOTE, provenance="user")
+    with pytest.raises(PageChanged, match="changed since it was read"):
+        await engine.remember(
+            namespace=NS, session="ui", page=curator, key="deploy", unless_changed_from=read
+        )
+    assert (await engine.get_page(namespace=NS, page_id="deploy")).levels[0] == "Deploys go through flux."
+    now = fingerprint("Deploys go through flux.")
+    await engine.remember(namespace=NS, session="ui", page=curator, key="deploy", unless_changed_from=now)
+    assert (await engine.get_page(namespace=NS, page_id="deploy")).levels[
+        0
+    ] == "Deploys go through argo, always."

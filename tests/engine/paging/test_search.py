@@ -1,0 +1,396 @@
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from memvm.engine.config import SearchTuning
+from memvm.engine.models import IngestMessage, PageType, Role, SearchHit, SearchScope
+from memvm.engine.paging import search
+from memvm.engine.paging.search import EXACT_ID_SCORE, addressed_role, search_pages
+from memvm.engine.paging.terms import match_expression, query_terms
+
+from tests.conftest import NS, assistant, long_text, note, user
+from tests.engine.old_schema import add_page, add_session, file_at
+
+pytestmark = pytest.mark.anyio
+
+FTS_PROBES = [
+    "alpha OR",
+    "-x",
+    "NEAR(alpha",
+    '"',
+    "*",
+    "''",
+    "content: secret",
+    "pages_fts:alpha",
+    "alpha AND NOT beta",
+    "^start",
+    "(unbalanced",
+    "{col1 col2}: x",
+    "a\u0000b",
+    "'; DROP TABLE pages; --",
+]
+
+
+async def test_fts_syntax_in_a_query_is_searched_as_words_never_as_operators(engine):
+    await engine.remember(namespace=NS, session="s", page=note("alpha beta gamma near content"))
+    for probe in FTS_PROBES:
+        result = await engine.search(namespace=NS, session="s", query=probe, limit=5)
+        assert result.total_pages == 1
+    hit = await engine.search(namespace=NS, session="s", query="alpha OR", limit=5)
+    assert [r.page_id for r in hit.results] == ["note_000001"]
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(text=st.text(max_size=200))
+def test_the_match_expression_quotes_every_term(text):
+    terms = query_terms(text)
+    expression = match_expression(terms)
+    assert len(terms) <= 32
+    if terms:
+        parts = expression.split(" OR ")
+        assert all(part.startswith('"') and part.endswith('"') for part in parts)
+
+
+async def test_stopwords_are_dropped_and_stemming_matches_word_forms(engine):
+    await engine.remember(namespace=NS, session="s", page=note("She was running marathons every spring."))
+    assert query_terms("what is the run") == ["run"]
+    result = await engine.search(namespace=NS, session="s", query="the runner runs")
+    assert [r.page_id for r in result.results] == ["note_000001"]
+
+
+async def test_ranking_is_global_not_the_first_matches_found(engine):
+    # Fifty weak matches stored first, then the one page that is about the query.
+    for i in range(50):
+        await engine.remember(
+            namespace=NS, session="s", page=note(f"Meeting {i} mentioned the garden briefly.")
+        )
+    best = await engine.remember(
+        namespace=NS,
+        session="s",
+        page=note("Garden plan: tomatoes in the garden beds, garden hose, garden shed."),
+    )
+    result = await engine.search(namespace=NS, session="s", query="garden tomatoes", limit=5)
+    assert result.results[0].page_id == best.page_id
+    assert [r.score for r in result.results] == sorted((r.score for r in result.results), reverse=True)
+
+
+async def test_an_exact_page_id_ranks_first(engine):
+    target = await engine.remember(namespace=NS, session="s", page=note("unrelated words only"))
+    await engine.remember(
+        namespace=NS, session="s", page=note(f"this page talks about {target.page_id} a lot")
+    )
+    result = await engine.search(namespace=NS, session="s", query=target.page_id)
+    assert result.results[0].page_id == target.page_id
+    assert result.results[0].score == EXACT_ID_SCORE
+
+
+async def test_search_never_crosses_namespaces(engine):
+    await engine.remember(namespace="alice", session="s", page=note("alice's secret recipe for plum cake"))
+    other = await engine.search(namespace="bob", session="s", query="plum cake recipe")
+    by_id = await engine.search(namespace="bob", session="s", query="note_000001")
+    assert other.results == [] and other.total_pages == 0
+    assert by_id.results == []
+
+
+async def test_filters_and_session_scope(engine):
+    await engine.remember(namespace=NS, session="a", page=note("kiwi orchard notes"))
+    await engine.remember(namespace=NS, session="b", page=note("kiwi prices claim", type=PageType.CLAIM))
+    everywhere = await engine.search(namespace=NS, session="a", query="kiwi")
+    only_a = await engine.search(namespace=NS, session="a", query="kiwi", scope=SearchScope.SESSION)
+    claims = await engine.search(namespace=NS, session="a", query="kiwi", page_type=PageType.CLAIM)
+    assert {r.session for r in everywhere.results} == {"a", "b"}
+    assert {r.session for r in only_a.results} == {"a"}
+    assert [r.type for r in claims.results] == [PageType.CLAIM]
+
+
+async def test_hits_report_tokens_per_level_and_mapping(engine):
+    stored = await engine.remember(namespace=NS, session="s", page=note("walnut harvest in October"))
+    await engine.page_fault(namespace=NS, session="s", page_id=stored.page_id)
+    hit = (await engine.search(namespace=NS, session="s", query="walnut")).results[0]
+    assert hit.tokens == stored.tokens
+    assert hit.mapped and hit.level == 2
+    elsewhere = (await engine.search(namespace=NS, session="other", query="walnut")).results[0]
+    assert not elsewhere.mapped and elsewhere.level is None
+
+
+def said(name: str, content: str) -> IngestMessage:
+    return IngestMessage(role=Role.USER, content=content, name=name)
+
+
+async def test_a_speakers_name_finds_their_lines(engine):
+    await engine.ingest(
+        namespace=NS,
+        session="s",
+        messages=[
+            said("Caroline", "I painted a sunrise over the lake."),
+            said("Melanie", "I painted my fence."),
+        ],
+    )
+    found = await engine.search(namespace=NS, session="s", query="What did Caroline paint?")
+    assert found.results[0].snippet == "I painted a sunrise over the lake."
+
+
+async def search_tuned(engine, query: str, tuning: SearchTuning, limit: int = 5) -> list[SearchHit]:
+    """search_pages over the engine's pages with `tuning` in place of the engine's own settings."""
+    async with engine.db.read() as conn:
+        found = await search_pages(
+            conn,
+            namespace=NS,
+            viewer_session="s",
+            query=query,
+            limit=limit,
+            tuning=tuning,
+            stemmer=engine.stemmer,
+        )
+    return found.results
+
+
+async def test_a_weak_match_beside_a_strong_one_in_its_session_ranks_higher(open_engine):
+    # The question turn matches best; the answer beside it matches only "kitchen", as does a line
+    # of another session that BM25 alone would put first (it is shorter).
+    async def order(tuning: SearchTuning) -> list[str]:
+        engine = await open_engine(search=tuning)
+        found = await engine.search(namespace=NS, session="s", query="plumber fix kitchen", limit=3)
+        await engine.close()
+        return [hit.snippet for hit in found.results]
+
+    engine = await open_engine()
+    await engine.ingest(
+        namespace=NS,
+        session="house",
+        messages=[
+            user("Which plumber came to fix things?"),
+            user("The one from the corner shop, he sorted the kitchen sink in an hour."),
+        ],
+    )
+    await engine.ingest(namespace=NS, session="other", messages=[user("Kitchen lights.")])
+    alone = {"neighbour_weight": 0.0, "session_weight": 0.0}
+    assert (await order(SearchTuning(**alone)))[1] == "Kitchen lights."
+    assert (await order(SearchTuning(session_weight=0.0)))[1].startswith("The one from the corner shop")
+    assert (await order(SearchTuning(neighbour_weight=0.0)))[1].startswith("The one from the corner shop")
+
+
+async def test_the_neighbour_bonus_shrinks_for_pages_that_stand_on_their_own(open_engine):
+    engine = await open_engine()
+    long_answer = "The one from the corner shop sorted the kitchen sink. " + long_text("errands", 12)
+    await engine.ingest(
+        namespace=NS, session="house", messages=[user("Which plumber came to fix things?"), user(long_answer)]
+    )
+    await engine.ingest(namespace=NS, session="other", messages=[user("Kitchen lights.")])
+
+    async def scores(tuning: SearchTuning) -> dict[str, float]:
+        hits = await search_tuned(engine, "plumber fix kitchen", tuning, limit=3)
+        return {hit.snippet[:10]: hit.score for hit in hits}
+
+    plain = await scores(SearchTuning(neighbour_weight=0.0, session_weight=0.0))
+    scaled = await scores(SearchTuning(session_weight=0.0))
+    unscaled = await scores(SearchTuning(session_weight=0.0, context_tokens=100_000))
+    assert plain["The one fr"] < scaled["The one fr"] < unscaled["The one fr"]
+
+
+async def test_a_query_in_the_first_person_prefers_what_the_user_said():
+    assert addressed_role("What is the name of my cat?") is Role.USER
+    assert addressed_role("Which hotel did you recommend?") is Role.ASSISTANT
+    assert addressed_role("You mentioned a recipe I liked, can you remind me?") is None
+    assert addressed_role("What did Caroline paint?") is None
+    assert addressed_role("I’m not sure") is Role.USER
+
+
+async def test_pronouns_lift_the_pages_of_the_role_they_name(engine):
+    await engine.ingest(
+        namespace=NS,
+        session="s",
+        messages=[
+            user("My cat is called Miso."),
+            assistant("A cat called Miso, lovely; cats like that name."),
+        ],
+    )
+    mine = await engine.search(namespace=NS, session="s", query="what is my cat called")
+    yours = await engine.search(namespace=NS, session="s", query="what did you say about the cat called Miso")
+    assert mine.results[0].role is Role.USER
+    assert yours.results[0].role is Role.ASSISTANT
+
+
+async def test_files_from_before_the_speaker_index_get_it_when_migrated(open_engine, db_path):
+    old = file_at(db_path, 4)
+    add_session(old, NS, "s")
+    add_page(old, NS, "s", "msg_000001", "Opened a dance studio.", name="Gina")
+    old.close()
+    migrated = await open_engine()
+    found = await migrated.search(namespace=NS, session="s", query="Gina")
+    assert [hit.snippet for hit in found.results] == ["Opened a dance studio."]
+
+
+async def test_in_a_large_namespace_common_terms_give_way_to_rarer_ones(engine, monkeypatch):
+    # Six pages say "weather"; one says "zeppelin". Past the threshold, "weather" no longer ranks.
+    monkeypatch.setattr(search, "COMMON_PAGES", 5)
+    for n in range(6):
+        await engine.remember(
+            namespace=NS, session="s", page=note(f"The weather report number {n}, weather again.")
+        )
+    await engine.remember(namespace=NS, session="s", page=note("A zeppelin flew over."), key="zeppelin")
+    found = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=3)
+    assert [hit.page_id for hit in found.results] == ["zeppelin"]  # the weather pages are not ranked
+    # With only common terms, the pages holding all of them are ranked.
+    both = await engine.search(namespace=NS, session="s", query="weather report", limit=3)
+    assert len(both.results) == 3 and all("weather report" in hit.snippet for hit in both.results)
+    monkeypatch.setattr(search, "COMMON_PAGES", 2_000)
+    exact = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=3)
+    assert len(exact.results) == 3 and "zeppelin" in [hit.page_id for hit in exact.results]
+
+
+async def test_a_match_in_a_session_that_matches_well_outranks_an_equal_one_elsewhere(open_engine):
+    engine = await open_engine()
+    # The garage's "tent" line is shorter, so BM25 alone puts it first; only the camping session
+    # also matches the rest of the query.
+    await engine.ingest(
+        namespace=NS,
+        session="camping",
+        messages=[
+            user("We booked the lakeside campsite for the weekend."),
+            user("Bring the tent."),
+            user("ok"),
+        ],
+    )
+    await engine.ingest(namespace=NS, session="garage", messages=[user("Tent sold."), user("ok"), user("ok")])
+
+    async def first_tent(tuning: SearchTuning) -> str:
+        hits = await search_tuned(engine, "lakeside campsite tent", tuning)
+        return next(hit.session for hit in hits if "tent" in hit.snippet.lower())
+
+    assert await first_tent(SearchTuning(neighbour_weight=0.0)) == "camping"
+    assert await first_tent(SearchTuning(neighbour_weight=0.0, session_weight=0.0)) == "garage"
+
+
+async def test_a_speaker_the_query_names_lifts_that_speakers_pages(open_engine):
+    # Caroline speaks on half the pages, so her name weighs nothing in BM25; Melanie's painting
+    # line is shorter and would win without the boost.
+    engine = await open_engine()
+    lines = [
+        said("Caroline", "I painted a sunrise over the lake last weekend with my new brushes."),
+        said("Melanie", "I painted the fence."),
+        *[said("Caroline", f"The weather was lovely on day {n}.") for n in range(3)],
+        *[said("Melanie", f"The dog slept all of day {n}.") for n in range(3)],
+    ]
+    await engine.ingest(namespace=NS, session="s", messages=lines)
+
+    async def first(tuning: SearchTuning) -> str:
+        hits = await search_tuned(engine, "What did Caroline paint?", tuning, limit=2)
+        return hits[0].snippet
+
+    others_off = {"neighbour_weight": 0.0, "session_weight": 0.0}
+    assert await first(SearchTuning(**others_off, speaker_boost=0.0)) == "I painted the fence."
+    assert (await first(SearchTuning(**others_off))).startswith("I painted a sunrise")
+
+
+def test_clitics_leave_no_stray_terms_in_a_query():
+    assert query_terms("What is Melanie's hobby?") == ["melanie", "hobby"]
+    assert query_terms("Melanie\u2019s hobby") == ["melanie", "hobby"]
+    assert query_terms("they're sure we'll go, I've said I'd come, I'm in, don't worry") == [
+        "sure",
+        "go",
+        "said",
+        "come",
+        "worry",
+    ]
+    # A letter that is a word of its own stays: only what follows an apostrophe is a clitic.
+    assert query_terms("vitamin d and plan s") == ["vitamin", "d", "plan", "s"]
+
+
+async def test_a_possessive_finds_its_owner_not_every_page_with_an_apostrophe(engine):
+    owner = await engine.remember(namespace=NS, session="s", page=note("Melanie's hobby is pottery."))
+    for text in ("That's fine.", "Let's go there.", "It's late and she's tired.", "What's next?"):
+        await engine.remember(namespace=NS, session="s", page=note(text))
+    found = await engine.search(namespace=NS, session="s", query="Melanie's hobby", limit=5)
+    assert [hit.page_id for hit in found.results] == [owner.page_id]
+
+
+async def test_a_remembered_key_is_searchable_by_its_words(engine):
+    await engine.remember(namespace=NS, session="s", page=note("Black, no sugar."), key="coffee-order")
+    await engine.remember(namespace=NS, session="s", page=note("The order of the meeting items."))
+    found = await engine.search(namespace=NS, session="s", query="coffee", limit=5)
+    assert [hit.page_id for hit in found.results] == ["coffee-order"]
+
+
+async def test_generated_ids_are_not_searched_as_words(engine):
+    await engine.remember(namespace=NS, session="s", page=note("a line about lunch"))
+    found = await engine.search(namespace=NS, session="s", query="note", limit=5)
+    assert found.results == []
+
+
+async def test_scores_in_one_namespace_do_not_move_when_another_namespace_writes(engine):
+    lines = [
+        "the otters in the river hold hands while they sleep",
+        "a report on river pollution and the otters",
+        "my vault code is in the blue notebook",
+        "the vault of the cathedral was painted blue",
+        "otters eat fish and crabs",
+    ]
+    for line in lines:
+        await engine.remember(namespace="alice", session="s", page=note(line))
+    queries = ["otters river", "vault code", "blue", "fish crabs otters", "cathedral"]
+
+    async def ranked() -> list[list[tuple[str, float]]]:
+        return [
+            [
+                (hit.page_id, hit.score)
+                for hit in (await engine.search(namespace="alice", session="s", query=q, limit=5)).results
+            ]
+            for q in queries
+        ]
+
+    before = await ranked()
+    for index in range(60):
+        text = f"otters vault blue river {index} otters otters cathedral fish"
+        await engine.remember(namespace="mallory", session="s", page=note(text))
+    after = await ranked()
+    assert after == before
+    assert all(results for results in before)
+
+
+async def test_a_namespace_of_a_few_pages_ranks_the_better_match_first(engine):
+    best = await engine.remember(namespace=NS, session="s", page=note("a red apple pie"))
+    await engine.remember(namespace=NS, session="s", page=note("a green apple"))
+    await engine.remember(namespace=NS, session="s", page=note("a red car in the street"))
+    found = await engine.search(namespace=NS, session="s", query="red apple", limit=5)
+    assert found.results[0].page_id == best.page_id
+    assert all(hit.score > 0.05 for hit in found.results)
+    scores = [hit.score for hit in found.results]
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[1]
+    alone = await engine.search(namespace=NS, session="s", query="pie", limit=5)
+    assert alone.results[0].score > 0.05
+
+
+async def test_an_empty_result_says_why_and_what_to_try(engine):
+    empty = await engine.search(namespace=NS, session="s", query="anything")
+    assert empty.results == [] and "Nothing is stored" in empty.message
+    await engine.remember(namespace=NS, session="s", page=note("the garden gate is green"))
+    missing = await engine.search(namespace=NS, session="s", query="submarine")
+    assert missing.results == []
+    assert "No page matches" in missing.message and "manifest" in missing.message
+    assert "Drop" not in missing.message
+    filtered = await engine.search(namespace=NS, session="s", query="garden", page_type=PageType.CLAIM)
+    assert filtered.results == [] and "Drop type" in filtered.message
+    stopwords = await engine.search(namespace=NS, session="s", query="what is the")
+    assert stopwords.results == [] and "no word to search for" in stopwords.message
+    found = await engine.search(namespace=NS, session="s", query="garden")
+    assert found.results and found.message is None
+
+
+async def test_a_query_of_common_terms_only_ranks_by_its_least_common_ones(engine, monkeypatch):
+    # Past the threshold every term is common; the postings budget takes the rarest ("harbour",
+    # on 6 pages) and leaves "ferry" (on 12) out of the scores.
+    monkeypatch.setattr(search, "COMMON_PAGES", 5)
+    monkeypatch.setattr(search, "POSTINGS", 8)
+    for n in range(6):
+        await engine.remember(namespace=NS, session="s", page=note(f"The ferry number {n} is late."))
+    for n in range(6):
+        await engine.remember(namespace=NS, session="s", page=note(f"The ferry {n} left the harbour."))
+    found = await engine.search(namespace=NS, session="s", query="ferry harbour", limit=5)
+    assert len(found.results) == 5 and all("harbour" in hit.snippet for hit in found.results)
+    # No page holds all three: the scores come from "late" (on 6 pages, first of the two rarest),
+    # and "harbour" would pass the budget; "ferry" is not scored.
+    alone = await engine.search(namespace=NS, session="s", query="ferry late harbour", limit=5)
+    assert len(alone.results) == 5 and all("late" in hit.snippet for hit in alone.results)
+    monkeypatch.setattr(search, "POSTINGS", 12)
+    both = await engine.search(namespace=NS, session="s", query="ferry late harbour", limit=12)
+    assert len(both.results) == 12
