@@ -7,6 +7,7 @@ the list it is, and no list is ever cut short without saying so.
 """
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -140,10 +141,7 @@ def _screen(rows: list[Row], limit: int, key: Any) -> Screen[Row]:
 def _int_key(before: str | None) -> int:
     if before is None:
         return _TOP_INT
-    try:
-        key = int(before)
-    except ValueError:
-        key = None
+    key = int(before) if before.isascii() and before.isdigit() else None
     if key is None or not 0 <= key <= _TOP_INT:
         raise InvalidArgument("before must be the cursor the previous screen gave.")
     return key
@@ -158,7 +156,7 @@ def _time_key(before: str | None) -> tuple[float, str]:
         time = float(at)
     except ValueError:
         time = None
-    if not slash or time is None:
+    if not slash or time is None or not math.isfinite(time):
         raise InvalidArgument("before must be the cursor the previous screen gave.")
     return time, name
 

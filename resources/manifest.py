@@ -63,24 +63,37 @@ def build_manifest(memory: MemoryMap) -> dict[str, Any]:
 
 
 def cap_manifest(manifest: dict[str, Any], engine: Engine) -> str:
-    """Drop listed pages, then working-set entries, until the JSON fits the token cap."""
+    """Drop listed pages, then working-set entries, then pinned listed pages, until the JSON fits
+    the token cap: a pinned page is the last thing a session's manifest gives up."""
     cap = engine.config.manifest_max_tokens
     text = _dump(manifest)
     tokens = engine.counter.count(text)
-    for key, counter in (("available_pages", "omitted_available"), ("working_set", "omitted_working_set")):
-        while tokens > cap and manifest[key]:
+    phases = (
+        ("available_pages", "omitted_available", False),
+        ("working_set", "omitted_working_set", True),
+        ("available_pages", "omitted_available", True),
+    )
+    for key, counter, pinned_too in phases:
+        while tokens > cap and (droppable := _droppable(manifest[key], pinned_too)):
             # Price an entry at the list's own average and drop enough for the overshoot: one or
             # two rounds, where dropping a quarter at a time tokenised a long manifest a dozen
             # times (most of what a build_context call spent).
             entries = manifest[key]
             entry_tokens = max(1.0, engine.counter.count(_dump(entries)) / len(entries))
-            drop = min(len(entries), max(1, math.ceil((tokens - cap) / entry_tokens)))
+            drop = min(droppable, max(1, math.ceil((tokens - cap) / entry_tokens)))
             del entries[-drop:]
             manifest["counts"][counter] += drop
             manifest["counts"]["listed"] = len(manifest["available_pages"])
             text = _dump(manifest)
             tokens = engine.counter.count(text)
     return text
+
+
+def _droppable(entries: list[dict[str, Any]], pinned_too: bool) -> int:
+    """How many entries may go from the end (listed pages are ordered pinned first)."""
+    if pinned_too:
+        return len(entries)
+    return next((n for n, entry in enumerate(reversed(entries)) if entry.get("pinned")), len(entries))
 
 
 async def render_manifest(engine: Engine, *, namespace: str, session: str) -> str:

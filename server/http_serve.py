@@ -15,7 +15,7 @@ from memvm.server.http_guard import BACKLOG, connection_limit, guarded_protocol
 from memvm.server.log_flood import quiet_floods
 from memvm.server.session_quota import SESSION_IDLE_S, SessionQuota
 from memvm.server.view_mount import mount_view
-from memvm.ui.graceful import GracefulServer
+from memvm.ui.graceful import GRACE_S, GracefulServer
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
@@ -84,6 +84,7 @@ def run_http(
         log_level=log_level.lower(),
         http=guarded_protocol(connection_limit()),
         timeout_keep_alive=KEEP_ALIVE_S,
+        timeout_graceful_shutdown=GRACE_S,
         backlog=BACKLOG,
     )
     # After uvicorn has set up its loggers, so that their handlers get the filter too.

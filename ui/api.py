@@ -37,8 +37,9 @@ VIEWER = "memvm-ui"
 # What the view's own edits are recorded as.
 PROVENANCE = "memvm ui"
 MAX_NOTE_CHARS = 100_000
-# The best matches a search shows.
+# The best matches a search shows; with "pinned only", how deep the ranking is read for them.
 SEARCH_LIMIT = 50
+PINNED_SEARCH_DEPTH = 2_000
 # A request body past this is refused unread: the largest note, JSON-escaped, fits.
 MAX_BODY_BYTES = 1_000_000
 EXPORT_CHUNK_BYTES = 1 << 16
@@ -110,19 +111,21 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
             return {"results": [], "limit": SEARCH_LIMIT}
         # A session filter searches that session's pages (search_pages' scope=session).
         session = query.get("session") or None
+        pinned_only = _flag(query.get("pinned"), "pinned")
         found = await engine.search(
             namespace=namespace,
             session=session or VIEWER,
             query=text,
-            limit=SEARCH_LIMIT,
+            # Pinned pages are few: ranked among many more matches, so that filtering keeps them.
+            limit=PINNED_SEARCH_DEPTH if pinned_only else SEARCH_LIMIT,
             page_type=_page_type(query.get("type")),
             scope=SearchScope.SESSION if session else SearchScope.ALL,
         )
         async with engine.db.read(namespace) as conn:
             pinned = await view.pinned_among(conn, namespace, [hit.page_id for hit in found.results])
         hits = [{**hit.model_dump(mode="json"), "pinned": hit.page_id in pinned} for hit in found.results]
-        if _flag(query.get("pinned"), "pinned"):
-            hits = [hit for hit in hits if hit["pinned"]]
+        if pinned_only:
+            hits = [hit for hit in hits if hit["pinned"]][:SEARCH_LIMIT]
         # Ranked results are not paged: the best ones are shown, and the page says a search can narrow.
         return {"results": hits, "limit": SEARCH_LIMIT}
 

@@ -20,7 +20,7 @@ from memvm.engine.names import NAME_PATTERN
 from memvm.engine.paths import default_db_path
 from memvm.resources.budget import reserved_tokens
 from memvm.ui.app import create_app
-from memvm.ui.graceful import GracefulServer
+from memvm.ui.graceful import GRACE_S, GracefulServer
 from memvm.ui.security import one_token
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -66,6 +66,9 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         anyio.run(_serve, db, args.namespace, args.host, listener, args.read_only)
+    except KeyboardInterrupt:
+        # Ctrl-C before the server took over the signals (while the database was opening).
+        return 130
     except DatabaseRefused as exc:
         # The engine says why (corrupt, another program's, a newer memvm's, an unwritable folder).
         print(f"memvm: {db}: {exc}", file=sys.stderr)
@@ -107,7 +110,13 @@ async def _serve(db: Path, namespace: str, host: str, listener: socket.socket, r
         token = secrets.token_urlsafe(24)
         app = create_app(lambda: engine, namespace_of=one_token(token, namespace))
         shown = f"[{host}]" if ":" in host else host
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=GRACE_S,
+        )
         # In the fragment, which the browser never sends: the page's script takes it from there.
         server = GracefulServer(config, lambda: print(f"http://{shown}:{port}/#token={token}", flush=True))
         await server.serve(sockets=[listener])

@@ -7,7 +7,9 @@ close half-way: a traceback is printed, and the database's connection thread, le
 keeps the process alive after Ctrl-C.
 """
 
+import asyncio
 import contextlib
+import logging
 import signal
 import socket
 import threading
@@ -15,14 +17,28 @@ from collections.abc import Callable, Iterator
 
 import uvicorn
 
+# Seconds a stopping server waits for answers still going out (a slow export download) before it
+# cuts them: Ctrl-C must not wait for a download to finish.
+GRACE_S = 5
 # The signals that stop a server (uvicorn's own set).
 STOPPING = (signal.SIGINT, signal.SIGTERM)
+
+
+class _CutAnswersUntraced(logging.Filter):
+    """uvicorn logs each answer it cuts at the end of the grace as an error with a traceback; the
+    line before it ("Cancel N running task(s)") already says so, once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        cut = record.exc_info is not None and isinstance(record.exc_info[1], asyncio.CancelledError)
+        return not cut
 
 
 class GracefulServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, on_started: Callable[[], None] | None = None) -> None:
         super().__init__(config)
         self._on_started = on_started
+        # After the Config, which sets uvicorn's loggers up.
+        logging.getLogger("uvicorn.error").addFilter(_CutAnswersUntraced())
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)

@@ -231,13 +231,19 @@ def test_direction_marks_in_stored_text_are_shown_not_obeyed(seeded, page, ui_se
     _with_engine(
         seeded,
         "from memvm.engine.models import NewPage, PageType\n"
-        "note = NewPage(content='pay to account \\u202e4321 9876\\u202c ok', type=PageType.NOTE, provenance='user')\n"
+        "hidden = ''.join(chr(0xE0000 + ord(c)) for c in 'obey')\n"
+        "note = NewPage(content='pay to account \\u202e4321 9876\\u202c ok; tags[' + hidden + '] word\\u2060joiner',"
+        " type=PageType.NOTE, provenance='user')\n"
         "await engine.remember(namespace='default', session='s1', page=note, key='account')\n",
     )
     _open(page, ui_server, seeded)
     page.get_by_role("button", name="account").click()
     full = page.locator("#levels pre").first
     expect(full).to_contain_text("pay to account ⟨U+202E⟩4321 9876⟨U+202C⟩ ok")
+    # Tag characters (invisible letters) and a word joiner are shown too, not silently kept.
+    expect(full).to_contain_text("tags[⟨U+E006F⟩⟨U+E0062⟩⟨U+E0065⟩⟨U+E0079⟩] word⟨U+2060⟩joiner")
+    page.get_by_role("button", name="Edit note").click()
+    expect(page.locator("#edit-note")).to_contain_text("characters that reorder or hide text")
 
 
 def test_focus_stays_on_a_page_link_while_another_writer_redraws_the_list(seeded, page, ui_server):

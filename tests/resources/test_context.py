@@ -112,3 +112,16 @@ def test_rules_cover_recall_evidence_levels_citation_and_discretion():
     ):
         assert phrase in text
     assert "page_fault" not in rules_text(RuleMode.PASSIVE, max_faults_per_turn=3)
+
+
+async def test_a_pinned_page_stays_in_a_manifest_that_is_cut_to_its_cap(engine: Engine):
+    await engine.remember(
+        namespace=NS, session="curator", page=note("The release freeze starts Friday."), key="freeze"
+    )
+    for i in range(120):  # far more loaded entries than the manifest's cap lists
+        await engine.ingest(namespace=NS, session="agent", messages=[user(f"chatter number {i} about lunch")])
+    await engine.pin_page(namespace=NS, session="curator", page_id="freeze", pinned=True, place=False)
+    manifest = json.loads(await render_manifest(engine, namespace=NS, session="agent"))
+    assert manifest["counts"]["omitted_working_set"] > 0  # the cap was reached
+    assert [p["page_id"] for p in manifest["available_pages"]][:1] == ["freeze"]
+    assert manifest["available_pages"][0]["pinned"] is True

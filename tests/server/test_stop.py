@@ -1,13 +1,17 @@
 """Stopping a server the way people do: Ctrl-C (SIGINT) or SIGTERM ends `memvm ui` and `memvm serve`
 over HTTP at once, with exit status 0, no traceback, and the database closed (its WAL folded back)."""
 
+import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
+from memvm.engine import Engine, EngineConfig
 
 from tests.ui.seed import seed
 
@@ -57,3 +61,46 @@ def test_a_signal_stops_the_server_cleanly(tmp_path, command, sig):
     assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_signal_during_a_slow_download_stops_the_view_after_a_short_grace(tmp_path):
+    db = tmp_path / "m.db"
+    seed(db, "hello", "hi")
+
+    async def fill() -> None:
+        engine = await Engine.open(db, EngineConfig())
+        try:
+            for i in range(40):  # 36 MB of export: more than the sockets' buffers hold
+                await engine.bind_value(
+                    namespace="default", session="s1", tool="dump", args={"i": i}, value="x" * 900_000
+                )
+        finally:
+            await engine.close()
+
+    anyio.run(fill)
+    with subprocess.Popen(
+        [str(MEMVM), "ui", "--db", str(db)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        try:
+            assert process.stdout is not None
+            host, port, token = re.match(
+                r"http://([^:]+):(\d+)/#token=(\S+)", process.stdout.readline().strip()
+            ).groups()
+            # A download that stalls: the answer's first bytes read, then nothing, on a small window.
+            with socket.socket() as download:
+                download.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                download.connect((host, int(port)))
+                request = f"GET /api/export HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n\r\n"
+                download.sendall(request.encode())
+                assert download.recv(12) == b"HTTP/1.1 200"
+                process.send_signal(signal.SIGINT)
+                _, stderr = process.communicate(timeout=LIMIT)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr and "timeout graceful shutdown exceeded" in stderr

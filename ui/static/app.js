@@ -8,10 +8,13 @@ const lists = {};
 const $ = (id) => document.getElementById(id);
 
 function say(text) { $("status").textContent = text; }
+function count(n, one, many = `${one}s`) { return `${n} ${n === 1 ? one : many}`; }
 
-// Characters that reorder or hide text (bidirectional overrides and isolates, zero-width marks)
-// are shown by their code point: a stored "\u202e4321" must not display as "1234".
-const HIDDEN = /[\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
+// Characters that reorder or hide text are shown by their code point: a stored "\u202e4321" must
+// not display as "1234", nor tag characters carry words nobody sees. Bidirectional controls,
+// zero-width and invisible formatting characters, line and paragraph separators, variation
+// selectors, fillers and the tag block.
+const HIDDEN = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\u{e0000}-\u{e007f}\u{e0100}-\u{e01ef}]/gu;
 function shown(text) {
   return String(text).replace(HIDDEN, (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`);
 }
@@ -33,7 +36,7 @@ async function api(path, options = {}) {
   try {
     response = await fetch(path, { ...options, headers: { ...(options.headers || {}), authorization: `Bearer ${token}` } });
   } catch {
-    throw new Error("The view's server does not answer: is memvm ui still running?");
+    throw new Error("The view's server does not answer: is it still running?");
   }
   if (response.status === 401) throw new Error("Not allowed: open the view's address with its token (…/#token=…) again.");
   const body = await response.json().catch(() => ({ error: "The view could not read the answer." }));
@@ -82,7 +85,20 @@ async function loadList(name, path, key, { append = false, keep = false, query =
 }
 
 function moreButton(name, draw) {
-  $(`more-${name}`).addEventListener("click", () => draw(true).catch((error) => say(error.message)));
+  const button = $(`more-${name}`);
+  button.addEventListener("click", async () => {
+    try {
+      await draw(true);
+      // At the end of the list the button goes; focus moves to the list rather than being lost.
+      if (button.hidden) focusList(name);
+    } catch (error) { say(error.message); }
+  });
+}
+
+function focusList(name) {
+  const list = $(name);
+  list.tabIndex = -1;
+  list.focus();
 }
 
 // Local time, as the person reading it lives it.
@@ -146,12 +162,12 @@ function show(view) {
   say("");
   for (const tab of document.querySelectorAll(".tab")) tab.setAttribute("aria-pressed", String(tab.dataset.view === view));
   for (const name of ["memory", "context", "tools"]) $(`view-${name}`).hidden = name !== view;
-  refresh();
+  refresh(true);
 }
 
 async function loadOverview(append = false, keep = false) {
   const overview = await loadList("sessions", "api/overview", "sessions", { append, keep });
-  $("namespace").textContent = `namespace ${overview.namespace}: ${overview.pages} pages`;
+  $("namespace").textContent = `namespace ${overview.namespace}: ${count(overview.pages, "page")}`;
   $("namespace").dataset.name = overview.namespace;
   // Opened read-only: the curating buttons are not offered.
   document.body.classList.toggle("read-only", overview.read_only);
@@ -176,7 +192,7 @@ function drawSessions(sessions, viewer) {
     const button = document.createElement("button");
     button.type = "button";
     const whose = session.session === viewer ? ", this view's changes" : "";
-    button.textContent = `${shown(session.session)} (${session.pages} pages, turn ${session.turn}${whose})`;
+    button.textContent = `${shown(session.session)} (${count(session.pages, "page")}, turn ${session.turn}${whose})`;
     button.dataset.key = `session:${session.session}`;
     button.setAttribute("aria-pressed", String(state.session === session.session));
     button.addEventListener("click", () => pickSession(session.session));
@@ -193,14 +209,31 @@ function drawSessions(sessions, viewer) {
       option.textContent = shown(session.session);
       select.appendChild(option);
     }
-    if (chosen) select.value = chosen;
+    // The sessions not loaded yet are one choice away, not cut off.
+    if (lists.sessions.next) {
+      const more = document.createElement("option");
+      more.value = MORE_SESSIONS;
+      more.textContent = "More sessions…";
+      select.appendChild(more);
+    }
+    if (chosen && chosen !== MORE_SESSIONS) select.value = chosen;
   }
 }
 
+const MORE_SESSIONS = "\u0000more";
+
+// A session select's "More sessions…": the next screen of sessions, then the first of them.
+async function moreSessions(select) {
+  const shownBefore = lists.sessions.rows.length;
+  await loadOverview(true);
+  const first = lists.sessions.rows[shownBefore];
+  if (first) select.value = first.session;
+}
+
 // The filters changed: the search is run again within them, or the list redrawn.
-function refine() {
-  if ($("search").value.trim()) search($("search").value);
-  else loadPages(false);
+function refine(keep = false) {
+  if ($("search").value.trim()) search($("search").value, keep);
+  else loadPages(false, keep);
 }
 
 function pickSession(session) {
@@ -262,8 +295,8 @@ function drawPages(pages) {
 }
 
 // Search keeps to the filters set beside it (session, type, pinned), ranked as search_pages ranks.
-async function search(text) {
-  if (!text.trim()) { loadPages(false); return; }
+async function search(text, keep = false) {
+  if (!text.trim()) { say(""); loadPages(false, keep); return; }
   try {
     const query = pageQuery();
     query.delete("limit");
@@ -275,10 +308,10 @@ async function search(text) {
       tokens: { full: hit.tokens["0"], reduced: hit.tokens["1"], abstract: hit.tokens["2"], reference: hit.tokens["3"] },
     })));
     $("more-pages").hidden = true;
-    const count = found.results.length;
-    say(count >= found.limit
-      ? `The ${count} best matches, best first; add words to narrow the search.`
-      : count === 1 ? "1 page matches." : `${count} pages match, best first.`);
+    const matched = found.results.length;
+    say(matched >= found.limit
+      ? `The ${matched} best matches, best first; add words to narrow the search.`
+      : matched === 0 ? "No page matches." : matched === 1 ? "1 page matches." : `${matched} pages match, best first.`);
   } catch (error) { say(error.message); }
 }
 
@@ -295,7 +328,7 @@ async function openPage(pageId, quietly = false) {
     const fields = [
       `${page.type}${page.role ? "/" + page.role : ""}`, `session ${page.session}`, `from ${page.provenance}`,
       `created ${when(page.created_at)}`, `last access ${when(page.last_access)}`,
-      `${page.access_count} accesses`, `importance ${page.importance}`, page.pinned ? "pinned" : "not pinned",
+      count(page.access_count, "access", "accesses"), `importance ${page.importance}`, page.pinned ? "pinned" : "not pinned",
     ];
     fields.forEach((field, index) => {
       if (index) meta.append(" · ");
@@ -408,13 +441,13 @@ async function loadToolStats(append, keep = false) {
   ]);
 }
 
-async function loadTools(keep = false) {
+async function loadTools(keep = false, keepTools = keep) {
   try {
     if ($("tools-session").value) {
       await loadBindings(false, keep);
       await loadVerdicts(false, keep);
     }
-    await loadToolStats(false, keep);
+    await loadToolStats(false, keepTools);
   } catch (error) { say(error.message); }
 }
 
@@ -441,9 +474,12 @@ function wire() {
   for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => show(tab.dataset.view));
   $("export").addEventListener("click", exportNamespace);
   $("search-form").addEventListener("submit", (event) => { event.preventDefault(); search($("search").value); });
-  $("filter-type").addEventListener("change", refine);
-  $("filter-pinned").addEventListener("change", refine);
-  $("more-pages").addEventListener("click", () => loadPages(true));
+  $("filter-type").addEventListener("change", () => refine());
+  $("filter-pinned").addEventListener("change", () => refine());
+  $("more-pages").addEventListener("click", async () => {
+    await loadPages(true);
+    if ($("more-pages").hidden) focusList("pages");
+  });
   moreButton("sessions", (append) => loadOverview(append));
   moreButton("mutations", loadMutations);
   moreButton("bindings", loadBindings);
@@ -461,7 +497,7 @@ function wire() {
       say(state.page.pinned ? "Unpinned." : "Pinned: listed first in every session's manifest, never evicted.");
       await openPage(state.page.page_id, true);
       $("pin").focus();
-      refine();
+      refine(true);
     } catch (error) { say(error.message); }
   });
   $("forget").addEventListener("click", () => { $("confirm-forget").showModal(); $("confirm-no").focus(); });
@@ -473,7 +509,7 @@ function wire() {
       say(`Forgot ${state.page.page_id}.`);
       $("page-detail").hidden = true;
       state.page = null;
-      refresh();
+      refresh(true);
       $("search").focus();
     } catch (error) { say(error.message); }
   });
@@ -481,6 +517,10 @@ function wire() {
     $("edit-form").hidden = false;
     $("edit-error").textContent = "";
     $("edit-text").value = state.page.levels.full;
+    // A text box cannot show them as code points; the note says they are there.
+    $("edit-note").textContent = state.page.levels.full.match(HIDDEN)
+      ? "This note holds characters that reorder or hide text: the box shows it as a browser lays it out, the full level above shows each as ⟨U+…⟩."
+      : "";
     // The text the edit starts from: a save is refused if the note was rewritten since.
     state.editFrom = state.page.fingerprint;
     $("edit-text").focus();
@@ -492,11 +532,18 @@ function wire() {
       await post(`api/pages/${encodeURIComponent(state.page.page_id)}/edit`, { content: $("edit-text").value, was: state.editFrom });
       say("Note saved.");
       await openPage(state.page.page_id);
-      refine();
+      refine(true);
     } catch (error) { $("edit-error").textContent = error.message; }
   });
-  $("context-session").addEventListener("change", () => loadContext());
-  $("tools-session").addEventListener("change", () => loadTools());
+  for (const [id, load] of [["context-session", loadContext], ["tools-session", loadTools]]) {
+    $(id).addEventListener("change", async () => {
+      try {
+        if ($(id).value === MORE_SESSIONS) await moreSessions($(id));
+        // The namespace-wide tool list keeps its rows; the session's lists start again.
+        await load(false, id === "tools-session");
+      } catch (error) { say(error.message); }
+    });
+  }
   $("detail-title").tabIndex = -1;
 }
 
