@@ -7,6 +7,8 @@ import socket
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -17,6 +19,23 @@ from tests.ui.seed import seed
 
 MEMVM = Path(sys.executable).with_name("memvm")
 LIMIT = 60  # seconds; generous on a busy machine
+
+
+@contextmanager
+def running(args: list[str]) -> Iterator[subprocess.Popen[str]]:
+    """`memvm ARGS` as a process; killed at the end if the test left it running."""
+    with subprocess.Popen(
+        [str(MEMVM), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -37,25 +56,15 @@ def test_a_signal_stops_the_server_cleanly(tmp_path, command, sig):
             "--log-level",
             "INFO",
         ]
-    with subprocess.Popen(
-        [str(MEMVM), *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
-        try:
-            # Running once it says where: the URL on stdout (ui), uvicorn's line on stderr (serve).
-            stream = process.stdout if command == "ui" else process.stderr
-            assert stream is not None
-            for line in stream:
-                if "http://" in line:
-                    break
-            process.send_signal(sig)
-            _, stderr = process.communicate(timeout=LIMIT)
-        finally:
-            if process.poll() is None:
-                process.kill()
+    with running(args) as process:
+        # Running once it says where: the URL on stdout (ui), uvicorn's line on stderr (serve).
+        stream = process.stdout if command == "ui" else process.stderr
+        assert stream is not None
+        for line in stream:
+            if "http://" in line:
+                break
+        process.send_signal(sig)
+        _, stderr = process.communicate(timeout=LIMIT)
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
     assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0
@@ -78,29 +87,21 @@ def test_a_signal_during_a_slow_download_stops_the_view_after_a_short_grace(tmp_
             await engine.close()
 
     anyio.run(fill)
-    with subprocess.Popen(
-        [str(MEMVM), "ui", "--db", str(db)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
-        try:
-            assert process.stdout is not None
-            host, port, token = re.match(
-                r"http://([^:]+):(\d+)/#token=(\S+)", process.stdout.readline().strip()
-            ).groups()
-            # A download that stalls: the answer's first bytes read, then nothing, on a small window.
-            with socket.socket() as download:
-                download.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-                download.connect((host, int(port)))
-                request = f"GET /api/export HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n\r\n"
-                download.sendall(request.encode())
-                assert download.recv(12) == b"HTTP/1.1 200"
-                process.send_signal(signal.SIGINT)
-                _, stderr = process.communicate(timeout=LIMIT)
-        finally:
-            if process.poll() is None:
-                process.kill()
+    with running(["ui", "--db", str(db)]) as process:
+        assert process.stdout is not None
+        host, port, token = re.match(
+            r"http://([^:]+):(\d+)/#token=(\S+)", process.stdout.readline().strip()
+        ).groups()
+        # A download that stalls: the answer's first bytes read, then nothing, on a small window.
+        with socket.socket() as download:
+            download.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            download.connect((host, int(port)))
+            request = (
+                f"GET /api/export HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n\r\n"
+            )
+            download.sendall(request.encode())
+            assert download.recv(12) == b"HTTP/1.1 200"
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=LIMIT)
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr and "timeout graceful shutdown exceeded" in stderr
