@@ -255,6 +255,16 @@ def test_focus_stays_on_a_page_link_while_another_writer_redraws_the_list(seeded
     expect(page.get_by_role("button", name="msg_000002")).to_be_focused()
 
 
+def test_focus_stays_in_an_open_page_while_another_writer_redraws_it(seeded, page, ui_server):
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="deploy-note").click()
+    reduced = page.locator("#levels pre").nth(1)
+    reduced.focus()
+    _write_from_another_process(seeded)
+    expect(page.get_by_role("button", name="msg_000003")).to_be_visible(timeout=30_000)
+    expect(page.locator("#levels pre").nth(1)).to_be_focused()
+
+
 def test_an_edit_over_a_note_rewritten_meanwhile_is_refused_and_the_text_kept(seeded, page, ui_server):
     _open(page, ui_server, seeded)
     page.get_by_role("button", name="deploy-note").click()

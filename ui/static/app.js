@@ -339,18 +339,21 @@ async function openPage(pageId, quietly = false) {
     $("pin").textContent = page.pinned ? "Unpin" : "Pin";
     $("edit").hidden = !page.editable;
     if (!quietly) $("edit-form").hidden = true;
-    const levels = $("levels");
-    levels.replaceChildren();
-    for (const [name, text] of Object.entries(page.levels)) {
-      const box = document.createElement("section");
-      const title = document.createElement("h4");
-      title.textContent = `${name} (${page.tokens[name]} tokens)`;
-      const body = document.createElement("pre");
-      body.tabIndex = 0;
-      body.textContent = shown(text);
-      box.append(title, body);
-      levels.appendChild(box);
-    }
+    keepingFocus(() => {
+      const levels = $("levels");
+      levels.replaceChildren();
+      for (const [name, text] of Object.entries(page.levels)) {
+        const box = document.createElement("section");
+        const title = document.createElement("h4");
+        title.textContent = `${name} (${page.tokens[name]} tokens)`;
+        const body = document.createElement("pre");
+        body.tabIndex = 0;
+        body.dataset.key = `level:${name}`;
+        body.textContent = shown(text);
+        box.append(title, body);
+        levels.appendChild(box);
+      }
+    });
     if (!quietly) $("detail-title").focus();
   } catch (error) {
     say(error.message);
