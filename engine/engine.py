@@ -202,6 +202,7 @@ class Engine:
         page_type: PageType | None = None,
         modality: Modality | None = None,
         scope: SearchScope = SearchScope.ALL,
+        pinned_only: bool = False,
     ) -> SearchResult:
         async with self.db.read(namespace) as conn:
             return await search_pages(
@@ -213,6 +214,7 @@ class Engine:
                 page_type=page_type,
                 modality=modality,
                 only_session=session if scope is SearchScope.SESSION else None,
+                pinned_only=pinned_only,
                 tuning=self.config.search,
                 stemmer=self.stemmer,
             )

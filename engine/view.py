@@ -235,13 +235,21 @@ def _shown(text: str, length: int) -> str:
     return text if length <= SHOWN_CHARS else f"{text}… ({length:,} characters; the export has it all)"
 
 
+_PAGE_COUNT = "SELECT pages FROM page_counts WHERE namespace = ?"
+
+
+async def page_count(conn: Reads, namespace: str) -> int:
+    """How many pages the namespace holds (kept by triggers: no scan)."""
+    row = await conn.one(_PAGE_COUNT, (namespace,))
+    return int(row["pages"]) if row else 0
+
+
+_PINNED_AMONG = "SELECT page_id FROM pages WHERE namespace = ? AND pinned = 1 AND page_id IN ({marks})"
+
+
 async def pinned_among(conn: Reads, namespace: str, page_ids: list[str]) -> set[str]:
     """Which of `page_ids` are pinned (search results do not say)."""
-    if not page_ids:
-        return set()
-    marks = ", ".join("?" * len(page_ids))
-    sql = f"SELECT page_id FROM pages WHERE namespace = ? AND pinned = 1 AND page_id IN ({marks})"
-    return {row["page_id"] for row in await conn.all(sql, (namespace, *page_ids))}
+    return {row["page_id"] for row in await conn.all_in(_PINNED_AMONG, (namespace,), page_ids)}
 
 
 async def _session_log(

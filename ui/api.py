@@ -37,9 +37,8 @@ VIEWER = "memvm-ui"
 # What the view's own edits are recorded as.
 PROVENANCE = "memvm ui"
 MAX_NOTE_CHARS = 100_000
-# The best matches a search shows; with "pinned only", how deep the ranking is read for them.
+# The best matches a search shows.
 SEARCH_LIMIT = 50
-PINNED_SEARCH_DEPTH = 2_000
 # A request body past this is refused unread: the largest note, JSON-escaped, fits.
 MAX_BODY_BYTES = 1_000_000
 EXPORT_CHUNK_BYTES = 1 << 16
@@ -65,10 +64,10 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
     async def overview(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
             sessions = await view.sessions(conn, namespace, before=_before(request))
-            counts = await conn.one("SELECT pages FROM page_counts WHERE namespace = ?", (namespace,))
+            pages = await view.page_count(conn, namespace)
         return {
             "namespace": namespace,
-            "pages": counts["pages"] if counts else 0,
+            "pages": pages,
             # The view's own session (where its pins, edits and forgets are logged) once it acted.
             "viewer": VIEWER,
             "read_only": engine.config.read_only,
@@ -111,21 +110,18 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
             return {"results": [], "limit": SEARCH_LIMIT}
         # A session filter searches that session's pages (search_pages' scope=session).
         session = query.get("session") or None
-        pinned_only = _flag(query.get("pinned"), "pinned")
         found = await engine.search(
             namespace=namespace,
             session=session or VIEWER,
             query=text,
-            # Pinned pages are few: ranked among many more matches, so that filtering keeps them.
-            limit=PINNED_SEARCH_DEPTH if pinned_only else SEARCH_LIMIT,
+            limit=SEARCH_LIMIT,
             page_type=_page_type(query.get("type")),
             scope=SearchScope.SESSION if session else SearchScope.ALL,
+            pinned_only=_flag(query.get("pinned"), "pinned"),
         )
         async with engine.db.read(namespace) as conn:
             pinned = await view.pinned_among(conn, namespace, [hit.page_id for hit in found.results])
         hits = [{**hit.model_dump(mode="json"), "pinned": hit.page_id in pinned} for hit in found.results]
-        if pinned_only:
-            hits = [hit for hit in hits if hit["pinned"]][:SEARCH_LIMIT]
         # Ranked results are not paged: the best ones are shown, and the page says a search can narrow.
         return {"results": hits, "limit": SEARCH_LIMIT}
 
@@ -148,27 +144,6 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
             "context": render_context(working),
             "manifest": await render_manifest(engine, namespace=namespace, session=session),
         }
-
-    async def mutations(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
-        async with engine.db.read(namespace) as conn:
-            screen = await view.mutations(
-                conn, namespace, request.path_params["session"], before=_before(request)
-            )
-        return _listed("mutations", screen)
-
-    async def bindings(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
-        async with engine.db.read(namespace) as conn:
-            screen = await view.bindings(
-                conn, namespace, request.path_params["session"], before=_before(request)
-            )
-        return _listed("bindings", screen)
-
-    async def verdicts(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
-        async with engine.db.read(namespace) as conn:
-            screen = await view.verdicts(
-                conn, namespace, request.path_params["session"], before=_before(request)
-            )
-        return _listed("verdicts", screen)
 
     async def tools(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
@@ -257,14 +232,25 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
         ("/api/pages/{page_id:path}", page, ["GET"]),
         ("/api/search", search, ["GET"]),
         ("/api/sessions/{session}/context", context, ["GET"]),
-        ("/api/sessions/{session}/mutations", mutations, ["GET"]),
-        ("/api/sessions/{session}/bindings", bindings, ["GET"]),
-        ("/api/sessions/{session}/verdicts", verdicts, ["GET"]),
+        ("/api/sessions/{session}/mutations", _session_list(view.mutations, "mutations"), ["GET"]),
+        ("/api/sessions/{session}/bindings", _session_list(view.bindings, "bindings"), ["GET"]),
+        ("/api/sessions/{session}/verdicts", _session_list(view.verdicts, "verdicts"), ["GET"]),
         ("/api/tools", tools, ["GET"]),
         ("/api/version", version, ["GET"]),
         ("/api/export", export, ["GET"]),
     ]
     return [Route(path, _answering(handler, engine_of), methods=methods) for path, handler, methods in table]
+
+
+def _session_list(read: Callable[..., Awaitable[view.Screen[Any]]], name: str) -> Handler:
+    """The handler for one of a session's logs (mutations, bindings, verdicts), a screen at a time."""
+
+    async def handler(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
+        async with engine.db.read(namespace) as conn:
+            screen = await read(conn, namespace, request.path_params["session"], before=_before(request))
+        return _listed(name, screen)
+
+    return handler
 
 
 def _spooled_export(path: str, namespace: str) -> BinaryIO:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 import uvicorn
-from memvm.engine import Engine, EngineConfig
+from memvm.engine import Engine, EngineConfig, view
 from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.names import NAME_PATTERN
 from memvm.engine.paths import default_db_path
@@ -102,8 +102,8 @@ async def _serve(db: Path, namespace: str, host: str, listener: socket.socket, r
     engine = await Engine.open(db, EngineConfig(read_only=read_only), reserve=reserved_tokens)
     try:
         async with engine.db.read(namespace) as conn:
-            counted = await conn.one("SELECT pages FROM page_counts WHERE namespace = ?", (namespace,))
-        if not counted or not counted["pages"]:
+            empty = await view.page_count(conn, namespace) == 0
+        if empty:
             # Most often a mistyped --namespace: said, and served anyway (it may fill while watched).
             print(f"memvm: namespace {namespace} holds no pages yet in {db}", file=sys.stderr, flush=True)
         port = listener.getsockname()[1]

@@ -28,7 +28,7 @@ _TEXT_BATCH_CHARS = 4_000_000
 # the page is joined to each count, not to each occurrence: a page that repeats a term
 # thousands of times is then read once, not once per occurrence.
 _COUNTED = """
-SELECT t.doc AS rowid, t.stem, t.tf, p.search_chars AS chars, p.type, p.modality, p.session
+SELECT t.doc AS rowid, t.stem, t.tf, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned
 FROM (SELECT doc, term AS stem, count(*) AS tf FROM pages_terms WHERE term IN ({marks}) GROUP BY doc, term) AS t
 JOIN pages p ON p.rowid = t.doc
 WHERE p.namespace = ?
@@ -37,7 +37,7 @@ _OCCURRENCES = "SELECT count(*) FROM (SELECT 1 FROM pages_terms WHERE term IN ({
 # The namespace's pages holding any of the terms. CROSS JOIN keeps the index outermost (see
 # search._CAPPED_IN_NAMESPACE).
 _HOLDING = """
-SELECT p.rowid, p.search_chars AS chars, p.type, p.modality, p.session
+SELECT p.rowid, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned
 FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
 WHERE pages_fts MATCH ? AND p.namespace = ?
 """
@@ -47,7 +47,7 @@ _TEXTS = "SELECT rowid, content, speaker, search_key FROM page_search WHERE rowi
 async def postings(
     conn: Reads, namespace: str, terms: list[str], stems: list[str], stemmer: Stemmer, *, whole_file: bool
 ) -> list[Posting]:
-    """One posting (rowid, stem, tf, chars, type, modality, session) per page and stem of `terms`."""
+    """One posting (rowid, stem, tf, chars, type, modality, session, pinned) per page and stem of `terms`."""
     if not stems:
         return []
     marks = ", ".join("?" * len(stems))

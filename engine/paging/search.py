@@ -194,6 +194,7 @@ class _Filters:
     page_type: PageType | None
     modality: Modality | None
     session: str | None
+    pinned_only: bool = False
 
     def sql(self) -> tuple[str, list[object]]:
         clauses: list[str] = []
@@ -206,6 +207,8 @@ class _Filters:
             if value is not None:
                 clauses.append(f"AND p.{column} = ?")
                 params.append(str(value))
+        if self.pinned_only:
+            clauses.append("AND p.pinned = 1")
         return " ".join(clauses), params
 
     def admit(self, row: Posting) -> bool:
@@ -213,6 +216,7 @@ class _Filters:
             (self.page_type is None or row["type"] == self.page_type.value)
             and (self.modality is None or row["modality"] == self.modality.value)
             and (self.session is None or row["session"] == self.session)
+            and (not self.pinned_only or bool(row["pinned"]))
         )
 
 
@@ -287,6 +291,7 @@ async def search_pages(
     page_type: PageType | None = None,
     modality: Modality | None = None,
     only_session: str | None = None,
+    pinned_only: bool = False,
     tuning: SearchTuning = DEFAULT_TUNING,
 ) -> SearchResult:
     """The `limit` best pages for `query`: an exact page id first, then by score.
@@ -295,7 +300,7 @@ async def search_pages(
     speaker, role, session); an exact id match scores EXACT_ID_SCORE. All within one read
     transaction, so the ranking and the snippets see the same pages.
     """
-    filters = _Filters(page_type, modality, only_session)
+    filters = _Filters(page_type, modality, only_session, pinned_only)
     hits = await _exact_ids(conn, namespace, viewer_session, query, filters)
     collection = await conn.one(_COLLECTION, (namespace,))
     assert collection is not None  # an aggregate always yields a row
@@ -332,11 +337,15 @@ def _nothing_found(pages: int, terms: list[str], filters: _Filters) -> str:
             "The query has no word to search for (only common words such as 'what' or 'the', or "
             "none at all): ask with words the page itself would contain, or a page id."
         )
-    narrowed = [
-        name
-        for name, value in (("type", filters.page_type), ("modality", filters.modality))
-        if value is not None
-    ] + (["scope=session"] if filters.session is not None else [])
+    narrowed = (
+        [
+            name
+            for name, value in (("type", filters.page_type), ("modality", filters.modality))
+            if value is not None
+        ]
+        + (["scope=session"] if filters.session is not None else [])
+        + (["pinned only"] if filters.pinned_only else [])
+    )
     widen = f" Drop {' and '.join(narrowed)} to search everything." if narrowed else ""
     return (
         f"No page matches these words among the {pages} stored.{widen} Try other words (a synonym, "

@@ -394,3 +394,20 @@ async def test_a_query_of_common_terms_only_ranks_by_its_least_common_ones(engin
     monkeypatch.setattr(search, "POSTINGS", 12)
     both = await engine.search(namespace=NS, session="s", query="ferry late harbour", limit=12)
     assert len(both.results) == 12
+
+
+async def test_pinned_only_finds_a_pinned_page_ranked_below_the_limit(engine):
+    for i in range(60):
+        await engine.remember(
+            namespace=NS, session="s", page=note(f"deploy deploy deploy rollout {i}"), key=f"loud-{i}"
+        )
+    await engine.remember(
+        namespace=NS, session="s", page=note("one quiet deploy note among many words"), key="quiet"
+    )
+    await engine.pin_page(namespace=NS, session="s", page_id="quiet", pinned=True, place=False)
+    everything = await engine.search(namespace=NS, session="s", query="deploy", limit=50)
+    assert "quiet" not in [hit.page_id for hit in everything.results]
+    pinned = await engine.search(namespace=NS, session="s", query="deploy", limit=50, pinned_only=True)
+    assert [hit.page_id for hit in pinned.results] == ["quiet"]
+    nothing = await engine.search(namespace=NS, session="s", query="rollout", limit=5, pinned_only=True)
+    assert nothing.results == [] and "pinned only" in nothing.message
