@@ -13,7 +13,7 @@ from memvm.engine.hosts.hook_report import HookSession, hook_sessions, stopped
 from memvm.engine.operations.row_rules import violations
 from memvm.engine.operations.transfer import memory_tables
 from memvm.engine.storage.db import APPLICATION_ID, connect_blocking, wal_in_header, writable
-from memvm.engine.storage.migrations import SCHEMA_VERSION
+from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 
 
 @dataclass

@@ -8,7 +8,7 @@ same statements the migration runs.
 
 from typing import Any
 
-from memvm.engine.storage.migrations import GLOBAL_CALL_IDS_TO_NAMESPACE
+from memvm.engine.storage.sqlite_schema import GLOBAL_CALL_IDS_TO_NAMESPACE
 
 # The oldest export schema that imports: the first written by this export format's readers.
 OLDEST_READABLE = 6

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from memvm.engine.operations.export_upgrade import OLDEST_READABLE, Upgrade
 from memvm.engine.operations.row_rules import violations
-from memvm.engine.storage.migrations import SCHEMA_VERSION
+from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 
 FORMAT = "memvm-export"
 FORMAT_VERSION = 1

@@ -19,7 +19,8 @@ from pathlib import Path
 import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.models import NewPage, PageType
-from memvm.engine.storage.migrations import _CREATE_LEDGER, MIGRATIONS
+from memvm.engine.storage.migrations import _CREATE_LEDGER
+from memvm.engine.storage.sqlite_schema import MIGRATIONS
 
 # Schema 6's manifest query: the recent window read whole rows.
 _OLD_MANIFEST = """

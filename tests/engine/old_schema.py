@@ -4,7 +4,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from memvm.engine.storage.migrations import _CREATE_LEDGER, MIGRATIONS
+from memvm.engine.storage.migrations import _CREATE_LEDGER
+from memvm.engine.storage.sqlite_schema import MIGRATIONS
 
 
 def file_at(path: Path, version: int) -> sqlite3.Connection:

@@ -13,7 +13,7 @@ import pytest
 from memvm.engine import Engine
 from memvm.engine.models import Level, ToolOutcome
 from memvm.engine.operations.transfer import memory_tables
-from memvm.engine.storage.migrations import SCHEMA_VERSION
+from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 from memvm.server.cli import main
 
 from tests.conftest import assistant, long_text, note, user

@@ -7,7 +7,8 @@ import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageFull
 from memvm.engine.storage.db import APPLICATION_ID
-from memvm.engine.storage.migrations import MIGRATIONS, applied_versions, migrate
+from memvm.engine.storage.migrations import applied_versions, migrate
+from memvm.engine.storage.sqlite_schema import MIGRATIONS
 
 from tests.conftest import note
 

@@ -5,7 +5,8 @@ import sqlite3
 import pytest
 from memvm.engine.models import Outcome, ToolOutcome
 from memvm.engine.operations.doctor import diagnose
-from memvm.engine.storage.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
+from memvm.engine.storage.migrations import migrate
+from memvm.engine.storage.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 
 from tests.conftest import NS, note
 from tests.engine.old_schema import add_page, add_session, file_at
