@@ -51,15 +51,16 @@ from memvm.engine.paging.history import known_tools, session_tools, session_tran
 from memvm.engine.paging.manifest_pages import available_pages, namespace_counts
 from memvm.engine.paging.pages import get_page
 from memvm.engine.paging.search import search_pages
-from memvm.engine.paging.terms import Stemmer
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import line_cost, view_entries
 from memvm.engine.procedures import outcomes
 from memvm.engine.procedures.procedures import procedural_knowledge
 from memvm.engine.redaction import redact, redact_value
 from memvm.engine.sessions import begin_turn, read_session, touch_session, touch_with_allowance
-from memvm.engine.storage.db import Database, Reads
+from memvm.engine.storage.api import Database, Reads
 from memvm.engine.storage.migrations import check_current, migrate
+from memvm.engine.storage.open import open_database
+from memvm.engine.storage.tokenizer import Stemmer
 
 # What the budget sets aside besides pages (the rules and the manifest, as the server renders
 # them), counted once the encoding is built.
@@ -94,7 +95,7 @@ class Engine:
         """
         config = config or EngineConfig()
         counter = TokenCounter(config.encoding)
-        db = await Database.open(path, config)
+        db = await open_database(path, config)
         try:
             if config.read_only:
                 await check_current(db)
@@ -220,7 +221,7 @@ class Engine:
             )
 
     async def begin_turn(self, *, namespace: str, session: str) -> TurnResult:
-        async with self.db.write() as conn:
+        async with self.db.write(namespace) as conn:
             state = await begin_turn(conn, namespace, session, self.clock.now())
         return TurnResult(turn=state.turn, faults_left=self.config.max_faults_per_turn)
 
@@ -230,7 +231,7 @@ class Engine:
         if self.config.redact_secrets:
             args, value = redact_value(args), redact_value(value)
         now = self.clock.now()
-        async with self.db.write() as conn:
+        async with self.db.write(namespace) as conn:
             state = await touch_session(conn, namespace, session, now, self.config.turn_idle_seconds)
             return await bind(
                 conn,
@@ -271,7 +272,7 @@ class Engine:
         `guards_config` replaces the engine's guard settings for this call (a host hook's own).
         """
         now = self.clock.now()
-        async with self.db.write() as conn:
+        async with self.db.write(namespace) as conn:
             _, state = await touch_with_allowance(
                 conn, namespace, session, host_session, now, self.config.turn_idle_seconds
             )
@@ -340,7 +341,7 @@ class Engine:
         self, *, namespace: str, host: str, session: str, digest: str, event: str, answer: str | None = None
     ) -> None:
         """Mark a host hook event handled (a second record of the same digest changes nothing)."""
-        async with self.db.write() as conn:
+        async with self.db.write(namespace) as conn:
             await record_event(
                 conn,
                 namespace=namespace,

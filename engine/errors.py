@@ -68,5 +68,13 @@ class StorageReadOnly(StorageError):
         super().__init__("This memory is read-only, so nothing was saved; answer without storing.")
 
 
+class StorageUnavailable(StorageError):
+    def __init__(self) -> None:
+        super().__init__(
+            "The memory's database server cannot be reached right now, so nothing was read or saved; "
+            "retry the same call in a moment."
+        )
+
+
 class DatabaseRefused(MemvmError):
     """The file at start is corrupt, foreign or from a newer memvm: memvm will not touch it."""

@@ -7,7 +7,7 @@ or unique index (`>= prefix` and `< prefix + U+FFFF`), so the cost does not depe
 names exist, and no prefix character acts as a pattern.
 """
 
-from memvm.engine.storage.db import Reads
+from memvm.engine.storage.api import Reads
 
 # A namespace or a session.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"

@@ -16,3 +16,13 @@ def default_db_path() -> Path:
     else:
         base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
     return base / "memvm" / "memvm.db"
+
+
+def database_named(given: str | None) -> str:
+    """The database a command works on: `--db` if given, else $MEMVM_DB, else the per-user default
+    file. A PostgreSQL URL is kept exactly as written (a Path would fold its `//`); a file path has
+    `~` expanded."""
+    target = given or os.environ.get("MEMVM_DB") or str(default_db_path())
+    if target.startswith(("postgresql://", "postgres://")) or target == ":memory:":
+        return target
+    return str(Path(target).expanduser())

@@ -12,7 +12,7 @@ session (see `touch_with_allowance`), so naming another session, made up or long
 """
 
 from memvm.engine.models import SessionState
-from memvm.engine.storage.db import Reads, Row, Writes
+from memvm.engine.storage.api import Reads, Row, Writes
 
 _STATE_COLUMNS = "namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, ad_hoc"
 
@@ -22,12 +22,12 @@ _STATE_COLUMNS = "namespace, session, turn, faults_this_turn, turn_started_at, l
 _TOUCH = f"""
 INSERT INTO sessions (
     namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, created_at, ad_hoc)
-VALUES (?1, ?2, 0, 0, ?3, ?3, ?3, NOT ?5)
+VALUES (?1, ?2, 0, 0, ?3, ?3, ?3, CASE WHEN ?5 THEN 0 ELSE 1 END)
 ON CONFLICT (namespace, session) DO UPDATE SET
-    ad_hoc = CASE WHEN ?5 THEN 0 WHEN ?3 - last_call_at > ?4 THEN 1 ELSE ad_hoc END,
-    turn = CASE WHEN ?3 - last_call_at > ?4 THEN turn + 1 ELSE turn END,
-    faults_this_turn = CASE WHEN ?3 - last_call_at > ?4 THEN 0 ELSE faults_this_turn END,
-    turn_started_at = CASE WHEN ?3 - last_call_at > ?4 THEN ?3 ELSE turn_started_at END,
+    ad_hoc = CASE WHEN ?5 THEN 0 WHEN ?3 - sessions.last_call_at > ?4 THEN 1 ELSE sessions.ad_hoc END,
+    turn = CASE WHEN ?3 - sessions.last_call_at > ?4 THEN sessions.turn + 1 ELSE sessions.turn END,
+    faults_this_turn = CASE WHEN ?3 - sessions.last_call_at > ?4 THEN 0 ELSE sessions.faults_this_turn END,
+    turn_started_at = CASE WHEN ?3 - sessions.last_call_at > ?4 THEN ?3 ELSE sessions.turn_started_at END,
     last_call_at = ?3
 RETURNING {_STATE_COLUMNS}
 """
@@ -37,7 +37,7 @@ INSERT INTO sessions (
     namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, created_at, ad_hoc)
 VALUES (?1, ?2, 1, 0, ?3, ?3, ?3, 0)
 ON CONFLICT (namespace, session) DO UPDATE SET
-    ad_hoc = 0, turn = turn + 1, faults_this_turn = 0, turn_started_at = ?3, last_call_at = ?3
+    ad_hoc = 0, turn = sessions.turn + 1, faults_this_turn = 0, turn_started_at = ?3, last_call_at = ?3
 RETURNING {_STATE_COLUMNS}
 """
 

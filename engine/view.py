@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import PageType
-from memvm.engine.storage.db import Reads
+from memvm.engine.storage.api import Reads
 from pydantic import BaseModel
 
 # The most rows one screen asks for.

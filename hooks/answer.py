@@ -10,7 +10,6 @@ import json
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from memvm.engine import Engine
@@ -61,7 +60,7 @@ def read_event(host: Host, raw: bytes) -> HookEvent:
     return protocol(host).parse(payload)
 
 
-async def answer(open_engine: OpenEngine, db: Path, request: HookRequest) -> HookReply:
+async def answer(open_engine: OpenEngine, db: str, request: HookRequest) -> HookReply:
     event: HookEvent | None = None
     try:
         event = read_event(request.host, request.raw)
@@ -83,7 +82,7 @@ async def answer(open_engine: OpenEngine, db: Path, request: HookRequest) -> Hoo
         )
 
 
-def note_skipped(db: Path, request: HookRequest, event: HookEvent | None, reason: str) -> None:
+def note_skipped(db: str, request: HookRequest, event: HookEvent | None, reason: str) -> None:
     """Journal an event memvm stood aside for, as precisely as the event could be read."""
     try:
         _journal(db, request, event, reason)
@@ -92,7 +91,7 @@ def note_skipped(db: Path, request: HookRequest, event: HookEvent | None, reason
         record_skipped(db, host=request.host.value, session="", event="", guard=False, reason=reason)
 
 
-def _journal(db: Path, request: HookRequest, event: HookEvent | None, reason: str) -> None:
+def _journal(db: str, request: HookRequest, event: HookEvent | None, reason: str) -> None:
     if event is None:
         event = _best_reading(request)
     record_skipped(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 from memvm.engine import Engine, EngineConfig
+from memvm.engine.storage.open import is_postgres_url
 from memvm.hooks.answer import HookReply, HookRequest, answer
 from memvm.hooks.events import Host
 
@@ -27,12 +28,13 @@ def request_of(args: argparse.Namespace, raw: bytes) -> HookRequest:
     )
 
 
-def answer_here(args: argparse.Namespace, db: Path, raw: bytes) -> HookReply:
+def answer_here(args: argparse.Namespace, db: str, raw: bytes) -> HookReply:
     """The reply to one event, with the database opened and closed around it."""
 
     @asynccontextmanager
     async def opened() -> AsyncIterator[Engine]:
-        db.parent.mkdir(parents=True, exist_ok=True)
+        if not is_postgres_url(db):
+            Path(db).parent.mkdir(parents=True, exist_ok=True)
         engine = await Engine.open(db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms)))
         try:
             yield engine

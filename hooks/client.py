@@ -17,10 +17,10 @@ import socket
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from memvm.engine.paths import default_db_path
+from memvm.engine.paths import database_named
+from memvm.engine.storage.open import is_postgres_url
 from memvm.hooks.arguments import HookUsageError, hook_parser
 from memvm.hooks.runtime import Endpoint, endpoint
 
@@ -52,7 +52,9 @@ def _main(argv: Sequence[str] | None) -> int:
         args = hook_parser().parse_args(argv)
     except HookUsageError as exc:
         return _emit({}, f"memvm hook: {exc}; the host goes on without memvm for this event")
-    db = Path(os.path.abspath(Path(args.db).expanduser() if args.db else default_db_path()))
+    named = database_named(args.db)
+    # A file by its absolute path: the background process (keyed by it) serves one file.
+    db = named if is_postgres_url(named) else os.path.abspath(named)
     raw = _read_event()
     if raw is None:
         return _stood_aside(args, db, b"", f"the event on stdin did not end within {_STDIN_S:.0f} s")
@@ -140,14 +142,14 @@ def _read_all(conn: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
-def _answered_here(args: Any, db: Path, raw: bytes) -> int:
+def _answered_here(args: Any, db: str, raw: bytes) -> int:
     from memvm.hooks.cli import answer_here
 
     reply = answer_here(args, db, raw)
     return _emit(reply.answer, reply.stderr_line())
 
 
-def _stood_aside(args: Any, db: Path, raw: bytes, reason: str) -> int:
+def _stood_aside(args: Any, db: str, raw: bytes, reason: str) -> int:
     from memvm.hooks.answer import note_skipped, stderr_line
     from memvm.hooks.cli import request_of
 
@@ -155,7 +157,7 @@ def _stood_aside(args: Any, db: Path, raw: bytes, reason: str) -> int:
     return _emit({}, stderr_line(reason))
 
 
-def _start_background(place: Endpoint, args: Any, db: Path) -> None:
+def _start_background(place: Endpoint, args: Any, db: str) -> None:
     """Start the background process for the next event, unless one was started moments ago."""
     try:
         if time.time() - place.spawned.stat().st_mtime < _RESPAWN_AFTER_S:

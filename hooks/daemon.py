@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, SocketStream
 from memvm.engine import Engine, EngineConfig
+from memvm.engine.storage.open import is_postgres_url
 from memvm.hooks.answer import HookRequest, answer
 from memvm.hooks.client import MAX_EVENT_BYTES
 from memvm.hooks.events import Host
@@ -54,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 
 @dataclass
 class _Watch:
-    db: Path
+    db: str
     db_identity: tuple[int, int] | None
     socket: Path
     socket_identity: tuple[int, int] | None
@@ -73,9 +74,14 @@ class _Watch:
             self.build_checked = time.monotonic()
             if build_id() != self.build:
                 return True
-        if _identity(self.db) != self.db_identity:
+        if _db_identity(self.db) != self.db_identity:
             return True
         return self.in_flight == 0 and time.monotonic() - self.last_event > self.idle_s
+
+
+def _db_identity(db: str) -> tuple[int, int] | None:
+    """The file the process serves, to notice it replaced; a database server's stays what it is."""
+    return None if is_postgres_url(db) else _identity(Path(db))
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -116,8 +122,9 @@ def _take_lock(path: Path) -> int | None:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    db = Path(args.db)
-    db.parent.mkdir(parents=True, exist_ok=True)
+    db = str(args.db)
+    if not is_postgres_url(db):
+        Path(db).parent.mkdir(parents=True, exist_ok=True)
     engine = await Engine.open(db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms)))
     socket = Path(args.socket)
     ours: tuple[int, int] | None = None
@@ -128,7 +135,7 @@ async def _serve(args: argparse.Namespace) -> None:
         ours = _identity(socket)
         watch = _Watch(
             db=db,
-            db_identity=_identity(db),
+            db_identity=_db_identity(db),
             socket=socket,
             socket_identity=ours,
             idle_s=args.idle,
@@ -162,7 +169,7 @@ async def _answer_one(stream: SocketStream, engine: Engine, watch: _Watch) -> No
         async with stream:
             with anyio.fail_after(_RECEIVE_S):
                 header, raw = await _receive(stream)
-            if _identity(watch.db) != watch.db_identity:
+            if _db_identity(watch.db) != watch.db_identity:
                 watch.stop = True
                 await stream.send(_REPLACE)
                 return

@@ -49,11 +49,11 @@ def runtime_dir() -> Path | None:
     return folder if private else None
 
 
-def endpoint(db: Path, wait_ms: int) -> Endpoint | None:
+def endpoint(db: str, wait_ms: int) -> Endpoint | None:
     folder = runtime_dir()
     if folder is None:
         return None
-    key = hashlib.sha256(f"{os.path.abspath(db)}\0{wait_ms}\0{build_id()}".encode()).hexdigest()[:24]
+    key = hashlib.sha256(f"{db}\0{wait_ms}\0{build_id()}".encode()).hexdigest()[:24]
     socket = folder / f"{key}.sock"
     if len(os.fsencode(socket)) > _MAX_SOCKET_PATH:
         return None

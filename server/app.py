@@ -21,6 +21,7 @@ from memvm.server import (
 )
 from memvm.server.app_state import Runtime, RuntimeHolder
 from memvm.server.errors import tool_error
+from memvm.server.notify import delivered_from_elsewhere
 from memvm.server.settings import ServerSettings, ToolProfile
 from memvm.server.strict_arguments import check_arguments_strictly
 from memvm.server.subscriptions import NamespacedBus
@@ -57,16 +58,22 @@ class MemvmServer(MCPServer[Runtime]):
 
 
 def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> MemvmServer:
+    # subscriptions/listen streams hear only their own namespace's changes.
+    bus = NamespacedBus(lambda: holder.runtime.namespace)
+
     async def open_runtime() -> Runtime:
         engine = await Engine.open(settings.db, settings.engine, reserve=reserved_tokens)
         # Built when first needed, or once the start-up's own work is done.
         warm_up(settings.engine.encoding, after_seconds=ENCODING_WARM_UP_S)
-        return Runtime(
+        runtime = Runtime(
             engine=engine,
             process_namespace=settings.namespace,
             default_session=settings.session,
             tokens_required=settings.tokens is not None,
+            bus=bus,
         )
+        engine.db.on_change(lambda namespace, change: delivered_from_elsewhere(runtime, namespace, change))
+        return runtime
 
     holder = RuntimeHolder(open_runtime)
 
@@ -81,8 +88,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
         version=_version(),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
-        # subscriptions/listen streams hear only their own namespace's changes.
-        subscriptions=NamespacedBus(lambda: holder.runtime.namespace),
+        subscriptions=bus,
         **_bearer_auth(settings),
     )
     tools_memory.register(server, settings.engine)

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context
 from memvm.engine import Engine
-from memvm.server.subscriptions import Subscriptions
+from memvm.server.subscriptions import NamespacedBus, Subscriptions
 from memvm.server.tokens import token_namespace
 
 
@@ -26,6 +26,8 @@ class Runtime:
     # With bearer tokens, each request's namespace is its token's; otherwise the process's.
     tokens_required: bool = False
     subscriptions: Subscriptions = field(default_factory=Subscriptions)
+    # The subscriptions/listen bus, to deliver changes announced by other processes.
+    bus: NamespacedBus | None = None
 
     @property
     def namespace(self) -> str:

@@ -20,7 +20,8 @@ from memvm.engine.errors import (
 )
 from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, GuardPreset, load_guard_config
 from memvm.engine.paging.tokens import SUPPORTED_ENCODINGS
-from memvm.engine.paths import default_db_path
+from memvm.engine.paths import database_named
+from memvm.engine.storage.open import is_postgres_url, shown
 from memvm.hooks.arguments import add_arguments as add_hook_arguments
 from memvm.server.cli_ops import DatabasePathError, add_operations, check_db_path, run_operation
 from memvm.server.http import Transport, is_loopback
@@ -61,8 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--db",
-        help="SQLite file (default: $MEMVM_DB, else the per-user data directory); "
-        "':memory:' for a throwaway run",
+        help="SQLite file, or postgresql://user@host:port/dbname (default: $MEMVM_DB, else a file in "
+        "the per-user data directory); ':memory:' for a throwaway run",
     )
     serve.add_argument("--namespace", default="default", help="whose memory this process serves")
     serve.add_argument("--session", default="default", help="the session used when a tool names none")
@@ -152,14 +153,14 @@ def _guards(args: argparse.Namespace) -> GuardConfig:
 
 
 def _settings(args: argparse.Namespace) -> ServerSettings:
-    db = args.db or str(default_db_path())
-    if db != ":memory:":
+    db = database_named(args.db)
+    if db != ":memory:" and not is_postgres_url(db):
         try:
-            check_db_path(Path(db).expanduser(), create_folder=True)
+            check_db_path(Path(db), create_folder=True)
         except DatabasePathError as exc:
             raise SettingsError(str(exc)) from exc
     return ServerSettings(
-        db=db if db == ":memory:" else str(Path(db).expanduser()),
+        db=db,
         namespace=args.namespace,
         session=args.session,
         tools=ToolProfile(args.tools),
@@ -269,14 +270,14 @@ def serve(args: argparse.Namespace) -> int:
     try:
         anyio.run(_check_database, settings)
     except DatabaseRefused as exc:
-        print(f"memvm: refusing to open {settings.db}: {exc}", file=sys.stderr)
+        print(f"memvm: refusing to open {shown(settings.db)}: {exc}", file=sys.stderr)
         return 2
     except StorageError as exc:
-        print(f"memvm: cannot open {settings.db}: {_start_problem(exc, settings)}", file=sys.stderr)
+        print(f"memvm: cannot open {shown(settings.db)}: {_start_problem(exc, settings)}", file=sys.stderr)
         return 2
     except (sqlite3.Error, OSError) as exc:
         # What is left: the disk or the file system said no (an I/O error, a vanished folder).
-        print(f"memvm: cannot open {settings.db}: {exc}", file=sys.stderr)
+        print(f"memvm: cannot open {shown(settings.db)}: {exc}", file=sys.stderr)
         return 2
     server = build_server(settings, log_level=args.log_level)
     transport = Transport(args.transport)

@@ -13,23 +13,28 @@ import signal
 import sqlite3
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
+from typing import TextIO
 
 import anyio
 from memvm.engine import Engine
 from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.operations.backup import BackupError, backup
-from memvm.engine.operations.doctor import Diagnosis, diagnose
-from memvm.engine.operations.transfer import TransferError, export_to, import_from
-from memvm.engine.paths import default_db_path
-from memvm.engine.storage.db import connect_blocking, writable
+from memvm.engine.operations.doctor import Diagnosis, Findings, diagnose
+from memvm.engine.operations.transfer import TransferError, export_lines, import_from
+from memvm.engine.paths import database_named
+from memvm.engine.storage.open import is_postgres_url, shown
+from memvm.engine.storage.sqlite_db import connect_blocking, writable
 
-_DB_HELP = "SQLite file (default: $MEMVM_DB, else the per-user data directory)"
+_DB_HELP = (
+    "SQLite file, or postgresql://user@host:port/dbname (default: $MEMVM_DB, else a file in the "
+    "per-user data directory)"
+)
 
 
 def add_operations(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -81,7 +86,10 @@ def check_db_path(db: Path, *, create_folder: bool) -> None:
 
 
 def run_operation(args: argparse.Namespace) -> int:
-    db = Path(args.db).expanduser() if args.db else default_db_path()
+    named = database_named(args.db)
+    if is_postgres_url(named):
+        return _on_postgres(args, named)
+    db = Path(named)
     try:
         check_db_path(db, create_folder=args.command == "import")
         # A terminated export or backup still removes its partial file on the way out.
@@ -105,6 +113,54 @@ def run_operation(args: argparse.Namespace) -> int:
         raise  # the reader left: main ends quietly, as programs in a pipe do
     except OSError as exc:
         # A folder that cannot be written, a file that cannot be read: the OS's words, one line.
+        where = f" {exc.filename}" if exc.filename else ""
+        return _fail(f"cannot use{where}: {exc.strerror or exc}")
+
+
+def _on_postgres(args: argparse.Namespace, url: str) -> int:
+    """The same commands on a PostgreSQL database (see engine/operations/postgres_ops.py)."""
+    try:
+        from memvm.engine.operations import postgres_ops
+    except ImportError:
+        return _fail("PostgreSQL needs its driver, which is not installed: pip install 'memvm[postgres]'")
+    try:
+        with _signals_end_cleanly():
+            match args.command:
+                case "doctor":
+                    found = postgres_ops.diagnose(url)
+                    if args.json:
+                        print(json.dumps({**asdict(found), "healthy": found.healthy}))
+                    else:
+                        from importlib.metadata import version
+
+                        lines = postgres_ops.report_lines(found, version("memvm"), _hook_lines(found))
+                        print("\n".join(_plain(line) for line in lines))
+                    return 0 if found.healthy else 1
+                case "export":
+                    return _export_lines(
+                        lambda: postgres_ops.export_lines(url, args.namespace), args.out, force=args.force
+                    )
+                case "import":
+                    if args.file != "-" and not Path(args.file).is_file():
+                        return _fail(f"there is no export at {args.file}")
+                    anyio.run(_create, url)  # a new database gets the schema; an old one is migrated
+                    if args.file == "-":
+                        rows = postgres_ops.import_lines(url, sys.stdin)
+                    else:
+                        with open(args.file, encoding="utf-8") as stream:
+                            rows = postgres_ops.import_lines(url, stream)
+                    print(f"imported {rows} rows into {shown(url)}")
+                    return 0
+                case _:
+                    return _fail(
+                        "memvm backup copies a SQLite file; back up a PostgreSQL database with pg_dump "
+                        "(see the README, Run it for a team)"
+                    )
+    except (TransferError, DatabaseRefused, StorageError) as exc:
+        return _fail(str(exc))
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         return _fail(f"cannot use{where}: {exc.strerror or exc}")
 
@@ -176,7 +232,7 @@ def _plain(text: str) -> str:
     return _UNPRINTABLE.sub("?", text)
 
 
-def _hook_lines(found: Diagnosis) -> list[str]:
+def _hook_lines(found: Findings) -> list[str]:
     """One line per host session the hooks saw, most recent first."""
     if not found.hook_sessions:
         return []
@@ -202,23 +258,39 @@ def _hook_lines(found: Diagnosis) -> list[str]:
 def _export(db: Path, out: str | None, namespace: str | None, *, force: bool) -> int:
     if not db.is_file():
         return _fail(f"there is no database at {db}")
+    conn = connect_blocking(db, read_only=not writable(db))
+    try:
+        return _export_lines(lambda: export_lines(conn, namespace), out, force=force)
+    finally:
+        conn.close()
+
+
+def _export_lines(lines: Callable[[], Generator[str, None, None]], out: str | None, *, force: bool) -> int:
+    """Write the export's `lines` to standard output or to `out`, and say how many rows."""
     target = Path(out).expanduser() if out is not None else None
     if target is not None and target.exists() and not force:
         return _fail(f"{target} already exists; name a new file, or pass --force to replace it")
-    conn = connect_blocking(db, read_only=not writable(db))
-    try:
-        if target is None:
-            rows = export_to(conn, sys.stdout, namespace)
-            sys.stdout.flush()  # every row delivered (or the reader gone) before the count is claimed
-        else:
-            rows = _export_file(conn, target, namespace, force=force)
-    finally:
-        conn.close()
+    if target is None:
+        rows = _write(lines(), sys.stdout)
+        sys.stdout.flush()  # every row delivered (or the reader gone) before the count is claimed
+    else:
+        rows = _export_file(lines, target, force=force)
     print(f"exported {rows} rows" + (f" to {out}" if out else ""), file=sys.stderr)
     return 0
 
 
-def _export_file(conn: sqlite3.Connection, target: Path, namespace: str | None, *, force: bool) -> int:
+def _write(lines: Generator[str, None, None], stream: TextIO) -> int:
+    count = -2  # header and end lines
+    # Closed here, however the writing ends (a reader gone away): its read transaction ends while
+    # its connection is still open.
+    with closing(lines):
+        for line in lines:
+            stream.write(line + "\n")
+            count += 1
+    return count
+
+
+def _export_file(lines: Callable[[], Generator[str, None, None]], target: Path, *, force: bool) -> int:
     """Write the export beside `target` under a name of its own, then move it into place: a failed
     export never looks like a whole one, and never touches another file."""
     try:
@@ -229,7 +301,7 @@ def _export_file(conn: sqlite3.Connection, target: Path, namespace: str | None, 
     partial = Path(name)
     try:
         with open(fd, "w", encoding="utf-8") as stream:
-            rows = export_to(conn, stream, namespace)
+            rows = _write(lines(), stream)
         if force:
             os.replace(partial, target)
         else:
@@ -262,6 +334,6 @@ def _import(db: Path, source: str) -> int:
     return 0
 
 
-async def _create(db: Path) -> None:
+async def _create(db: Path | str) -> None:
     engine = await Engine.open(db)
     await engine.close()

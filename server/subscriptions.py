@@ -124,7 +124,10 @@ class NamespacedBus:
         return len(self._listeners)
 
     async def publish(self, event: ServerEvent) -> None:
-        namespace = self._namespace()
+        await self.publish_in(self._namespace(), event)
+
+    async def publish_in(self, namespace: str, event: ServerEvent) -> None:
+        """Deliver `event` to `namespace`'s streams (a change another process announced)."""
         for owner, listener in list(self._listeners.values()):
             if owner == namespace:
                 listener(event)  # the SDK's listeners queue the event and never raise

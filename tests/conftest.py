@@ -1,6 +1,17 @@
-"""Shared fixtures: real SQLite files in a temporary directory, a manual clock, real MCP clients."""
+"""Shared fixtures: real SQLite files in a temporary directory, a real PostgreSQL server (a
+throwaway one, see postgres_server), a manual clock, real MCP clients.
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+`backend` runs each test that opens an engine through these fixtures on both backends. Without
+PostgreSQL on the machine its half skips, with one line saying how to enable it; with
+MEMVM_REQUIRE_POSTGRES=1 (CI) it fails instead.
+"""
+
+import itertools
+import os
+import sqlite3
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +46,81 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memvm.db"
 
 
+_TEMPLATE = "memvm_template"
+_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """The session's PostgreSQL server, with an empty, migrated template database."""
+    try:
+        from tests import postgres_server
+
+        server = postgres_server.start()
+    except (ImportError, RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        if os.environ.get("MEMVM_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PostgreSQL is required here (MEMVM_REQUIRE_POSTGRES=1) but cannot start: {exc}")
+        if isinstance(exc, ImportError):  # the driver is missing: the postgres extra is not installed
+            pytest.skip("PostgreSQL tests skipped: pip install -e '.[test]' brings their driver")
+        pytest.skip(str(exc) if isinstance(exc, RuntimeError) else f"PostgreSQL tests skipped: {exc}")
+    server.admin(f"DROP DATABASE IF EXISTS {_TEMPLATE}")
+    server.admin(f"CREATE DATABASE {_TEMPLATE}")
+    import anyio
+
+    async def migrate() -> None:
+        engine = await Engine.open(server.database_url(_TEMPLATE))
+        await engine.close()
+
+    anyio.run(migrate)
+    yield server
+    server.stop()
+
+
+def fresh_postgres_database(server: Any) -> str:
+    """The URL of a new database, migrated and empty (copied from the template: ~20 ms)."""
+    name = f"t{os.getpid()}_{next(_numbers)}"
+    server.admin(f"CREATE DATABASE {name} TEMPLATE {_TEMPLATE} STRATEGY FILE_COPY")
+    return str(server.database_url(name))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only: the test is about SQLite itself (its file, WAL, pragmas); not run on PostgreSQL",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the PostgreSQL run of tests about SQLite itself; run the rest with the end-to-end
+    stage (`-m slow`), so that a developer's plain `pytest` stays quick and needs no server."""
+    kept, dropped = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        on_postgres = params.get("backend") == "postgresql"
+        if on_postgres:
+            item.add_marker(pytest.mark.slow)
+        (dropped if on_postgres and item.get_closest_marker("sqlite_only") else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-async def open_engine(db_path: Path, clock: ManualClock) -> AsyncIterator[EngineFactory]:
+def db_url(backend: str, db_path: Path, request: pytest.FixtureRequest) -> str:
+    """The test's database as `--db` names it: a SQLite file path, or a fresh PostgreSQL database."""
+    if backend == "sqlite":
+        return str(db_path)
+    return fresh_postgres_database(request.getfixturevalue("postgres"))
+
+
+@pytest.fixture
+async def open_engine(db_url: str, clock: ManualClock) -> AsyncIterator[EngineFactory]:
     """Open engines on the test's database file; all are closed at the end of the test.
 
     Always open through here: an engine left open keeps its connection threads alive, and a test
@@ -45,7 +129,7 @@ async def open_engine(db_path: Path, clock: ManualClock) -> AsyncIterator[Engine
     opened: list[Engine] = []
 
     async def factory(config: EngineConfig | None = None, **fields: Any) -> Engine:
-        engine = await Engine.open(db_path, config or EngineConfig(**fields), clock=clock)
+        engine = await Engine.open(db_url, config or EngineConfig(**fields), clock=clock)
         opened.append(engine)
         return engine
 
@@ -57,6 +141,69 @@ async def open_engine(db_path: Path, clock: ManualClock) -> AsyncIterator[Engine
 @pytest.fixture
 async def engine(open_engine: EngineFactory) -> Engine:
     return await open_engine()
+
+
+def backend_of(db_url: str | Path) -> str:
+    return "postgresql" if str(db_url).startswith("postgresql://") else "sqlite"
+
+
+def db_rows(db_url: str | Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of `sql` (SQLite's placeholders), read from the test's database past the engine, on
+    either backend: what a test checks was stored."""
+    target = str(db_url)
+    if target.startswith("postgresql://"):
+        import psycopg
+        from memvm.engine.storage.postgres_sql import bind
+
+        text, values = bind(sql, params)
+        with psycopg.connect(target, autocommit=True) as conn:
+            cursor = conn.execute(text, values)  # type: ignore[arg-type]
+            return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+    with sqlite3.connect(target) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+@contextmanager
+def write_lock_held(db_url: str | Path) -> Iterator[None]:
+    """Another program holding the database's write lock: SQLite's file lock, or on PostgreSQL the
+    advisory lock every memvm write shares (taken exclusively here)."""
+    target = str(db_url)
+    if target.startswith("postgresql://"):
+        import psycopg
+        from memvm.engine.storage.postgres_db import _LOCK_CLASS
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute("BEGIN")
+            conn.execute(f"SELECT pg_advisory_xact_lock({_LOCK_CLASS}, 0)")  # type: ignore[arg-type]
+            try:
+                yield
+            finally:
+                conn.execute("ROLLBACK")
+        return
+    locker = sqlite3.connect(target, timeout=0, isolation_level=None)
+    try:
+        locker.execute("BEGIN EXCLUSIVE")
+        yield
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+
+
+def stored_state(db_url: str | Path) -> Any:
+    """Everything the database holds, to compare before and after: the file's bytes (SQLite, after
+    a checkpoint), or every table's rows in order (PostgreSQL)."""
+    target = str(db_url)
+    if target.startswith("postgresql://"):
+        tables = [
+            row[0]
+            for row in db_rows(
+                target, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
+            )
+        ]
+        return {table: sorted(map(repr, db_rows(target, f"SELECT * FROM {table}"))) for table in tables}
+    with sqlite3.connect(target) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return Path(target).read_bytes()
 
 
 def note(content: str, **fields: Any) -> NewPage:

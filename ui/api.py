@@ -24,7 +24,8 @@ from memvm.engine.errors import (
 from memvm.engine.models import REMEMBERED_TYPES, NewPage, PageType, SearchScope
 from memvm.engine.operations.transfer import export_to
 from memvm.engine.paging.memory import fingerprint
-from memvm.engine.storage.db import connect_blocking
+from memvm.engine.storage.open import is_postgres_url
+from memvm.engine.storage.sqlite_db import connect_blocking
 from memvm.resources.context import render_context
 from memvm.resources.manifest import render_manifest
 from memvm.ui.security import NAMESPACE_KEY
@@ -216,7 +217,7 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
     async def export(request: Request, engine: Engine, namespace: str) -> Response:
         if engine.db.path == ":memory:":
             raise Refused("A server on an in-memory database has nothing on disk to export.")
-        spool = await anyio.to_thread.run_sync(_spooled_export, engine.db.path, namespace)
+        spool = await anyio.to_thread.run_sync(_spooled_export, engine.db.target, namespace)
         return StreamingResponse(
             _chunks(spool),
             media_type="application/x-ndjson",
@@ -262,14 +263,20 @@ def _spooled_export(path: str, namespace: str) -> BinaryIO:
     """
     spool = tempfile.TemporaryFile()  # noqa: SIM115 -- handed to the response, which closes it
     try:
-        conn = connect_blocking(path, read_only=True)
-        try:
-            text = io.TextIOWrapper(spool, encoding="utf-8", newline="\n")
-            export_to(conn, text, namespace)
-            text.flush()
-            text.detach()
-        finally:
-            conn.close()
+        text = io.TextIOWrapper(spool, encoding="utf-8", newline="\n")
+        if is_postgres_url(path):
+            from memvm.engine.operations import postgres_ops
+
+            for line in postgres_ops.export_lines(path, namespace):
+                text.write(line + "\n")
+        else:
+            conn = connect_blocking(path, read_only=True)
+            try:
+                export_to(conn, text, namespace)
+            finally:
+                conn.close()
+        text.flush()
+        text.detach()
         spool.seek(0)
     except BaseException:
         spool.close()

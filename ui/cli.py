@@ -17,7 +17,8 @@ import uvicorn
 from memvm.engine import Engine, EngineConfig, view
 from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.names import NAME_PATTERN
-from memvm.engine.paths import default_db_path
+from memvm.engine.paths import database_named
+from memvm.engine.storage.open import is_postgres_url, shown
 from memvm.resources.budget import reserved_tokens
 from memvm.ui.app import create_app
 from memvm.ui.graceful import GRACE_S, GracefulServer
@@ -27,7 +28,11 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", help="SQLite file (default: $MEMVM_DB, else the per-user data directory)")
+    parser.add_argument(
+        "--db",
+        help="SQLite file, or postgresql://user@host:port/dbname (default: $MEMVM_DB, else a file in the "
+        "per-user data directory)",
+    )
     parser.add_argument("--namespace", default="default", help="whose memory to show (as for memvm serve)")
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
@@ -52,8 +57,8 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    db = Path(args.db).expanduser() if args.db else default_db_path()
-    if not db.is_file() or db.stat().st_size == 0:
+    db = database_named(args.db)
+    if not is_postgres_url(db) and (not Path(db).is_file() or Path(db).stat().st_size == 0):
         print(
             f"memvm: there is no memvm database at {db} (serve it once, or name another with --db)",
             file=sys.stderr,
@@ -71,11 +76,12 @@ def main(args: argparse.Namespace) -> int:
         return 130
     except DatabaseRefused as exc:
         # The engine says why (corrupt, another program's, a newer memvm's, an unwritable folder).
-        print(f"memvm: {db}: {exc}", file=sys.stderr)
+        print(f"memvm: {shown(db)}: {exc}", file=sys.stderr)
         return 2
     except (StorageError, sqlite3.DatabaseError):
         print(
-            f"memvm: {db} cannot be opened as a memvm database; run memvm doctor --db {db}", file=sys.stderr
+            f"memvm: {shown(db)} cannot be opened as a memvm database; run memvm doctor --db {shown(db)}",
+            file=sys.stderr,
         )
         return 2
     return 0
@@ -98,18 +104,20 @@ def listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-async def _serve(db: Path, namespace: str, host: str, listener: socket.socket, read_only: bool) -> None:
+async def _serve(db: str, namespace: str, host: str, listener: socket.socket, read_only: bool) -> None:
     engine = await Engine.open(db, EngineConfig(read_only=read_only), reserve=reserved_tokens)
     try:
         async with engine.db.read(namespace) as conn:
             empty = await view.page_count(conn, namespace) == 0
         if empty:
             # Most often a mistyped --namespace: said, and served anyway (it may fill while watched).
-            print(f"memvm: namespace {namespace} holds no pages yet in {db}", file=sys.stderr, flush=True)
+            print(
+                f"memvm: namespace {namespace} holds no pages yet in {shown(db)}", file=sys.stderr, flush=True
+            )
         port = listener.getsockname()[1]
         token = secrets.token_urlsafe(24)
         app = create_app(lambda: engine, namespace_of=one_token(token, namespace))
-        shown = f"[{host}]" if ":" in host else host
+        address = f"[{host}]" if ":" in host else host
         config = uvicorn.Config(
             app,
             log_level="warning",
@@ -118,7 +126,7 @@ async def _serve(db: Path, namespace: str, host: str, listener: socket.socket, r
             timeout_graceful_shutdown=GRACE_S,
         )
         # In the fragment, which the browser never sends: the page's script takes it from there.
-        server = GracefulServer(config, lambda: print(f"http://{shown}:{port}/#token={token}", flush=True))
+        server = GracefulServer(config, lambda: print(f"http://{address}:{port}/#token={token}", flush=True))
         await server.serve(sockets=[listener])
     finally:
         await engine.close()

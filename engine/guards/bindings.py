@@ -15,7 +15,7 @@ from memvm.engine.errors import InvalidArgument
 from memvm.engine.guards.literals import as_number, call_hash, canonical_json, walk
 from memvm.engine.guards.references import sequence_of, sequential_name
 from memvm.engine.models import BindResult, ValueType
-from memvm.engine.storage.db import Reads, Writes
+from memvm.engine.storage.api import Reads, Writes
 
 # Numbers inside one structured result that are kept for grounding; past this, a result is data
 # to read, not a source of numbers to copy.
@@ -43,7 +43,8 @@ RETURNING seq
 """
 
 _INSERT_RESULT_NUMBER = """
-INSERT OR IGNORE INTO result_numbers (namespace, session, number, seq) VALUES (?, ?, ?, ?)
+INSERT INTO result_numbers (namespace, session, number, seq) VALUES (?, ?, ?, ?)
+ON CONFLICT DO NOTHING
 """
 
 _SET_ALIAS = """

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from memvm.engine.guards.guard_config import ToolKind
 from memvm.engine.models import CallVerdict, GuardReason, GuardRule
-from memvm.engine.storage.db import Writes
+from memvm.engine.storage.api import Writes
 
 _COUNT_KIND = """
 SELECT count(*) AS n FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? AND kind = ?
@@ -34,7 +34,7 @@ INSERT INTO guard_calls (namespace, session, turn, tool, kind, call_hash, at) VA
 
 _STRIKE = """
 INSERT INTO guard_strikes (namespace, session, turn, rule, count) VALUES (?, ?, ?, ?, 1)
-ON CONFLICT (namespace, session, turn, rule) DO UPDATE SET count = count + 1
+ON CONFLICT (namespace, session, turn, rule) DO UPDATE SET count = guard_strikes.count + 1
 RETURNING count
 """
 

@@ -14,7 +14,7 @@ from memvm.engine.guards.bindings import bound_values
 from memvm.engine.guards.literals import Literal, find_literals, numbers_in_text, short
 from memvm.engine.guards.references import referenced_names, resolve, sequential_name
 from memvm.engine.models import GroundingResult, GroundingVerdict, UngroundedLiteral
-from memvm.engine.storage.db import Reads, Writes
+from memvm.engine.storage.api import Reads, Writes
 
 MESSAGE_ITEMS = 5
 # A message with more numbers than this is data, not a conversation turn to ground against.
@@ -23,7 +23,7 @@ MAX_NUMBERS_PER_MESSAGE = 1_000
 MAX_ROUNDED_LOOKUPS = 20
 
 _REGISTER_USER_NUMBER = """
-INSERT OR IGNORE INTO user_numbers (namespace, session, number) VALUES (?, ?, ?)
+INSERT INTO user_numbers (namespace, session, number) VALUES (?, ?, ?) ON CONFLICT DO NOTHING
 """
 
 _USER_NUMBERS_IN = """

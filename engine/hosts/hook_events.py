@@ -5,7 +5,7 @@ the same decision. Recalled context is not kept here, so that forgetting a page 
 """
 
 from memvm.engine.models import HandledHookEvent
-from memvm.engine.storage.db import Reads, Writes
+from memvm.engine.storage.api import Reads, Writes
 
 _GET = "SELECT event, answer FROM hook_events WHERE namespace = ? AND digest = ?"
 

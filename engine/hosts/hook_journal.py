@@ -7,6 +7,7 @@ file beside it: when, which host and session, which event, whether it was a pre-
 guard that failed open) and why. Standard library only: the hook's fast client writes it too.
 """
 
+import hashlib
 import json
 import math
 import os
@@ -15,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memvm.engine.paths import default_db_path
 from memvm.engine.redaction import redact
+from memvm.engine.storage.open import is_postgres_url
 
 # Past this size the oldest half of the lines are dropped: the journal says what is failing
 # lately, and must never fill a disk that may already be full.
@@ -32,11 +35,16 @@ class SkippedEvent:
     reason: str
 
 
-def journal_path(db: Path) -> Path:
-    return db.with_name(db.name + "-hooks-skipped.jsonl")
+def journal_path(db: str | Path) -> Path:
+    """Beside a SQLite file; for a database server, in the per-user data directory, one per URL."""
+    if is_postgres_url(db):
+        digest = hashlib.sha256(str(db).encode()).hexdigest()[:16]
+        return default_db_path().parent / f"postgresql-{digest}-hooks-skipped.jsonl"
+    path = Path(db)
+    return path.with_name(path.name + "-hooks-skipped.jsonl")
 
 
-def record_skipped(db: Path, *, host: str, session: str, event: str, guard: bool, reason: str) -> None:
+def record_skipped(db: str | Path, *, host: str, session: str, event: str, guard: bool, reason: str) -> None:
     """Append one skipped event; best effort, since the disk itself may be what failed."""
     # Whatever an event carried that reaches the journal is redacted, as everything memvm stores.
     line = json.dumps(
@@ -51,6 +59,7 @@ def record_skipped(db: Path, *, host: str, session: str, event: str, guard: bool
     )
     path = journal_path(db)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() and path.stat().st_size > _MAX_BYTES:
             _keep_newest_half(path)
         # O_APPEND: lines from hooks running at once never interleave within a line.
@@ -78,7 +87,7 @@ def _keep_newest_half(path: Path) -> None:
     os.replace(spare, path)
 
 
-def skipped_events(db: Path) -> list[SkippedEvent]:
+def skipped_events(db: str | Path) -> list[SkippedEvent]:
     """The journal's events, oldest first; lines that do not parse are passed over."""
     try:
         raw = journal_path(db).read_bytes()

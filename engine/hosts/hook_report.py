@@ -5,9 +5,9 @@ A capture that silently stopped working (a host that changed its events, a datab
 failing) shows up as a session whose events have been skipped since its last write.
 """
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memvm.engine.hosts.hook_journal import SkippedEvent, skipped_events
 
@@ -43,9 +43,10 @@ class HookSession:
         return max(self.last_write_at or 0.0, self.last_skip_at or 0.0)
 
 
-def hook_sessions(conn: sqlite3.Connection | None, db: Path) -> tuple[list[HookSession], int]:
+def hook_sessions(conn: Any, db: str | Path) -> tuple[list[HookSession], int]:
     """The host sessions seen, the most recent first, and the guards that failed open in all of
-    them (the list is cut short); `conn` is None when the file cannot be read."""
+    them (the list is cut short). `conn` is a SQLite or PostgreSQL connection, None when the
+    database cannot be read."""
     found: dict[tuple[str, str], HookSession] = {}
     by_session: dict[str, list[HookSession]] = {}
     if conn is not None:

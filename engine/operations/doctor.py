@@ -12,22 +12,17 @@ from typing import Any
 from memvm.engine.hosts.hook_report import HookSession, hook_sessions, stopped
 from memvm.engine.operations.row_rules import violations
 from memvm.engine.operations.transfer import memory_tables
-from memvm.engine.storage.db import APPLICATION_ID, connect_blocking, wal_in_header, writable
+from memvm.engine.storage.sqlite_db import APPLICATION_ID, connect_blocking, wal_in_header, writable
 from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 
 
 @dataclass
-class Diagnosis:
+class Findings:
+    """What doctor finds in a database of either backend: versions, counts, checks, problems."""
+
     path: str
-    sqlite_version: str = sqlite3.sqlite_version
     schema_version: int = 0
     schema_expected: int = SCHEMA_VERSION
-    journal_mode: str = ""
-    file_bytes: int = 0
-    wal_bytes: int = 0
-    page_size: int = 0
-    page_count: int = 0
-    free_pages: int = 0
     namespaces: int = 0
     sessions: int = 0
     pages: int = 0
@@ -40,6 +35,19 @@ class Diagnosis:
     @property
     def healthy(self) -> bool:
         return not self.problems
+
+
+@dataclass
+class Diagnosis(Findings):
+    """A SQLite file's findings, with its file, WAL and pages."""
+
+    sqlite_version: str = sqlite3.sqlite_version
+    journal_mode: str = ""
+    file_bytes: int = 0
+    wal_bytes: int = 0
+    page_size: int = 0
+    page_count: int = 0
+    free_pages: int = 0
 
 
 def diagnose(path: str | Path) -> Diagnosis:

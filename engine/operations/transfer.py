@@ -11,7 +11,7 @@ that holds no memory yet, in one transaction: all of the file, or nothing.
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -56,7 +56,7 @@ def _quoted(names: Iterable[str]) -> str:
     return ", ".join(f'"{name}"' for name in names)
 
 
-def export_lines(conn: sqlite3.Connection, namespace: str | None = None) -> Iterator[str]:
+def export_lines(conn: sqlite3.Connection, namespace: str | None = None) -> Generator[str, None, None]:
     """The export, line by line, read inside one transaction so that it is one moment's memory."""
     conn.execute("BEGIN")
     try:

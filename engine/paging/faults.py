@@ -16,7 +16,7 @@ from memvm.engine.paging.pages import get_page, touch_page
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping
 from memvm.engine.sessions import charge_fault, get_session, read_session, touch_with_allowance
-from memvm.engine.storage.db import Database
+from memvm.engine.storage.api import Database
 
 _USED = """
 SELECT coalesce(sum(line_tokens + 1), 0) FROM working_set WHERE namespace = ? AND session = ?
@@ -51,7 +51,7 @@ async def page_fault(
         raise PageNotFound(page_id)
     bodies = await _bodies(seen, levels, counter)
     now = clock.now()
-    async with db.write() as conn:
+    async with db.write(namespace) as conn:
         new_session = await read_session(conn, namespace, session) is None
         state, accountable = await touch_with_allowance(
             conn, namespace, session, host_session, now, config.turn_idle_seconds

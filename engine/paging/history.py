@@ -6,7 +6,7 @@ read is bounded: by an index and a limit, never a scan that grows with the names
 """
 
 from memvm.engine.models import REMEMBERED_TYPES, PageType, Role, StandingNote, TranscriptText
-from memvm.engine.storage.db import Reads
+from memvm.engine.storage.api import Reads
 
 # How many recently used pages are looked through for remembered notes: bounds the query at any
 # database size (a note unused for longer than that is found by search, not at the start).
@@ -20,14 +20,14 @@ _STANDING = f"""
 SELECT page_id, type, role, session, created_at, pinned, abstract FROM (
     SELECT * FROM (
         SELECT {_COLUMNS} FROM pages WHERE namespace = ? AND pinned = 1 ORDER BY last_access DESC LIMIT ?
-    )
+    ) AS pinned_pages
     UNION
     SELECT * FROM (
         SELECT {_COLUMNS} FROM (
             SELECT {_COLUMNS} FROM pages WHERE namespace = ? ORDER BY last_access DESC LIMIT ?
-        ) WHERE type IN ({{marks}})
-    )
-)
+        ) AS recent WHERE type IN ({{marks}})
+    ) AS remembered
+) AS standing
 ORDER BY pinned DESC, last_access DESC, rowid DESC
 LIMIT ?
 """
@@ -37,16 +37,18 @@ SELECT role, content FROM (
     SELECT p.rowid, p.role, t.content FROM pages p JOIN page_texts t ON t.rowid = p.rowid
     WHERE p.namespace = ? AND p.session = ? AND p.type = ?
     ORDER BY p.rowid DESC LIMIT ?
-) ORDER BY rowid
+) AS latest ORDER BY rowid
 """
 
 _SESSION_TOOLS = """
 SELECT tool, max(call_id) AS last FROM (
     SELECT tool, call_id FROM tool_calls WHERE namespace = ? AND session = ? ORDER BY call_id DESC LIMIT ?
-) GROUP BY tool ORDER BY last DESC LIMIT ?
+) AS latest GROUP BY tool ORDER BY last DESC LIMIT ?
 """
 
-_KNOWN_TOOLS = "SELECT tool FROM tool_stats WHERE namespace = ? ORDER BY last_at DESC LIMIT ?"
+_KNOWN_TOOLS = (
+    "SELECT tool FROM tool_stats WHERE namespace = ? ORDER BY last_at DESC, last_call_id DESC LIMIT ?"
+)
 
 
 async def standing_notes(conn: Reads, namespace: str, limit: int) -> list[StandingNote]:

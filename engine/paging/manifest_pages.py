@@ -6,7 +6,7 @@ recently used pages, those that weigh most by importance, access and pinning.
 
 from memvm.engine.models import ManifestPage, PageType, Role
 from memvm.engine.paging.pages import level_tokens
-from memvm.engine.storage.db import Reads
+from memvm.engine.storage.api import Reads
 
 # How many recent pages are weighed at most: bounds the query at any database size.
 _RECENT_WINDOW = 500
@@ -23,14 +23,14 @@ _AVAILABLE = f"""
 SELECT p.page_id, p.type, p.role, p.session, p.reference, p.importance, p.pinned,
        p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
 FROM (
-    SELECT * FROM ({_CANDIDATE} ORDER BY last_access DESC LIMIT ?)
+    SELECT * FROM ({_CANDIDATE} ORDER BY last_access DESC LIMIT ?) AS recent
     UNION
-    SELECT * FROM ({_CANDIDATE} AND pinned = 1 ORDER BY last_access DESC LIMIT ?)
+    SELECT * FROM ({_CANDIDATE} AND pinned = 1 ORDER BY last_access DESC LIMIT ?) AS pinned
 ) AS p
 WHERE NOT EXISTS (
     SELECT 1 FROM working_set w WHERE w.namespace = p.namespace AND w.session = ? AND w.page_rowid = p.rowid
 )
-ORDER BY p.pinned DESC, p.importance + 0.05 * min(p.access_count, 10) DESC, p.last_access DESC, p.rowid DESC
+ORDER BY p.pinned DESC, p.importance + 0.05 * CASE WHEN p.access_count < 10 THEN p.access_count ELSE 10 END DESC, p.last_access DESC, p.rowid DESC
 LIMIT ?
 """
 

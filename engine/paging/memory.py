@@ -40,7 +40,7 @@ from memvm.engine.paging.pages import (
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping, sessions_mapping
 from memvm.engine.sessions import begin_turn, get_session, touch_session
-from memvm.engine.storage.db import Database, Writes
+from memvm.engine.storage.api import Database, Writes
 
 # A page pinned into context goes in as an abstract, or as a reference where that does not fit.
 PINNED_LEVELS = (Level.ABSTRACT, Level.REFERENCE)
@@ -109,7 +109,7 @@ async def remember(
     with PageChanged, checked inside the write so that no other write slips between."""
     (levels,) = await writer.levels_off_loop([page])
     now = writer.clock.now()
-    async with writer.db.write() as conn:
+    async with writer.db.write(namespace) as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
         working_set = writer.working_set(conn, namespace, session, state.turn)
         existing = await get_page(conn, namespace, key) if key else None
@@ -177,7 +177,7 @@ async def ingest(
     all_bodies = await writer.bodies_off_loop([levels.texts for levels in all_levels], list(Level))
     now = writer.clock.now()
     page_ids = []
-    async with writer.db.write() as conn:
+    async with writer.db.write(namespace) as conn:
         state = await touch_session(
             conn, namespace, session, now, writer.config.turn_idle_seconds, by_host=True
         )
@@ -211,7 +211,7 @@ async def pin_page(
     """Pin or unpin a page for the whole namespace; pinning maps it into `session` unless `place`
     is False (a curator pinning a page has no context of its own to put it in)."""
     now = writer.clock.now()
-    async with writer.db.write() as conn:
+    async with writer.db.write(namespace) as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
         page = await get_page(conn, namespace, page_id)
         if page is None:
@@ -246,7 +246,7 @@ def fingerprint(text: str) -> str:
 
 async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) -> ForgetResult:
     now = writer.clock.now()
-    async with writer.db.write() as conn:
+    async with writer.db.write(namespace) as conn:
         await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
         page = await get_page(conn, namespace, page_id)
         if page is None:

@@ -4,7 +4,7 @@ import json
 
 from memvm.engine.models import LevelTokens, Modality, NewPage, Page, PageType, Role
 from memvm.engine.paging.levels import Levels
-from memvm.engine.storage.db import Reads, Row, Writes
+from memvm.engine.storage.api import Reads, Row, Writes
 
 # Readable ids per page type: msg_000123, tool_000045, note_000007, ...
 ID_PREFIX = {
@@ -30,7 +30,7 @@ WITH_TEXTS = "pages p JOIN page_texts t ON t.rowid = p.rowid"
 
 _NEXT_ID = """
 INSERT INTO id_counters (namespace, prefix, last) VALUES (?, ?, 1)
-ON CONFLICT (namespace, prefix) DO UPDATE SET last = last + 1
+ON CONFLICT (namespace, prefix) DO UPDATE SET last = id_counters.last + 1
 RETURNING last
 """
 
@@ -149,6 +149,7 @@ async def insert_page(
     )
     assert row is not None  # RETURNING always yields the inserted row
     await conn.execute(_INSERT_TEXTS, (row["rowid"], namespace, content, reduced))
+    await conn.index_pages([row["rowid"]])
     stored = await conn.one(_GET_BY_ROWID, (namespace, row["rowid"]))
     assert stored is not None  # inserted just now, in this transaction
     return page_from_row(stored)
@@ -184,6 +185,7 @@ async def update_remembered(
         ),
     )
     await conn.execute(_UPDATE_TEXTS, (content, reduced, namespace, rowid))
+    await conn.index_pages([rowid])
     row = await conn.one(_GET_BY_ROWID, (namespace, rowid))
     assert row is not None  # the caller just found it, in this transaction
     return page_from_row(row)

@@ -10,19 +10,23 @@ many of them hold each term), never from the whole file's as FTS5's bm25() would
 scores must not move when another tenant writes, or they would tell it what the other stores.
 """
 
+import functools
 import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from memvm.engine.config import SearchTuning
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
 from memvm.engine.paging.levels import collapse
 from memvm.engine.paging.pages import level_tokens
-from memvm.engine.paging.postings import Posting, postings
 from memvm.engine.paging.snippets import searched, snippet, window_sql
-from memvm.engine.paging.terms import TERM, Stemmer, match_expression, query_terms
-from memvm.engine.storage.db import Reads, Row
+from memvm.engine.paging.terms import query_terms
+from memvm.engine.storage import fulltext_postgres, fulltext_sqlite
+from memvm.engine.storage.api import Dialect, Reads, Row
+from memvm.engine.storage.fulltext_sqlite import Posting
+from memvm.engine.storage.tokenizer import TERM, Stemmer
 
 _MAX_ID_CANDIDATES = 8
 _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
@@ -40,11 +44,11 @@ _MAPPED_IN_VIEWER = (
 
 # The best-scoring pages with what re-scoring needs: session, speaker, role, length, and the
 # rowids of the pages up to `reach` before and after each in its session ({neighbours}). The
-# unary + keeps the namespace a filter on the rows found by rowid: as an index search it made
+# `|| ''` keeps the namespace a filter on the rows found by rowid: as an index search it made
 # SQLite walk the namespace's pages instead (30 ms at 100,000 pages).
 _CANDIDATES = """
 SELECT p.rowid, p.session, p.speaker, p.role, p.tokens_full{neighbours}
-FROM pages p WHERE p.rowid IN ({marks}) AND +p.namespace = ?
+FROM pages p WHERE p.rowid IN ({marks}) AND p.namespace || '' = ?
 """
 # The page `step` places before (or after) a candidate in its session, through pages_by_session.
 _NEIGHBOUR = """,
@@ -64,12 +68,20 @@ def _candidates_sql(reach: int, count: int) -> str:
 
 # The snippet comes from a bounded window of the text (see snippets), never from FTS5's snippet(),
 # whose cost grows with the square of a term's occurrences in the page.
-_DRESS = f"""
-SELECT {_HIT_COLUMNS}, {window_sql("t.content")}, w.level AS mapped_level
+_DRESS = """
+SELECT {columns}, {window}, w.level AS mapped_level
 FROM pages p JOIN page_texts t ON t.rowid = p.rowid
-{_MAPPED_IN_VIEWER}
+{mapped}
 WHERE p.rowid IN ({{marks}})
 """
+
+
+@functools.cache
+def _dress_sql(dialect: Dialect) -> str:
+    return _DRESS.format(
+        columns=_HIT_COLUMNS, window=window_sql("t.content", dialect), mapped=_MAPPED_IN_VIEWER
+    )
+
 
 _BY_ID = f"""
 SELECT {_HIT_COLUMNS}, p.abstract AS snippet, w.level AS mapped_level
@@ -92,21 +104,6 @@ DEFAULT_TUNING = SearchTuning()
 # term.
 COMMON_PAGES = 500
 POSTINGS = 2_000
-# The namespace's pages holding a match, counted no further than `cap`. CROSS JOIN keeps the
-# full-text index outermost; left to choose, SQLite walked the namespace's pages and ran the
-# match once for each of them (seconds at 100,000 pages). When the namespace holds every page of
-# the file the count is the same without the join to the pages, at a tenth of the cost.
-_CAPPED_IN_NAMESPACE = """
-SELECT (SELECT count(*) FROM (
-    SELECT 1 FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
-    WHERE pages_fts MATCH ? AND p.namespace = ? LIMIT {cap}))"""
-_CAPPED_IN_FILE = """
-SELECT (SELECT count(*) FROM (SELECT 1 FROM pages_fts WHERE pages_fts MATCH ? AND ? IS NOT NULL LIMIT {cap}))"""
-# The namespace's pages holding every common term, when those are all a query has.
-_ALL_OF = """
-SELECT pages_fts.rowid FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
-WHERE pages_fts MATCH ? AND p.namespace = ?"""
-
 # The namespace's pages and their total length (BM25's collection statistics), and the file's pages.
 _COLLECTION = """
 SELECT coalesce(sum(pages) FILTER (WHERE namespace = ?1), 0), coalesce(sum(chars) FILTER (WHERE namespace = ?1), 0),
@@ -123,16 +120,17 @@ class _Ranking:
 
 
 async def _ranking(
-    conn: Reads, namespace: str, terms: list[str], total: int, whole_file: bool, limit: int
+    conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer, total: int, whole_file: bool, limit: int
 ) -> _Ranking:
     """The terms to rank by: every one, unless common terms make that slow (above)."""
     if total <= COMMON_PAGES:
         return _Ranking(terms, None)
-    counts = await _capped_counts(conn, namespace, terms, whole_file, COMMON_PAGES + 1)
+    index = fulltext(conn)
+    counts = await index.capped_counts(conn, namespace, terms, stemmer, whole_file, COMMON_PAGES + 1)
     rare = [term for term, count in zip(terms, counts, strict=True) if count <= COMMON_PAGES]
     if rare:
         return _Ranking(rare, None)
-    counts = await _capped_counts(conn, namespace, terms, whole_file, POSTINGS + 1)
+    counts = await index.capped_counts(conn, namespace, terms, stemmer, whole_file, POSTINGS + 1)
     chosen: list[str] = []
     postings = 0
     for count, term in sorted(zip(counts, terms, strict=True), key=lambda pair: pair[0]):
@@ -140,21 +138,13 @@ async def _ranking(
             break
         chosen.append(term)
         postings += count
-    together = " AND ".join(match_expression([term]) for term in terms)
-    found = {row[0] for row in await conn.all(_ALL_OF, (together, namespace))}
+    found = await index.holding_all(conn, namespace, terms, stemmer)
     return _Ranking([term for term in terms if term in chosen], found if len(found) >= limit else None)
 
 
-async def _capped_counts(
-    conn: Reads, namespace: str, terms: list[str], whole_file: bool, cap: int
-) -> list[int]:
-    """Each term's page count in the namespace, counted no further than `cap`, in one trip."""
-    capped = (_CAPPED_IN_FILE if whole_file else _CAPPED_IN_NAMESPACE).format(cap=cap)
-    rows = await conn.all(
-        " UNION ALL ".join([capped] * len(terms)),
-        [value for term in terms for value in (match_expression([term]), namespace)],
-    )
-    return [int(row[0]) for row in rows]
+def fulltext(conn: Reads) -> Any:
+    """The full-text index statements of the transaction's backend."""
+    return fulltext_postgres if conn.dialect.name == "postgresql" else fulltext_sqlite
 
 
 def _bm25(postings: list[Posting], pages: int, chars: int) -> dict[int, float]:
@@ -307,9 +297,11 @@ async def search_pages(
     pages, chars, in_file = (int(value) for value in collection)
     terms = query_terms(query)
     if terms and len(hits) < limit:
-        ranking = await _ranking(conn, namespace, terms, pages, pages == in_file, limit)
+        ranking = await _ranking(conn, namespace, terms, stemmer, pages, pages == in_file, limit)
         stems = stemmer.stems(ranking.terms)
-        found = await postings(conn, namespace, ranking.terms, stems, stemmer, whole_file=pages == in_file)
+        found = await fulltext(conn).postings(
+            conn, namespace, ranking.terms, stems, stemmer, whole_file=pages == in_file
+        )
         bm25 = _bm25(found, pages, chars)
         admitted = {
             row["rowid"]
@@ -394,7 +386,8 @@ async def _dressed(
     best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(found)]
     placed_by = searched(words.terms, words.stems)
     rows = await conn.all(
-        _DRESS.format(marks=", ".join("?" * len(best))), (placed_by, placed_by, viewer_session, *best)
+        _dress_sql(conn.dialect).format(marks=", ".join("?" * len(best))),
+        (placed_by, placed_by, viewer_session, *best),
     )
     by_rowid = {row["rowid"]: row for row in rows}
     seen = {hit.page_id for hit in found}

@@ -12,7 +12,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memvm.engine.paging.terms import TERM, Stemmer
+from memvm.engine.storage.api import Dialect
+from memvm.engine.storage.tokenizer import TERM, Stemmer
 
 # How far into a page the first occurrence of a term is looked for (characters).
 SCAN_CHARS = 100_000
@@ -26,16 +27,19 @@ ELLIPSIS = "…"
 # Where the window starts: the first place a searched string occurs in the page's opening, less a
 # lead, or the page's start. `lower` folds ASCII only, which is enough to find where to look: the
 # words of the window are then matched exactly, stem by stem.
-_FIRST_AT = f"""(SELECT coalesce(min(nullif(instr(lower(substr({{text}}, 1, {SCAN_CHARS})), s.value), 0)), 1)
-        FROM json_each(?) AS s)"""
+_FIRST_AT = """(SELECT coalesce(min(nullif({find}, 0)), 1) FROM {strings})"""
 
 
-def window_sql(text: str) -> str:
+def window_sql(text: str, dialect: Dialect) -> str:
     """Select-list SQL for the window of column `text`: `snippet_at` and `snippet_window`.
 
     It takes one bound parameter, twice: the searched strings (`searched`), once for each column.
     """
-    start = f"max(1, {_FIRST_AT.format(text=text)} - {_LEAD_CHARS})"
+    first = _FIRST_AT.format(
+        find=dialect.find(f"lower(substr({text}, 1, {SCAN_CHARS}))", "s.value"),
+        strings=dialect.json_strings("?"),
+    )
+    start = dialect.greatest("1", f"{first} - {_LEAD_CHARS}")
     return f"{start} AS snippet_at, substr({text}, {start}, {WINDOW_CHARS}) AS snippet_window"
 
 

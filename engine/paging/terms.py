@@ -8,18 +8,9 @@ and the "don" of "don't") are dropped like stopwords: they are on nearly every p
 positions, never as something to find.
 """
 
-import re
-import sqlite3
-import threading
-from collections.abc import Iterable
-
 from memvm.engine.paging.stopwords import STOPWORDS
+from memvm.engine.storage.tokenizer import TERM
 
-# The full-text index's tokenizer, used by the migration that builds it and by the stemmer here.
-TOKENIZE = "porter unicode61 remove_diacritics 2"
-
-# Words as unicode61 sees them: letters, digits and marks; everything else separates terms.
-TERM = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_TERMS = 32
 _APOSTROPHES = "'\u2019\u02bc"
 # What follows the apostrophe of a clitic: possessive or "is" ('s), not (n't), are, will, have,
@@ -60,82 +51,3 @@ def query_terms(text: str) -> list[str]:
         if term not in STOPWORDS and term not in seen:
             seen[term] = None
     return list(seen)[:MAX_TERMS]
-
-
-def match_expression(terms: Iterable[str]) -> str:
-    """An FTS5 query that ORs each term as a quoted string: no operator survives quoting."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-
-
-class Stemmer:
-    """Terms as the full-text index stores them, by FTS5's own tokenizer on a private table.
-
-    The index's term statistics are read term by term (pages_terms), so a query's words must be
-    turned into the index's stems exactly; asking the tokenizer itself guarantees it.
-    """
-
-    _CACHE_LIMIT = 50_000
-
-    def __init__(self) -> None:
-        self._conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        self._conn.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{TOKENIZE}')")
-        self._conn.execute("CREATE VIRTUAL TABLE stems USING fts5vocab(words, instance)")
-        # Pages' texts, counted here as the index counts them (see postings).
-        self._conn.execute(
-            f"CREATE VIRTUAL TABLE texts USING fts5(content, speaker, search_key, tokenize='{TOKENIZE}')"
-        )
-        self._conn.execute("CREATE VIRTUAL TABLE text_terms USING fts5vocab(texts, instance)")
-        self._lock = threading.Lock()
-        self._cache: dict[str, tuple[str, ...]] = {}
-
-    def stems(self, terms: list[str]) -> list[str]:
-        """The distinct stems of `terms`, in order (a term that is several tokens gives several)."""
-        each = self.stem_each(terms)
-        return list(dict.fromkeys(stem for term in terms for stem in each[term]))
-
-    def stem_each(self, words: list[str]) -> dict[str, tuple[str, ...]]:
-        """Each distinct word's stems (a word that is several tokens has several)."""
-        # Read before tokenizing: a full cache is emptied by _tokenize.
-        known = {word: self._cache[word] for word in dict.fromkeys(words) if word in self._cache}
-        missing = [word for word in dict.fromkeys(words) if word not in known]
-        if missing:
-            known.update(self._tokenize(missing))
-        return known
-
-    def frequencies(
-        self, texts: list[tuple[int, str, str | None, str | None]], stems: list[str]
-    ) -> list[tuple[int, str, int]]:
-        """(rowid, stem, occurrences) of `stems` in pages' (rowid, content, speaker, key) texts."""
-        marks = ", ".join("?" * len(stems))
-        with self._lock:
-            try:
-                self._conn.executemany(
-                    "INSERT INTO texts (rowid, content, speaker, search_key) VALUES (?, ?, ?, ?)", texts
-                )
-                return [
-                    (int(doc), str(stem), int(tf))
-                    for doc, stem, tf in self._conn.execute(
-                        f"SELECT doc, term, count(*) FROM text_terms WHERE term IN ({marks}) GROUP BY doc, term",
-                        stems,
-                    )
-                ]
-            finally:
-                self._conn.execute("DELETE FROM texts")
-
-    def _tokenize(self, terms: list[str]) -> dict[str, tuple[str, ...]]:
-        with self._lock:
-            if len(self._cache) > self._CACHE_LIMIT:
-                self._cache.clear()
-            self._conn.executemany(
-                "INSERT INTO words (rowid, word) VALUES (?, ?)", list(enumerate(terms, start=1))
-            )
-            found: dict[int, list[str]] = {}
-            for doc, stem in self._conn.execute("SELECT doc, term FROM stems ORDER BY doc, offset"):
-                found.setdefault(doc, []).append(stem)
-            self._conn.execute("DELETE FROM words")
-            stemmed = {term: tuple(found.get(index, ())) for index, term in enumerate(terms, start=1)}
-            self._cache.update(stemmed)
-        return stemmed
-
-    def close(self) -> None:
-        self._conn.close()

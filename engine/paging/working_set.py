@@ -25,7 +25,7 @@ from memvm.engine.paging.framing import neutralise
 from memvm.engine.paging.levels import collapse
 from memvm.engine.paging.pages import level_texts
 from memvm.engine.paging.tokens import TokenCounter
-from memvm.engine.storage.db import Reads, Row, Writes
+from memvm.engine.storage.api import Reads, Row, Writes
 
 ROLE_PREFIX = {Role.USER: "U", Role.ASSISTANT: "A", Role.SYSTEM: "S", Role.TOOL: "T"}
 TYPE_PREFIX = {
@@ -72,11 +72,12 @@ FROM working_set WHERE namespace = ?1 AND session = ?2
 _RETENTION = (
     "CASE p.type "
     + " ".join(f"WHEN '{page_type.value}' THEN {weight!r}" for page_type, weight in TYPE_RETENTION.items())
-    + " END * (0.25 + p.importance) / (1 + max(0, ?4 - w.last_access_turn))"
+    + " END * (0.25 + p.importance)"
+    + " / (1 + CASE WHEN ?4 > w.last_access_turn THEN ?4 - w.last_access_turn ELSE 0 END)"
 )
 
 # Mappings that may be demoted or unmapped to make room for `?3`: not pinned, not faulted this
-# turn (`?4`), weakest first; `?5` bounds how many are read (-1 for all). `_DEMOTABLE`: those
+# turn (`?4`), weakest first; `?5` bounds how many are read. `_DEMOTABLE`: those
 # of them not yet at the coarsest level.
 _MOVABLE = (
     _MAPPINGS.replace(
@@ -88,14 +89,14 @@ _MOVABLE = (
     )
     .replace(
         "ORDER BY w.page_rowid",
-        f"""AND w.page_rowid != ?3 AND NOT p.pinned AND w.faulted_turn IS NOT ?4
+        f"""AND w.page_rowid != ?3 AND p.pinned = 0 AND w.faulted_turn IS DISTINCT FROM ?4
 ORDER BY {_RETENTION}, p.last_access, w.page_rowid
 LIMIT ?5""",
     )
     .replace("w.namespace = ? AND w.session = ?", "w.namespace = ?1 AND w.session = ?2")
 )
 
-_DEMOTABLE = _MOVABLE.replace("AND NOT p.pinned", f"AND w.level < {int(Level.REFERENCE)} AND NOT p.pinned")
+_DEMOTABLE = _MOVABLE.replace("AND p.pinned = 0", f"AND w.level < {int(Level.REFERENCE)} AND p.pinned = 0")
 
 _FIRST_CANDIDATES = 32
 
@@ -105,7 +106,7 @@ INSERT INTO working_set
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (namespace, session, page_rowid) DO UPDATE SET
     level = excluded.level, line_tokens = excluded.line_tokens,
-    faulted_turn = coalesce(excluded.faulted_turn, faulted_turn),
+    faulted_turn = coalesce(excluded.faulted_turn, working_set.faulted_turn),
     last_access_turn = excluded.last_access_turn
 """
 
@@ -123,8 +124,8 @@ _UNMAP = "DELETE FROM working_set WHERE namespace = ? AND session = ? AND page_r
 # What the working set cannot give up: pinned pages (how many, and their tokens), and pages
 # faulted in this turn (?3).
 _HELD = """
-SELECT count(*) FILTER (WHERE p.pinned), coalesce(sum(w.line_tokens + 1) FILTER (WHERE p.pinned), 0),
-       coalesce(sum(w.line_tokens + 1) FILTER (WHERE NOT p.pinned AND w.faulted_turn = ?3), 0)
+SELECT count(*) FILTER (WHERE p.pinned = 1), coalesce(sum(w.line_tokens + 1) FILTER (WHERE p.pinned = 1), 0),
+       coalesce(sum(w.line_tokens + 1) FILTER (WHERE p.pinned = 0 AND w.faulted_turn = ?3), 0)
 FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
 WHERE w.namespace = ?1 AND w.session = ?2
 """

@@ -26,7 +26,7 @@ from memvm.engine.paging.memory import Writer, fresh_page_id
 from memvm.engine.paging.pages import insert_page
 from memvm.engine.procedures.signatures import argument_delta, error_signature, flatten
 from memvm.engine.sessions import touch_with_allowance
-from memvm.engine.storage.db import Writes
+from memvm.engine.storage.api import Writes
 
 # A failure is fixed by a success among the session's next calls, not by one much later.
 FIX_WINDOW = 10
@@ -60,12 +60,12 @@ _MARK_FIX = "UPDATE tool_calls SET fixes = ?, delta = ? WHERE namespace = ? AND 
 
 _UPSERT_STATS = """
 INSERT INTO tool_stats (namespace, tool, calls, successes, duration_total, duration_count, last_at, last_call_id)
-VALUES (?1, ?2, 1, ?3, COALESCE(?4, 0), ?4 IS NOT NULL, ?5, ?6)
+VALUES (?1, ?2, 1, ?3, COALESCE(CAST(?4 AS DOUBLE PRECISION), 0), CASE WHEN ?4 IS NULL THEN 0 ELSE 1 END, ?5, ?6)
 ON CONFLICT (namespace, tool) DO UPDATE SET
-    calls = calls + 1,
-    successes = successes + ?3,
-    duration_total = duration_total + COALESCE(?4, 0),
-    duration_count = duration_count + (?4 IS NOT NULL),
+    calls = tool_stats.calls + 1,
+    successes = tool_stats.successes + ?3,
+    duration_total = tool_stats.duration_total + COALESCE(CAST(?4 AS DOUBLE PRECISION), 0),
+    duration_count = tool_stats.duration_count + CASE WHEN ?4 IS NULL THEN 0 ELSE 1 END,
     last_at = ?5,
     last_call_id = ?6
 """
@@ -74,7 +74,8 @@ _UPSERT_ERROR = """
 INSERT INTO error_patterns (namespace, tool, signature, count, example, last_at, last_call_id)
 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6)
 ON CONFLICT (namespace, tool, signature) DO UPDATE SET
-    count = count + 1, example = COALESCE(?4, example), last_at = ?5, last_call_id = ?6
+    count = error_patterns.count + 1, example = COALESCE(?4, error_patterns.example), last_at = ?5,
+    last_call_id = ?6
 """
 
 _TEACH_FIX = """
@@ -86,7 +87,7 @@ _UPSERT_VALUE = """
 INSERT INTO success_values (namespace, tool, goal, arg, value, count, last_at, last_call_id)
 VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7)
 ON CONFLICT (namespace, tool, goal, arg, value) DO UPDATE SET
-    count = count + 1, last_at = ?6, last_call_id = ?7
+    count = success_values.count + 1, last_at = ?6, last_call_id = ?7
 """
 
 # Keep the most used values of one argument; the rest make room.
@@ -125,7 +126,7 @@ async def record_tool_outcome(
     )
     digest = call_hash(call.tool, call.args)
     now = writer.clock.now()
-    async with writer.db.write() as conn:
+    async with writer.db.write(namespace) as conn:
         state, guarded = await touch_with_allowance(
             conn, namespace, session, host_session, now, writer.config.turn_idle_seconds
         )

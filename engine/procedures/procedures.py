@@ -18,7 +18,7 @@ from memvm.engine.models import (
 )
 from memvm.engine.procedures.outcomes import goal_key
 from memvm.engine.procedures.signatures import describe_delta, error_signature
-from memvm.engine.storage.db import Reads, Row
+from memvm.engine.storage.api import Reads, Row
 
 MAX_TOOLS = 5
 ERRORS_PER_TOOL = 3
@@ -31,7 +31,9 @@ SELECT tool, calls, successes, duration_total, duration_count, last_at
 FROM tool_stats WHERE namespace = ? AND tool IN ({marks})
 """
 
-_RECENT_TOOLS = "SELECT tool FROM tool_stats WHERE namespace = ? ORDER BY last_at DESC LIMIT ?"
+_RECENT_TOOLS = (
+    "SELECT tool FROM tool_stats WHERE namespace = ? ORDER BY last_at DESC, last_call_id DESC LIMIT ?"
+)
 
 _TOOLS_FOR_GOAL = "SELECT DISTINCT tool FROM success_values WHERE namespace = ? AND goal = ? LIMIT ?"
 

@@ -1,21 +1,41 @@
 """Applying the schema: each migration runs once, recorded in `schema_migrations`, all in one write
-transaction; running `migrate` again is a no-op. The migrations themselves are in `sqlite_schema`.
+transaction; running `migrate` again is a no-op. Each backend has its own list, at the same
+versions: `sqlite_schema` and `postgres_schema`.
 """
 
-import sqlite3
 import time
 
 from memvm.engine.errors import DatabaseRefused
-from memvm.engine.storage.db import Database, Reads
-from memvm.engine.storage.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+from memvm.engine.storage import postgres_schema, sqlite_schema
+from memvm.engine.storage.api import Database, Reads
+from memvm.engine.storage.migration import Migration
 
-_CREATE_LEDGER = """
+# The schema version this memvm writes and expects, on either backend.
+SCHEMA_VERSION = sqlite_schema.SCHEMA_VERSION
+
+_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
-    applied_at REAL NOT NULL
+    applied_at {real} NOT NULL
 )
 """
+
+
+def ledger_sql(backend: str) -> str:
+    """The statement creating the record of applied migrations, on `backend`."""
+    return _LEDGER.format(real="REAL" if backend == "sqlite" else "DOUBLE PRECISION")
+
+
+_HAS_LEDGER = {
+    "sqlite": "SELECT count(*) FROM sqlite_schema WHERE name = 'schema_migrations'",
+    "postgresql": "SELECT count(*) FROM pg_tables WHERE tablename = 'schema_migrations' "
+    "AND schemaname = current_schema()",
+}
+
+
+def migrations_of(db: Database) -> tuple[Migration, ...]:
+    return postgres_schema.MIGRATIONS if db.backend == "postgresql" else sqlite_schema.MIGRATIONS
 
 
 async def applied_versions(conn: Reads) -> list[int]:
@@ -25,11 +45,9 @@ async def applied_versions(conn: Reads) -> list[int]:
 async def check_current(db: Database) -> None:
     """For a read-only open: refuse a file that is not at this memvm's schema version."""
     newest = SCHEMA_VERSION
-    try:
-        async with db.read() as conn:
-            done = await applied_versions(conn)
-    except sqlite3.OperationalError:  # no ledger: an empty or new file
-        done = []
+    async with db.read() as conn:
+        ledger = await conn.one(_HAS_LEDGER[db.backend])
+        done = await applied_versions(conn) if ledger and ledger[0] else []
     if not done or max(done) != newest:
         raise DatabaseRefused(
             f"it is read-only and at schema version {max(done, default=0)}, not {newest}; "
@@ -42,7 +60,9 @@ async def migrate(db: Database) -> list[int]:
     # One transaction through the engine's write path: a second process starting at the same
     # moment waits (and retries) for the lock, then finds the work done.
     async with db.write() as conn:
-        await conn.execute(_CREATE_LEDGER)
+        await conn.execute(
+            ledger_sql("sqlite").format(real="REAL" if db.backend == "sqlite" else "DOUBLE PRECISION")
+        )
         done = set(await applied_versions(conn))
         newest = SCHEMA_VERSION
         if done and max(done) > newest:
@@ -50,7 +70,7 @@ async def migrate(db: Database) -> list[int]:
                 f"the database has schema version {max(done)}, newer than this memvm ({newest}); upgrade memvm"
             )
         applied = []
-        for migration in MIGRATIONS:
+        for migration in migrations_of(db):
             if migration.version in done:
                 continue
             for statement in migration.statements:
@@ -60,5 +80,6 @@ async def migrate(db: Database) -> list[int]:
                 (migration.version, migration.name, time.time()),
             )
             applied.append(migration.version)
-        await conn.execute(f"PRAGMA user_version = {newest}")
+        if db.backend == "sqlite":
+            await conn.execute(f"PRAGMA user_version = {newest}")
     return applied

@@ -4,17 +4,8 @@ Every table carries `namespace`, and every index leads with it, because every qu
 `migrations` applies them; a second backend keeps its own list beside this one, at the same versions.
 """
 
-from dataclasses import dataclass
-
-from memvm.engine.storage.db import APPLICATION_ID
-
-
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    name: str
-    statements: tuple[str, ...]
-
+from memvm.engine.storage.migration import Migration
+from memvm.engine.storage.sqlite_db import APPLICATION_ID
 
 _INITIAL = Migration(
     version=1,

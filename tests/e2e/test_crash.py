@@ -33,7 +33,7 @@ WRITERS = 4
 START_LIMIT = 60.0
 
 
-def spawn(db: Path, port: int) -> subprocess.Popen[bytes]:
+def spawn(db: Path | str, port: int) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "memvm.server", "serve", "--transport", "streamable-http"]
     return subprocess.Popen(
         [*command, "--tools", "all", "--port", str(port), "--db", str(db)],
@@ -61,8 +61,8 @@ async def first_answer(url: str, process: subprocess.Popen[bytes], limit: float)
             await anyio.sleep(0.05)
 
 
-async def test_sigkill_mid_write_loses_no_acknowledged_write(tmp_path, report_figure):
-    db = tmp_path / "crash.db"
+async def test_sigkill_mid_write_loses_no_acknowledged_write(db_url, backend, report_figure):
+    db = db_url
     rng = random.Random(2026)
     acked = Acked()
     lost = corrupt = 0
@@ -87,7 +87,7 @@ async def test_sigkill_mid_write_loses_no_acknowledged_write(tmp_path, report_fi
         lost += missing
         corrupt += not sound
     report_figure(
-        f"crash: trials={TRIALS} acked={len(acked)} lost={lost} corrupt={corrupt} "
+        f"crash: backend={backend} trials={TRIALS} acked={len(acked)} lost={lost} corrupt={corrupt} "
         f"restart_s_p50={statistics.median(restarts):.2f} max_restart_s={max(restarts):.2f}"
     )
     assert len(acked) > TRIALS * WRITERS  # the clients really wrote between kills

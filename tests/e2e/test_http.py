@@ -59,7 +59,11 @@ def wait_listening(process: subprocess.Popen, port: int, log: Path | None = None
 
 @contextmanager
 def http_server(
-    db: Path, tokens: Path | None, *extra: str, transport: str = "streamable-http", log: Path | None = None
+    db: Path | str,
+    tokens: Path | None,
+    *extra: str,
+    transport: str = "streamable-http",
+    log: Path | None = None,
 ) -> Iterator[str]:
     """`memvm serve` over an HTTP transport on a free loopback port; yields its URL.
 

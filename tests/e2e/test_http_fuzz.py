@@ -82,11 +82,11 @@ def call_body(tool: str, arguments: dict[str, object], name: str, raw: str) -> s
     return json.dumps(body).replace(json.dumps(marker), raw, 1)
 
 
-async def test_hostile_json_in_every_argument_gets_a_clean_answer(tmp_path: Path, report_figure):
+async def test_hostile_json_in_every_argument_gets_a_clean_answer(tmp_path: Path, db_url: str, report_figure):
     log = tmp_path / "server.log"
     outcomes = {"result": 0, "tool_error": 0, "parse_error": 0, "too_large": 0}
     leaks: list[str] = []
-    with http_server(tmp_path / "fuzz.db", None, "--tools", "all", log=log) as url:
+    with http_server(db_url, None, "--tools", "all", log=log) as url:
         async with httpx2.AsyncClient(timeout=120) as http:
             opened = await http.post(url, json=INITIALIZE, headers=HEADERS)
             headers = {**HEADERS, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
@@ -109,7 +109,11 @@ async def test_hostile_json_in_every_argument_gets_a_clean_answer(tmp_path: Path
                         if response.status_code == 413:
                             outcomes["too_large"] += 1
                             continue
-                        if LEAK.search(response.text) or str(tmp_path) in response.text:
+                        if (
+                            LEAK.search(response.text)
+                            or str(tmp_path) in response.text
+                            or "postgresql://" in response.text
+                        ):
                             leaks.append(f"{tool}.{name}: {response.text[:200]}")
                         message = reply(response)
                         if "error" in message:

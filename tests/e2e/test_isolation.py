@@ -68,11 +68,11 @@ def other_id(page_id: str) -> str:
     return page_id[:-1] + ("x" if page_id[-1] != "x" else "y")
 
 
-async def test_another_token_never_reads_this_tokens_memory(db_path, tokens, report_figure):
+async def test_another_token_never_reads_this_tokens_memory(db_url, tokens, report_figure):
     replies: list[tuple[str, str]] = []  # (step, reply text) for each of Bob's attempts
     foreign_vs_missing: list[tuple[str, str]] = []
     s = {"session": ALICE_SESSION}
-    with http_server(db_path, tokens, "--tools", "all") as url, anyio.fail_after(START_LIMIT * 3):
+    with http_server(db_url, tokens, "--tools", "all") as url, anyio.fail_after(START_LIMIT * 3):
         alice_ids = await alice_writes(url)
         async with client(url, BOB) as bob:
 

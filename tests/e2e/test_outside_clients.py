@@ -60,7 +60,7 @@ def node_env(tools: Path) -> dict[str, str]:
     return {**os.environ, "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def test_the_conformance_suite_passes_except_its_baseline(node_tools, tmp_path):
+def test_the_conformance_suite_passes_except_its_baseline(node_tools, tmp_path, db_url):
     port = free_port()
     server = subprocess.Popen(
         [
@@ -73,7 +73,7 @@ def test_the_conformance_suite_passes_except_its_baseline(node_tools, tmp_path):
             "--port",
             str(port),
             "--db",
-            str(tmp_path / "memvm.db"),
+            db_url,
             "--tools",
             "all",
         ],

@@ -1,15 +1,14 @@
 """The browser view in a real browser: Chromium driven by Playwright against the real `memvm ui`,
 clicking, searching, pinning and forgetting, with the database checked after each change."""
 
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.conftest import db_rows
 from tests.e2e.browser import screenshot
 from tests.ui.seed import seed
 
@@ -22,16 +21,15 @@ HOSTILE = "our staging cluster is heron <img src=x onerror=\"document.title='own
 
 
 @pytest.fixture
-def seeded(tmp_path: Path) -> Path:
-    """A database with a conversation and a note; named before `page`, so it runs before the browser."""
-    db = tmp_path / "m.db"
-    seed(db, HOSTILE, "Noted: the staging cluster is heron.")
-    return db
+def seeded(db_url: str) -> str:
+    """A database (on each backend) with a conversation and a note; named before `page`, so it runs
+    before the browser."""
+    seed(db_url, HOSTILE, "Noted: the staging cluster is heron.")
+    return db_url
 
 
-def _rows(db: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql).fetchall()
+def _rows(db: str, sql: str) -> list[tuple]:
+    return db_rows(db, sql)
 
 
 def expect(target: Any) -> Any:
@@ -42,7 +40,7 @@ def expect(target: Any) -> Any:
     return playwright_expect(target)
 
 
-def _open(page: "Page", ui_server: Callable[..., str], db: Path) -> None:
+def _open(page: "Page", ui_server: Callable[..., str], db: str) -> None:
     page.goto(ui_server(db))
     expect(page.get_by_role("heading", name="memvm")).to_be_visible()
     expect(page.get_by_role("button", name="deploy-note")).to_be_visible()
@@ -117,7 +115,7 @@ def test_the_context_view_draws_the_budget_and_the_working_set(seeded, page, ui_
     screenshot(page, "context-phone", 390, 844)
 
 
-def _with_engine(db: Path, body: str) -> None:
+def _with_engine(db: str, body: str) -> None:
     """Run `body` (statements using `engine`) in another process with the database open, as a
     server or a hook would write to it; the browser tests stay sync (see tests/e2e/browser.py)."""
     indented = "".join(f"    {line}\n" for line in body.splitlines())
@@ -133,7 +131,7 @@ def _with_engine(db: Path, body: str) -> None:
     subprocess.run([sys.executable, "-c", script, str(db)], check=True, timeout=120)
 
 
-def _write_from_another_process(db: Path) -> None:
+def _write_from_another_process(db: str) -> None:
     _with_engine(
         db,
         "from memvm.engine.models import IngestMessage, Role\n"

@@ -4,7 +4,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from memvm.engine.storage.migrations import _CREATE_LEDGER
+from memvm.engine.storage.migrations import ledger_sql
 from memvm.engine.storage.sqlite_schema import MIGRATIONS
 
 
@@ -12,7 +12,7 @@ def file_at(path: Path, version: int) -> sqlite3.Connection:
     """A new file at schema `version`, as the migrations up to it leave it; the caller closes it."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute(_CREATE_LEDGER)
+    conn.execute(ledger_sql("sqlite"))
     for migration in MIGRATIONS[:version]:
         for statement in migration.statements:
             conn.execute(statement)

@@ -136,6 +136,7 @@ async def _stored(db_path) -> str:
         return "\n".join(export_lines(conn))
 
 
+@pytest.mark.sqlite_only
 async def test_no_write_path_stores_a_secret(engine, db_path):
     secrets = [secret for _, secret in SECRETS] + [secret for _, _, secret in IN_CONTEXT]
     payloads = [secret for _, secret in SECRETS] + [text for text, _, _ in IN_CONTEXT]
@@ -169,6 +170,7 @@ async def test_no_write_path_stores_a_secret(engine, db_path):
     assert found.results == [] or all(SECRETS[5][1] not in hit.snippet for hit in found.results)
 
 
+@pytest.mark.sqlite_only
 async def test_redaction_can_be_turned_off(open_engine, db_path):
     engine = await open_engine(EngineConfig(redact_secrets=False))
     secret = SECRETS[5][1]

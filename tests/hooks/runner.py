@@ -4,17 +4,18 @@ import contextlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import db_rows
+
 MEMVM = Path(sys.executable).with_name("memvm")
 
 
-def run_hook(host: str, db: Path, event: Any, *extra: str) -> tuple[dict[str, Any], list[str]]:
+def run_hook(host: str, db: Path | str, event: Any, *extra: str) -> tuple[dict[str, Any], list[str]]:
     """The answer (parsed stdout) and the stderr lines of one hook run, which must exit 0."""
     raw = event if isinstance(event, bytes) else json.dumps(event).encode()
     done = subprocess.run(
@@ -28,12 +29,12 @@ def run_hook(host: str, db: Path, event: Any, *extra: str) -> tuple[dict[str, An
     return json.loads(done.stdout), done.stderr.decode().splitlines()
 
 
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql).fetchall()
+def rows(db: Path | str, sql: str) -> list[tuple[Any, ...]]:
+    """What `sql` reads from the database past memvm, a SQLite file or a PostgreSQL URL."""
+    return db_rows(db, sql)
 
 
-def transcript(db: Path) -> list[tuple[str, str, str]]:
+def transcript(db: Path | str) -> list[tuple[str, str, str]]:
     """(session, role, text) of each transcript page, oldest first."""
     return rows(
         db,

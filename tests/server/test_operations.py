@@ -80,6 +80,24 @@ def filled(tmp_path: Path) -> Path:
     return db
 
 
+async def answers_of(db: Path | str) -> tuple:
+    """What the tools answer from `db`: search, a working set, procedures and a fault."""
+    engine = await Engine.open(db)
+    try:
+        found = await engine.search(namespace="acme", session="acme-trip", query="window seats")
+        view = await engine.working_set(namespace="acme", session="acme-trip")
+        knowledge = await engine.procedural_knowledge(namespace="acme", tools=["book_table"])
+        fault = await engine.page_fault(namespace="acme", session="acme-trip", page_id="seats")
+        return (
+            [(r.page_id, round(r.score, 9)) for r in found.results],
+            view.model_dump(),
+            knowledge.model_dump(),
+            fault.content,
+        )
+    finally:
+        await engine.close()
+
+
 def run(*argv: str | Path) -> int:
     return main([str(arg) for arg in argv])
 
@@ -101,23 +119,7 @@ def test_an_imported_database_searches_and_serves_like_the_original(filled, tmp_
     run("export", "--db", filled, "--out", export)
     run("import", export, "--db", copy)
 
-    async def answers(db: Path) -> tuple:
-        engine = await Engine.open(db)
-        try:
-            found = await engine.search(namespace="acme", session="acme-trip", query="window seats")
-            view = await engine.working_set(namespace="acme", session="acme-trip")
-            knowledge = await engine.procedural_knowledge(namespace="acme", tools=["book_table"])
-            fault = await engine.page_fault(namespace="acme", session="acme-trip", page_id="seats")
-            return (
-                [(r.page_id, round(r.score, 9)) for r in found.results],
-                view.model_dump(),
-                knowledge.model_dump(),
-                fault.content,
-            )
-        finally:
-            await engine.close()
-
-    assert anyio.run(answers, copy) == anyio.run(answers, filled)
+    assert anyio.run(answers_of, copy) == anyio.run(answers_of, filled)
     assert run("doctor", "--db", copy) == 0
 
 

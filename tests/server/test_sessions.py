@@ -1,14 +1,13 @@
 """What a session is, who starts one, and what a model gets by naming sessions that do not exist."""
 
 import json
-import sqlite3
 
 import pytest
 from memvm.engine.config import EngineConfig
 from memvm.engine.guards.guard_config import GuardConfig
 from memvm.server.settings import ToolProfile
 
-from tests.conftest import long_text
+from tests.conftest import db_rows, long_text
 from tests.server.conftest import call, read
 
 pytestmark = pytest.mark.anyio
@@ -91,7 +90,7 @@ async def test_a_named_session_is_created_on_first_use_and_holds_its_pages(conne
     assert fault["working_set_session"] == "alpha" and fault["mapped"]
 
 
-async def test_invented_sessions_do_not_hide_a_runaway_result_from_the_callers_guard(connect, db_path):
+async def test_invented_sessions_do_not_hide_a_runaway_result_from_the_callers_guard(connect, db_url):
     async with connect(tools=ToolProfile.MODEL) as client:
         recorded = [
             await call(
@@ -109,6 +108,5 @@ async def test_invented_sessions_do_not_hide_a_runaway_result_from_the_callers_g
     assert recorded[-1]["runaway"] == "returned 7 the last 3 times"
     assert "runaway" in [reason["rule"] for reason in check["reasons"]]
     # The calls themselves stay filed under the sessions they named.
-    with sqlite3.connect(db_path) as conn:
-        sessions = [row[0] for row in conn.execute("SELECT session FROM tool_calls ORDER BY call_id")]
+    sessions = [row[0] for row in db_rows(db_url, "SELECT session FROM tool_calls ORDER BY call_id")]
     assert sessions == [f"fresh-{i}" for i in range(6)]

@@ -6,11 +6,13 @@ import sqlite3
 import pytest
 from memvm.engine.config import EngineConfig
 
+from tests.conftest import stored_state, write_lock_held
 from tests.server.conftest import call, call_error, read
 
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.sqlite_only  # a quota caps a SQLite file; PostgreSQL refuses max_db_mb (see test_postgres)
 async def test_a_full_database_refuses_writes_keeps_what_it_has_and_recovers_after_forget(
     connect, db_path, report_figure
 ):
@@ -40,6 +42,7 @@ async def test_a_full_database_refuses_writes_keeps_what_it_has_and_recovers_aft
     )
 
 
+@pytest.mark.sqlite_only
 async def test_a_file_already_over_the_cap_opens_serves_reads_and_reuses_what_forget_frees(connect, db_path):
     async with connect() as client:  # filled by a server without a cap
         kept = [
@@ -66,18 +69,13 @@ async def test_a_file_already_over_the_cap_opens_serves_reads_and_reuses_what_fo
 
 
 async def test_a_lock_held_by_another_process_is_a_retry_error_and_reads_go_on(
-    connect, db_path, report_figure
+    connect, db_url, report_figure
 ):
     async with connect(engine=EngineConfig(busy_timeout_ms=100)) as client:
         before = await call(client, "remember", content="the boiler was serviced in March", key="boiler")
-        locker = sqlite3.connect(db_path, timeout=0, isolation_level=None)
-        try:
-            locker.execute("BEGIN EXCLUSIVE")
+        with write_lock_held(db_url):
             message = await call_error(client, "remember", content="this waits on the lock")
             found = await call(client, "search_pages", query="boiler serviced")
-        finally:
-            locker.execute("ROLLBACK")
-            locker.close()
         after = await call(client, "remember", content="this goes through once the lock is gone")
         assert await call(client, "page_fault", page_id=before["page_id"], target_level=0)
     assert message == "Storage is busy with another writer; retry the same call in a moment."
@@ -86,13 +84,11 @@ async def test_a_lock_held_by_another_process_is_a_retry_error_and_reads_go_on(
 
 
 async def test_a_read_only_database_serves_reads_refuses_writes_and_changes_nothing(
-    connect, db_path, report_figure
+    connect, db_url, report_figure
 ):
     async with connect() as client:
         await call(client, "remember", content="the spare key is under the blue pot", key="spare-key")
-    with sqlite3.connect(db_path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    before = db_path.read_bytes()
+    before = stored_state(db_url)
     async with connect(engine=EngineConfig(read_only=True)) as client:
         found = await call(client, "search_pages", query="spare key")
         page = await read(client, "memvm://pages/spare-key")
@@ -100,7 +96,7 @@ async def test_a_read_only_database_serves_reads_refuses_writes_and_changes_noth
     assert [hit["page_id"] for hit in found["results"]] == ["spare-key"]
     assert "under the blue pot" in page
     assert message == "This memory is read-only, so nothing was saved; answer without storing."
-    assert db_path.read_bytes() == before
+    assert stored_state(db_url) == before
     async with connect() as client:  # writable again once opened without read_only
         stored = await call(client, "remember", content="a new note")
     report_figure(

@@ -10,7 +10,7 @@ from memvm.engine.models import IngestMessage, NewPage, PageType, Role
 NS = "default"
 
 
-def seed(db: Path, first_prompt: str, reply: str) -> None:
+def seed(db: Path | str, first_prompt: str, reply: str) -> None:
     async def fill() -> None:
         engine = await Engine.open(db, EngineConfig())
         try:

@@ -1,9 +1,7 @@
-import sqlite3
-
 import pytest
 from memvm.engine.errors import InvalidArgument
 
-from tests.conftest import NS
+from tests.conftest import NS, db_rows
 
 pytestmark = pytest.mark.anyio
 
@@ -56,11 +54,10 @@ async def test_binding_the_same_call_and_value_again_returns_the_same_reference(
     assert (await bind(engine, 8, args={"q": 1})).ref == "$v2"
 
 
-async def test_null_cannot_be_bound_and_nothing_is_stored(engine, db_path):
+async def test_null_cannot_be_bound_and_nothing_is_stored(engine, db_url):
     with pytest.raises(InvalidArgument, match="null"):
         await bind(engine, None)
-    with sqlite3.connect(db_path) as conn:
-        assert conn.execute("SELECT count(*) FROM bindings").fetchone()[0] == 0
+    assert db_rows(db_url, "SELECT count(*) FROM bindings") == [(0,)]
 
 
 async def test_a_sequential_name_cannot_be_taken_as_an_alias(engine):

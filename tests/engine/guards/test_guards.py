@@ -1,5 +1,4 @@
 import math
-import sqlite3
 
 import pytest
 from memvm.engine import EngineConfig
@@ -7,7 +6,7 @@ from memvm.engine.guards.call_log import KEPT_VERDICTS
 from memvm.engine.guards.guard_config import GuardConfig, GuardPreset, ToolKind
 from memvm.engine.guards.guards import runaway_reason
 
-from tests.conftest import NS, user
+from tests.conftest import NS, db_rows, user
 
 pytestmark = pytest.mark.anyio
 
@@ -216,15 +215,12 @@ async def test_the_strict_preset_blocks_at_the_first_violation_and_relaxed_warns
     assert strict.structural_constants < default.structural_constants < relaxed.structural_constants
 
 
-async def test_the_call_log_keeps_only_the_current_and_previous_turn(open_engine, db_path):
-    import sqlite3
-
+async def test_the_call_log_keeps_only_the_current_and_previous_turn(open_engine, db_url):
     engine = await guarded(open_engine)
     for turn in range(5):
         await engine.begin_turn(namespace=NS, session="s")
         await check(engine, "book", {"turn": str(turn)})
-    with sqlite3.connect(db_path) as conn:
-        turns = {row[0] for row in conn.execute("SELECT turn FROM guard_calls")}
+    turns = {row[0] for row in db_rows(db_url, "SELECT turn FROM guard_calls")}
     assert len(turns) <= 2
 
 
@@ -256,12 +252,11 @@ async def test_a_cap_still_applies_to_a_workspace_tool(open_engine):
     assert rules(blocked) == [("tool_cap", "block")]
 
 
-async def test_a_session_keeps_its_latest_verdicts_with_their_reasons(open_engine, db_path):
+async def test_a_session_keeps_its_latest_verdicts_with_their_reasons(open_engine, db_url):
     engine = await guarded(open_engine, polling_tools=frozenset({"poll"}))
     for n in range(KEPT_VERDICTS + 20):
         await check(engine, "poll", {"n": n})
-    with sqlite3.connect(db_path) as conn:
-        kept = conn.execute(
-            "SELECT count(*), min(reasons), max(tool) FROM guard_verdicts WHERE session = 's'"
-        ).fetchone()
+    [kept] = db_rows(
+        db_url, "SELECT count(*), min(reasons), max(tool) FROM guard_verdicts WHERE session = 's'"
+    )
     assert kept[0] == KEPT_VERDICTS and kept[2] == "poll"

@@ -10,7 +10,8 @@ from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 
 from tests.engine.storage.test_migrations import CALLS_PER_NAMESPACE, _schema_6_file
 
-pytestmark = pytest.mark.anyio
+# About SQLite itself: its file, its pragmas, its migrations and its FTS5 index.
+pytestmark = [pytest.mark.anyio, pytest.mark.sqlite_only]
 
 
 def _export_at_schema_6(path) -> list[str]:

@@ -7,8 +7,8 @@ from memvm.engine.errors import FaultLimitReached, PageNotFound
 from memvm.engine.models import FaultResult, Level
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import line_cost, page_line
-from memvm.engine.storage.db import Database
 from memvm.engine.storage.migrations import migrate
+from memvm.engine.storage.sqlite_db import Database
 
 from tests.conftest import NS, long_text, note, user
 

@@ -15,6 +15,7 @@ PAGES = 20
 CHARS_EACH = 100_000
 
 
+@pytest.mark.sqlite_only
 async def test_page_rows_hold_no_long_text_so_a_manifest_over_large_pages_stays_fast(
     engine, db_path, report_figure
 ):

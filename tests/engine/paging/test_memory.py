@@ -79,6 +79,7 @@ async def test_ingest_keeps_roles_and_names(engine):
     assert lines == ["U ", "T ", "A "]
 
 
+@pytest.mark.sqlite_only
 async def test_page_counts_follow_writes_and_forgets_and_are_rebuilt_for_older_files(open_engine, db_path):
     engine = await open_engine()
     for i in range(5):

@@ -5,7 +5,8 @@ from memvm.engine.config import SearchTuning
 from memvm.engine.models import IngestMessage, PageType, Role, SearchHit, SearchScope
 from memvm.engine.paging import search
 from memvm.engine.paging.search import EXACT_ID_SCORE, addressed_role, search_pages
-from memvm.engine.paging.terms import match_expression, query_terms
+from memvm.engine.paging.terms import query_terms
+from memvm.engine.storage.tokenizer import match_expression
 
 from tests.conftest import NS, assistant, long_text, note, user
 from tests.engine.old_schema import add_page, add_session, file_at
@@ -210,6 +211,7 @@ async def test_pronouns_lift_the_pages_of_the_role_they_name(engine):
     assert yours.results[0].role is Role.ASSISTANT
 
 
+@pytest.mark.sqlite_only
 async def test_files_from_before_the_speaker_index_get_it_when_migrated(open_engine, db_path):
     old = file_at(db_path, 4)
     add_session(old, NS, "s")

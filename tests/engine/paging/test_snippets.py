@@ -5,7 +5,7 @@ import time
 import anyio
 import pytest
 from memvm.engine.paging.snippets import ELLIPSIS, SCAN_CHARS, SPAN_WORDS, WINDOW_CHARS, snippet
-from memvm.engine.paging.terms import Stemmer
+from memvm.engine.storage.tokenizer import Stemmer
 
 from tests.conftest import NS, note
 

@@ -1,10 +1,8 @@
-import sqlite3
-
 import pytest
 from memvm.engine.models import Level, Outcome, ToolOutcome
 from memvm.engine.procedures.outcomes import FIX_WINDOW, VALUES_PER_ARG
 
-from tests.conftest import NS
+from tests.conftest import NS, db_rows
 
 pytestmark = pytest.mark.anyio
 
@@ -14,9 +12,8 @@ async def record(engine, tool, args, outcome="success", session="s", **fields):
     return await engine.record_tool_outcome(namespace=NS, session=session, call=call)
 
 
-def rows(db_path, sql, params=()):
-    with sqlite3.connect(db_path) as conn:
-        return conn.execute(sql, params).fetchall()
+def rows(db_url, sql, params=()):
+    return db_rows(db_url, sql, params)
 
 
 async def fail(engine, tool="book", args=None, message="invalid date '12/05/2026'", **fields):
@@ -25,10 +22,10 @@ async def fail(engine, tool="book", args=None, message="invalid date '12/05/2026
     )
 
 
-async def test_a_call_is_stored_with_its_session_and_turn(engine, db_path):
+async def test_a_call_is_stored_with_its_session_and_turn(engine, db_url):
     await engine.begin_turn(namespace=NS, session="s")
     result = await record(engine, "weather", {"city": "Oslo"}, duration_ms=42.5, goal="pack for the trip")
-    assert rows(db_path, "SELECT session, turn, tool, outcome, duration_ms, goal FROM tool_calls") == [
+    assert rows(db_url, "SELECT session, turn, tool, outcome, duration_ms, goal FROM tool_calls") == [
         ("s", 1, "weather", "success", 42.5, "pack for the trip")
     ]
     assert result.call_id == 1
@@ -66,14 +63,14 @@ async def test_the_same_result_over_and_over_is_reported_as_runaway(engine):
     assert results[2].runaway == "returned 0.25 the last 3 times"
 
 
-async def test_a_success_after_a_failure_with_other_arguments_is_linked_as_its_fix(engine, db_path):
+async def test_a_success_after_a_failure_with_other_arguments_is_linked_as_its_fix(engine, db_url):
     failed = await fail(engine)
     fixed = await record(engine, "book", {"date": "2026-05-12"})
     assert fixed.fix is not None and fixed.fix.fixed_call_id == failed.call_id
     assert fixed.fix.delta["changed"] == {"date": {"from": "12/05/2026", "to": "2026-05-12"}}
-    links = rows(db_path, "SELECT call_id, fixed_by, fixes FROM tool_calls ORDER BY call_id")
+    links = rows(db_url, "SELECT call_id, fixed_by, fixes FROM tool_calls ORDER BY call_id")
     assert links == [(failed.call_id, fixed.call_id, None), (fixed.call_id, None, failed.call_id)]
-    (typical,) = rows(db_path, "SELECT typical_fix FROM error_patterns")
+    (typical,) = rows(db_url, "SELECT typical_fix FROM error_patterns")
     assert '"to":"2026-05-12"' in typical[0]
 
 
@@ -120,12 +117,12 @@ async def test_a_failure_in_another_session_is_not_fixed_here(engine):
     assert (await record(engine, "book", {"date": "2026-05-12"}, session="b")).fix is None
 
 
-async def test_errors_differing_only_in_ids_group_into_one_pattern(engine, db_path):
+async def test_errors_differing_only_in_ids_group_into_one_pattern(engine, db_url):
     await fail(engine, args={"user": 1}, message="User 4411 not found (request req_88a1)")
     await fail(engine, args={"user": 2}, message="User 9 not found (request req_02)", session="other")
     await fail(engine, args={"user": 3}, message="Quota exceeded")
     await fail(engine, args={"user": 4}, error_type="QuotaExceeded", message="Quota exceeded for 4")
-    patterns = rows(db_path, "SELECT signature, count FROM error_patterns ORDER BY count DESC, signature")
+    patterns = rows(db_url, "SELECT signature, count FROM error_patterns ORDER BY count DESC, signature")
     assert patterns == [
         ("user <n> not found (request <id>)", 2),
         ("QuotaExceeded", 1),
@@ -133,13 +130,13 @@ async def test_errors_differing_only_in_ids_group_into_one_pattern(engine, db_pa
     ]
 
 
-async def test_a_cancelled_call_is_counted_but_teaches_no_error(engine, db_path):
+async def test_a_cancelled_call_is_counted_but_teaches_no_error(engine, db_url):
     await record(engine, "book", {"date": "x"}, "cancelled")
-    assert rows(db_path, "SELECT calls, successes FROM tool_stats") == [(1, 0)]
-    assert rows(db_path, "SELECT count(*) FROM error_patterns") == [(0,)]
+    assert rows(db_url, "SELECT calls, successes FROM tool_stats") == [(1, 0)]
+    assert rows(db_url, "SELECT count(*) FROM error_patterns") == [(0,)]
 
 
-async def test_values_kept_per_argument_are_bounded(engine, db_path):
+async def test_values_kept_per_argument_are_bounded(engine, db_url):
     for index in range(VALUES_PER_ARG * 3):
         await record(engine, "search", {"query": f"q{index}"})
-    assert rows(db_path, "SELECT count(*) FROM success_values WHERE goal = ''") == [(VALUES_PER_ARG,)]
+    assert rows(db_url, "SELECT count(*) FROM success_values WHERE goal = ''") == [(VALUES_PER_ARG,)]

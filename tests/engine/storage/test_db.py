@@ -6,13 +6,14 @@ from collections.abc import Callable
 import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageFull
-from memvm.engine.storage.db import APPLICATION_ID
 from memvm.engine.storage.migrations import applied_versions, migrate
+from memvm.engine.storage.sqlite_db import APPLICATION_ID
 from memvm.engine.storage.sqlite_schema import MIGRATIONS
 
 from tests.conftest import note
 
-pytestmark = pytest.mark.anyio
+# About SQLite itself: its file, its pragmas, its migrations and its FTS5 index.
+pytestmark = [pytest.mark.anyio, pytest.mark.sqlite_only]
 
 
 async def test_blank_database_is_migrated_and_records_every_version(engine, db_path):

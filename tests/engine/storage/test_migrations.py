@@ -11,7 +11,8 @@ from memvm.engine.storage.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 from tests.conftest import NS, note
 from tests.engine.old_schema import add_page, add_session, file_at
 
-pytestmark = pytest.mark.anyio
+# About SQLite itself: its file, its pragmas, its migrations and its FTS5 index.
+pytestmark = [pytest.mark.anyio, pytest.mark.sqlite_only]
 
 
 # The schema 6 file's tool calls, once numbered within their namespace: (namespace, call_id,

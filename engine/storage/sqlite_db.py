@@ -31,6 +31,7 @@ from memvm.engine.errors import (
     StorageFull,
     StorageReadOnly,
 )
+from memvm.engine.storage import api
 from memvm.engine.storage.read_slots import ReadSlots
 
 # "memv" in ASCII: marks a file as memvm's, so a foreign SQLite file is never migrated over.
@@ -47,6 +48,25 @@ logger = logging.getLogger("memvm.storage")
 Row = sqlite3.Row
 
 
+class SqliteDialect(api.Dialect):
+    name = "sqlite"
+
+    def least(self, *values: str) -> str:
+        return f"min({', '.join(values)})"
+
+    def greatest(self, *values: str) -> str:
+        return f"max({', '.join(values)})"
+
+    def find(self, haystack: str, needle: str) -> str:
+        return f"instr({haystack}, {needle})"
+
+    def json_strings(self, param: str) -> str:
+        return f"json_each({param}) AS s"
+
+
+DIALECT = SqliteDialect()
+
+
 def storage_error(exc: sqlite3.Error) -> StorageError | None:
     """The engine error for a SQLite failure the caller can act on, or None for a bug."""
     code = getattr(exc, "sqlite_errorcode", None)
@@ -60,18 +80,15 @@ def storage_error(exc: sqlite3.Error) -> StorageError | None:
     return None
 
 
-class Reads:
-    """An open transaction's connection, for reading: every query sees the same snapshot.
+class Reads(api.Reads):
+    """An open SQLite transaction's connection, for reading (see api.Reads)."""
 
-    The only way the engine reads. A read transaction (`Database.read`) holds one snapshot for
-    all of its queries, so reads that belong together never see a write land between them; inside
-    a write transaction (`Writes`) they also see that transaction's own writes.
-    """
+    dialect = DIALECT
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
 
-    async def all(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
+    async def all(self, sql: str, params: Iterable[Any] = ()) -> list[api.Row]:
         # One trip to the connection's thread: execute, fetch and close there together. Each await
         # on an aiosqlite connection is a thread hop, and hops, not SQL, dominate a tool call.
         try:
@@ -80,21 +97,9 @@ class Reads:
             _raise_translated(exc)
             raise
 
-    async def one(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
-        rows = await self.all(sql, params)
-        return rows[0] if rows else None
 
-    async def all_in(self, sql: str, params: Sequence[Any], values: Sequence[Any]) -> list[Row]:
-        """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks; `params` come first."""
-        rows: list[Row] = []
-        for start in range(0, len(values), _IN_CHUNK):
-            chunk = values[start : start + _IN_CHUNK]
-            rows.extend(await self.all(sql.format(marks=", ".join("?" * len(chunk))), (*params, *chunk)))
-        return rows
-
-
-class Writes(Reads):
-    """The connection of the one open write transaction: reads see its own writes."""
+class Writes(Reads, api.Writes):
+    """The connection of the one open SQLite write transaction: reads see its own writes."""
 
     async def execute(self, sql: str, params: Iterable[Any] = ()) -> None:
         await self._conn.execute(sql, tuple(params))
@@ -102,9 +107,14 @@ class Writes(Reads):
     async def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
         await self._conn.executemany(sql, [tuple(row) for row in rows])
 
+    async def index_pages(self, rowids: Sequence[int]) -> None:
+        """Nothing to do: the schema's triggers keep the FTS5 index in step with every write."""
 
-class Database:
+
+class Database(api.Database):
     """The connections to one SQLite file (or one private in-memory database)."""
+
+    backend = "sqlite"
 
     def __init__(
         self, writer: aiosqlite.Connection, path: str, config: EngineConfig, quota_bytes: int | None = None
@@ -121,6 +131,7 @@ class Database:
         # Shared out per namespace, so one tenant's slow reads never hold them all (see read_slots).
         self._reader_slots = ReadSlots(config.read_connections)
         self.path = path
+        self.target = path
         self._quota_bytes = None if self._shared else quota_bytes
         # Times a write found the file locked by another process and tried again; never reset.
         self.busy_retries = 0
@@ -193,9 +204,10 @@ class Database:
         return conn
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[Writes]:
+    async def write(self, namespace: str | None = None) -> AsyncIterator[Writes]:
         """One short write transaction: commits on success, rolls back and re-raises on error.
 
+        The file has one write lock, so every write excludes every other, whatever its namespace.
         BEGIN, COMMIT and ROLLBACK run shielded from cancellation: a call cancelled mid-write
         leaves the connection out of any transaction, ready for the next one.
         """
@@ -278,11 +290,6 @@ def connect_blocking(path: str | Path, *, read_only: bool = False) -> sqlite3.Co
     conn.execute(f"PRAGMA busy_timeout={EngineConfig().busy_timeout_ms}")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
-
-
-# Values per IN list: far below SQLite's variable limit. The SQL gets a count of placeholders,
-# never a value from input.
-_IN_CHUNK = 400
 
 
 async def _shielded(conn: aiosqlite.Connection, sql: str) -> None:

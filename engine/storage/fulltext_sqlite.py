@@ -1,4 +1,9 @@
-"""Term frequencies for BM25: how often each of a query's stems occurs in each of a namespace's pages.
+"""The FTS5 index, read for BM25: which pages hold a query's terms, and how often.
+
+Search computes BM25 itself from these (paging/search.py); the PostgreSQL backend answers the same
+three questions from its own postings table (fulltext_postgres.py).
+
+Term frequencies: how often each of a query's stems occurs in each of a namespace's pages.
 
 The full-text index is shared by every namespace in the file, and its per-occurrence view
 (pages_terms) can only be read term by term, across all pages. Counting a term's occurrences
@@ -14,8 +19,8 @@ the same: which way is taken never changes a score, so a tenant cannot tell what
 from typing import Any
 
 import anyio
-from memvm.engine.paging.terms import Stemmer, match_expression
-from memvm.engine.storage.db import Reads
+from memvm.engine.storage.api import Reads
+from memvm.engine.storage.tokenizer import Stemmer, match_expression
 
 Posting = dict[str, Any]
 
@@ -35,13 +40,47 @@ WHERE p.namespace = ?
 """
 _OCCURRENCES = "SELECT count(*) FROM (SELECT 1 FROM pages_terms WHERE term IN ({marks}) LIMIT {cap})"
 # The namespace's pages holding any of the terms. CROSS JOIN keeps the index outermost (see
-# search._CAPPED_IN_NAMESPACE).
+# _CAPPED_IN_NAMESPACE).
 _HOLDING = """
 SELECT p.rowid, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned
 FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
 WHERE pages_fts MATCH ? AND p.namespace = ?
 """
 _TEXTS = "SELECT rowid, content, speaker, search_key FROM page_search WHERE rowid IN ({marks})"
+
+
+# The namespace's pages holding a match, counted no further than `cap`. CROSS JOIN keeps the
+# full-text index outermost; left to choose, SQLite walked the namespace's pages and ran the
+# match once for each of them (seconds at 100,000 pages). When the namespace holds every page of
+# the file the count is the same without the join to the pages, at a tenth of the cost.
+_CAPPED_IN_NAMESPACE = """
+SELECT (SELECT count(*) FROM (
+    SELECT 1 FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
+    WHERE pages_fts MATCH ? AND p.namespace = ? LIMIT {cap}))"""
+_CAPPED_IN_FILE = """
+SELECT (SELECT count(*) FROM (SELECT 1 FROM pages_fts WHERE pages_fts MATCH ? AND ? IS NOT NULL LIMIT {cap}))"""
+# The namespace's pages holding every one of some terms.
+_ALL_OF = """
+SELECT pages_fts.rowid FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
+WHERE pages_fts MATCH ? AND p.namespace = ?"""
+
+
+async def capped_counts(
+    conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer, whole_file: bool, cap: int
+) -> list[int]:
+    """Each term's page count in the namespace, counted no further than `cap`, in one trip."""
+    capped = (_CAPPED_IN_FILE if whole_file else _CAPPED_IN_NAMESPACE).format(cap=cap)
+    rows = await conn.all(
+        " UNION ALL ".join([capped] * len(terms)),
+        [value for term in terms for value in (match_expression([term]), namespace)],
+    )
+    return [int(row[0]) for row in rows]
+
+
+async def holding_all(conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer) -> set[int]:
+    """The namespace's pages holding every one of `terms`."""
+    together = " AND ".join(match_expression([term]) for term in terms)
+    return {row[0] for row in await conn.all(_ALL_OF, (together, namespace))}
 
 
 async def postings(

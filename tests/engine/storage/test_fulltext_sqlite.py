@@ -2,11 +2,12 @@
 
 import pytest
 from memvm.engine.models import IngestMessage, Role
-from memvm.engine.paging import postings
+from memvm.engine.storage import fulltext_sqlite as postings
 
 from tests.conftest import note
 
-pytestmark = pytest.mark.anyio
+# About SQLite itself: its file, its pragmas, its migrations and its FTS5 index.
+pytestmark = [pytest.mark.anyio, pytest.mark.sqlite_only]
 
 QUERIES = ["house", "lake house", "café houses", "coffee-order", "Maria's house garden", "blue"]
 

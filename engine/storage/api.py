@@ -1,0 +1,132 @@
+"""The one way the engine reaches storage: a read transaction, a write transaction, and rows.
+
+Both backends (SQLite in `sqlite_db`, PostgreSQL in `postgres_db`) implement these, so paging,
+guards and procedures are written once. Statements are written once too, in the SQL both accept,
+with `?` (or `?N`) placeholders; what cannot be said the same way on both (scalar LEAST and
+GREATEST, a snippet's window, the full-text index) is asked of the transaction's `dialect`.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+
+class Row(Protocol):
+    """A result row, read by position or by column name; `dict(row)` gives its columns."""
+
+    def __getitem__(self, key: int | str, /) -> Any: ...
+
+    def keys(self) -> list[str]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def __len__(self) -> int: ...
+
+
+class Dialect(ABC):
+    """What the two backends' SQL says differently, as fragments the engine's statements embed."""
+
+    name: str
+
+    @abstractmethod
+    def least(self, *values: str) -> str:
+        """The smallest of the SQL expressions `values` (a scalar, not an aggregate)."""
+
+    @abstractmethod
+    def greatest(self, *values: str) -> str:
+        """The largest of the SQL expressions `values` (a scalar, not an aggregate)."""
+
+    @abstractmethod
+    def find(self, haystack: str, needle: str) -> str:
+        """The 1-based position of `needle` in `haystack` (SQL expressions), or 0."""
+
+    @abstractmethod
+    def json_strings(self, param: str) -> str:
+        """A FROM item, aliased `s`, whose column `value` holds each string of the JSON array
+        `param` (a bound parameter)."""
+
+
+class Reads(ABC):
+    """An open transaction, for reading: every query sees the same snapshot.
+
+    A read transaction (`Database.read`) holds one snapshot for all of its queries, so reads that
+    belong together never see a write land between them; inside a write transaction (`Writes`)
+    they also see that transaction's own writes.
+    """
+
+    dialect: Dialect
+
+    @abstractmethod
+    async def all(self, sql: str, params: Iterable[Any] = ()) -> list[Row]: ...
+
+    async def one(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
+        rows = await self.all(sql, params)
+        return rows[0] if rows else None
+
+    async def all_in(self, sql: str, params: Sequence[Any], values: Sequence[Any]) -> list[Row]:
+        """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks; `params` come first."""
+        rows: list[Row] = []
+        for start in range(0, len(values), IN_CHUNK):
+            chunk = values[start : start + IN_CHUNK]
+            rows.extend(await self.all(sql.format(marks=", ".join("?" * len(chunk))), (*params, *chunk)))
+        return rows
+
+
+class Writes(Reads):
+    """The connection of one open write transaction: reads see its own writes."""
+
+    @abstractmethod
+    async def execute(self, sql: str, params: Iterable[Any] = ()) -> None: ...
+
+    @abstractmethod
+    async def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None: ...
+
+    @abstractmethod
+    async def index_pages(self, rowids: Sequence[int]) -> None:
+        """Bring the full-text index up to date for pages whose searchable text was just written
+        (content, speaker or key). SQLite's triggers do this themselves."""
+
+
+class Database(ABC):
+    """The connections to one database: SQLite file, private in-memory database, or PostgreSQL."""
+
+    backend: str
+    # Where it is, as it may be printed (a URL without its password); never shown to a client.
+    path: str
+    # Where it is, as given (a URL with its password): for the operator's commands to reconnect.
+    target: str
+    # Times a write found the storage locked by another process and tried again; never reset.
+    busy_retries: int
+
+    @abstractmethod
+    def read(self, namespace: str | None = None) -> AbstractAsyncContextManager[Reads]:
+        """One read transaction; a read that may be slow names its `namespace` (see read_slots)."""
+
+    @abstractmethod
+    def write(self, namespace: str | None = None) -> AbstractAsyncContextManager[Writes]:
+        """One short write transaction: commits on success, rolls back and re-raises on error.
+
+        Writes of one `namespace` are serialised; a write without one (migrations, maintenance)
+        excludes every other write.
+        """
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    async def announce(self, namespace: str, change: str) -> None:
+        """Tell the other processes serving this database that `change` happened in `namespace`.
+
+        Only where several processes serve one database and must tell each other (PostgreSQL);
+        on SQLite each process hears only its own clients' changes, as before.
+        """
+        return None
+
+    def on_change(self, deliver: Callable[[str, str], Awaitable[None]]) -> None:
+        """Have `deliver(namespace, change)` called for each change another process announces."""
+        return None
+
+
+# Values per IN list: far below either backend's parameter limit. The SQL gets a count of
+# placeholders, never a value from input.
+IN_CHUNK = 400

@@ -1,0 +1,62 @@
+"""The PostgreSQL full-text index, read for BM25: which pages hold a query's terms, and how often.
+
+PostgreSQL's own text search ranks with ts_rank, which is not BM25 and lost recall; and its
+stemmer is not FTS5's. So the index is a postings table, `page_terms` (namespace, stem, page, tf),
+filled when a page is written with FTS5's own tokenizer (postgres_db.Writes.index_pages). It
+answers the same three questions as fulltext_sqlite, with the same counts, so search computes the
+same BM25 from them. Every row carries its namespace and the key leads with it: a tenant's query
+reads only its own postings.
+"""
+
+from memvm.engine.storage.api import Reads
+from memvm.engine.storage.fulltext_sqlite import Posting
+from memvm.engine.storage.tokenizer import Stemmer
+
+_POSTINGS = """
+SELECT t.page_rowid AS rowid, t.stem, t.tf, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned
+FROM page_terms t JOIN pages p ON p.rowid = t.page_rowid
+WHERE t.namespace = ? AND t.stem IN ({marks})
+"""
+# Pages holding every one of some stems (a term the tokenizer splits in several holds them all).
+_HOLDING_ALL = """
+SELECT page_rowid FROM page_terms WHERE namespace = ? AND stem IN ({marks})
+GROUP BY page_rowid HAVING count(*) = {count}"""
+
+
+async def capped_counts(
+    conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer, whole_file: bool, cap: int
+) -> list[int]:
+    """Each term's page count in the namespace, counted no further than `cap`, in one trip."""
+    each = stemmer.stem_each(terms)
+    selects: list[str] = []
+    params: list[object] = []
+    for term in terms:
+        stems = list(dict.fromkeys(each[term]))
+        if not stems:
+            selects.append("SELECT 0")
+            continue
+        marks = ", ".join("?" * len(stems))
+        within = _HOLDING_ALL.format(marks=marks, count=len(stems))
+        selects.append(f"SELECT (SELECT count(*) FROM ({within} LIMIT {int(cap)}) AS capped)")
+        params += [namespace, *stems]
+    rows = await conn.all(" UNION ALL ".join(f"({select})" for select in selects), params)
+    return [int(row[0]) for row in rows]
+
+
+async def holding_all(conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer) -> set[int]:
+    """The namespace's pages holding every one of `terms`."""
+    stems = stemmer.stems(terms)
+    if not stems:
+        return set()
+    sql = _HOLDING_ALL.format(marks=", ".join("?" * len(stems)), count=len(stems))
+    return {int(row[0]) for row in await conn.all(sql, (namespace, *stems))}
+
+
+async def postings(
+    conn: Reads, namespace: str, terms: list[str], stems: list[str], stemmer: Stemmer, *, whole_file: bool
+) -> list[Posting]:
+    """One posting (rowid, stem, tf, chars, type, modality, session, pinned) per page and stem."""
+    if not stems:
+        return []
+    sql = _POSTINGS.format(marks=", ".join("?" * len(stems)))
+    return [dict(row) for row in await conn.all(sql, (namespace, *stems))]

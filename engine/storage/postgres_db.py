@@ -1,0 +1,385 @@
+"""PostgreSQL: a pool of connections, the read and the write transaction, and storage errors.
+
+Several memvm processes share one database, so the file lock SQLite gives for free is taken
+explicitly: each write transaction starts with an advisory transaction lock on its namespace
+(`pg_advisory_xact_lock`), so that read-modify-write steps (the next sequence number, a counter)
+never interleave between processes; a write without a namespace (migrations, maintenance) takes
+an exclusive lock that every namespace's write shares. PostgreSQL queues lock waiters fairly, so
+one wait of `busy_timeout_ms` replaces SQLite's retry loop; after it the caller sees "storage busy".
+
+Reads are REPEATABLE READ, READ ONLY transactions: one snapshot for all of a read's queries, as
+on SQLite. BEGIN, COMMIT and ROLLBACK are shielded from cancellation; a connection whose
+transaction could not be ended is closed, never handed to the next caller.
+"""
+
+import asyncio
+import hashlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+
+import anyio
+import psycopg
+from memvm.engine.config import EngineConfig
+from memvm.engine.errors import (
+    DatabaseRefused,
+    StorageBusy,
+    StorageError,
+    StorageFull,
+    StorageReadOnly,
+    StorageUnavailable,
+)
+from memvm.engine.storage import api
+from memvm.engine.storage.open import shown
+from memvm.engine.storage.postgres_sql import PgRow, bind, translate
+from memvm.engine.storage.read_slots import ReadSlots
+from memvm.engine.storage.tokenizer import Stemmer
+from psycopg.adapt import Loader
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+logger = logging.getLogger("memvm.storage")
+
+# Advisory lock keys: "memv" in ASCII as the class of the lock every write shares (a write
+# without a namespace takes it alone); namespaces take 64-bit keys, a key space apart.
+_LOCK_CLASS = 0x6D656D76
+_CONNECT_TIMEOUT_S = 10
+# Where processes announce changes to each other (working sets, manifests), and the pause before
+# listening again after the listening connection was lost.
+_CHANNEL = "memvm_changes"
+_RELISTEN_S = 1.0
+
+_BUSY_STATES = {"55P03", "40P01", "40001"}  # lock not available, deadlock, serialization failure
+_FULL_STATES = {"53100", "54000"}  # disk full, program limit exceeded
+_READ_ONLY_STATES = {"25006"}
+
+
+def storage_error(exc: BaseException) -> StorageError | None:
+    """The engine error for a PostgreSQL failure the caller can act on, or None for a bug."""
+    if isinstance(exc, psycopg.Error):
+        state = exc.sqlstate or ""
+        if state in _BUSY_STATES:
+            return StorageBusy()
+        if state in _FULL_STATES:
+            return StorageFull()
+        if state in _READ_ONLY_STATES:
+            return StorageReadOnly()
+        if isinstance(exc, psycopg.OperationalError) or state.startswith(("08", "57P")):
+            return StorageUnavailable()
+    if isinstance(exc, PoolTimeout):
+        return StorageUnavailable()
+    return None
+
+
+def _raise_translated(exc: BaseException) -> None:
+    if (error := storage_error(exc)) is not None:
+        raise error from exc
+
+
+def namespace_lock_key(namespace: str) -> int:
+    """A stable signed 64-bit key for the namespace's advisory lock, the same in every process."""
+    digest = hashlib.blake2b(namespace.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class _Numbers(Loader):
+    """NUMERIC (what sum() of a bigint gives) as an int or a float, never a Decimal: the engine's
+    arithmetic and its JSON treat numbers as SQLite returns them."""
+
+    def load(self, data: Any) -> int | float:
+        text = bytes(data).decode()
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+
+
+def _rows(cursor: Any) -> Any:
+    names: dict[str, int] = {}
+    for index, column in enumerate(cursor.description or ()):
+        names.setdefault(column.name, index)
+    return lambda values: PgRow(names, values)
+
+
+class PgDialect(api.Dialect):
+    name = "postgresql"
+
+    def least(self, *values: str) -> str:
+        return f"LEAST({', '.join(values)})"
+
+    def greatest(self, *values: str) -> str:
+        return f"GREATEST({', '.join(values)})"
+
+    def find(self, haystack: str, needle: str) -> str:
+        return f"strpos({haystack}, {needle})"
+
+    def json_strings(self, param: str) -> str:
+        return f"jsonb_array_elements_text(CAST({param} AS jsonb)) AS s(value)"
+
+
+DIALECT = PgDialect()
+
+
+class Reads(api.Reads):
+    dialect = DIALECT
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self._conn = conn
+
+    async def all(self, sql: str, params: Iterable[Any] = ()) -> list[api.Row]:
+        text, values = bind(sql, tuple(params))
+        try:
+            cursor = await self._conn.execute(text, values)
+            return list(await cursor.fetchall()) if cursor.description else []
+        except psycopg.Error as exc:
+            _raise_translated(exc)
+            raise
+
+
+class Writes(Reads, api.Writes):
+    def __init__(self, conn: psycopg.AsyncConnection[Any], stemmer: Stemmer) -> None:
+        super().__init__(conn)
+        self._stemmer = stemmer
+
+    async def execute(self, sql: str, params: Iterable[Any] = ()) -> None:
+        await self.all(sql, params)
+
+    async def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
+        text, order = translate(sql)
+        batch = [tuple(row) for row in rows]
+        if not batch:
+            return
+        try:
+            async with self._conn.cursor() as cursor:
+                await cursor.executemany(text, [{f"p{i + 1}": row[i] for i in order} for row in batch])
+        except psycopg.Error as exc:
+            _raise_translated(exc)
+            raise
+
+    async def index_pages(self, rowids: Sequence[int]) -> None:
+        """Count each page's stems with the index's own tokenizer and store them in page_terms:
+        the postings BM25 reads, the same stems and counts SQLite's FTS5 index holds."""
+        if not rowids:
+            return
+        await self.all_in("DELETE FROM page_terms WHERE page_rowid IN ({marks})", (), list(rowids))
+        texts = await self.all_in(
+            "SELECT rowid, namespace, content, speaker, search_key FROM page_search WHERE rowid IN ({marks})",
+            (),
+            list(rowids),
+        )
+        namespaces = {int(row["rowid"]): row["namespace"] for row in texts}
+        await self.all_in(
+            "UPDATE pages SET search_chars = (SELECT length(content) + coalesce(length(speaker), 0)"
+            " + coalesce(length(search_key), 0) FROM page_search s WHERE s.rowid = pages.rowid)"
+            " WHERE rowid IN ({marks})",
+            (),
+            list(rowids),
+        )
+        counted = await anyio.to_thread.run_sync(
+            self._stemmer.frequencies,
+            [(int(r["rowid"]), r["content"], r["speaker"], r["search_key"]) for r in texts],
+        )
+        if counted:
+            await self.executemany(
+                "INSERT INTO page_terms (namespace, stem, page_rowid, tf) VALUES (?, ?, ?, ?)",
+                [(namespaces[rowid], stem, rowid, tf) for rowid, stem, tf in counted],
+            )
+
+
+class Database(api.Database):
+    """A pool of connections to one PostgreSQL database."""
+
+    backend = "postgresql"
+
+    def __init__(self, pool: AsyncConnectionPool[Any], url: str, config: EngineConfig) -> None:
+        self._pool = pool
+        self._config = config
+        self._closed = False
+        self._reader_slots = ReadSlots(config.read_connections)
+        self._stemmer = Stemmer()
+        self.path = shown(url)
+        self.target = url
+        # Who announced a change: a process ignores its own, which it has delivered already.
+        self._origin = secrets.token_hex(8)
+        self._listener: asyncio.Task[None] | None = None
+        self.busy_retries = 0
+
+    @classmethod
+    async def open(cls, url: str, config: EngineConfig) -> "Database":
+        """Connect (refusing with DatabaseRefused, saying why, when the server cannot be reached)."""
+        if config.max_db_mb is not None:
+            # The cap is a SQLite file's (max_page_count); a database server's disk is the server's.
+            raise DatabaseRefused(
+                "--max-db-mb caps a SQLite file and does not apply to PostgreSQL; limit the database "
+                "server's disk (or its tablespace) instead, and leave --max-db-mb out"
+            )
+        try:
+            probe = await psycopg.AsyncConnection.connect(url, connect_timeout=_CONNECT_TIMEOUT_S)
+        except psycopg.Error as exc:
+            raise DatabaseRefused(
+                f"cannot connect to PostgreSQL at {shown(url)}: {_first_line(exc)}"
+            ) from exc
+        await probe.close()
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            url,
+            min_size=1,
+            # Reads have their own share (read_slots); writes of different namespaces run side by side.
+            max_size=config.read_connections + 4,
+            kwargs={"autocommit": True, "row_factory": _rows, "connect_timeout": _CONNECT_TIMEOUT_S},
+            configure=_configure,
+            # A connection the server dropped (a restart, a failover, an idle timeout) is found and
+            # replaced when taken, one round trip, rather than failing the caller's call.
+            check=AsyncConnectionPool.check_connection,
+            timeout=config.busy_timeout_ms / 1000 or 1.0,
+            open=False,
+        )
+        await pool.open(wait=True, timeout=_CONNECT_TIMEOUT_S)
+        return cls(pool, url, config)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._listener is not None:
+            self._listener.cancel()
+            with anyio.CancelScope(shield=True), suppress(asyncio.CancelledError):
+                await self._listener
+        with anyio.CancelScope(shield=True):
+            await self._pool.close()
+        self._stemmer.close()
+
+    async def announce(self, namespace: str, change: str) -> None:
+        """NOTIFY the other processes; best effort, as the change itself is already committed."""
+        payload = json.dumps({"o": self._origin, "n": namespace, "c": change})
+        try:
+            async with self._pool.connection() as conn:
+                await conn.execute("SELECT pg_notify(%s, %s)", (_CHANNEL, payload))
+        except (psycopg.Error, PoolTimeout):
+            logger.warning("could not announce a change to other processes", exc_info=True)
+
+    def on_change(self, deliver: Callable[[str, str], Awaitable[None]]) -> None:
+        """LISTEN on a connection of its own, for as long as the database is open."""
+        if self._listener is None:
+            self._listener = asyncio.get_running_loop().create_task(self._listen(deliver))
+
+    async def _listen(self, deliver: Callable[[str, str], Awaitable[None]]) -> None:
+        while not self._closed:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self.target, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S
+                )
+                async with conn:
+                    await conn.execute(f"LISTEN {_CHANNEL}")
+                    async for notice in conn.notifies():
+                        await _delivered(notice.payload, self._origin, deliver)
+            except psycopg.Error:
+                # The server restarted or dropped the connection: listen again after a pause
+                # (announcements meanwhile are lost; a subscriber re-reads on the next one).
+                logger.warning("lost the connection that hears other processes; reconnecting", exc_info=True)
+                await asyncio.sleep(_RELISTEN_S)
+
+    @asynccontextmanager
+    async def read(self, namespace: str | None = None) -> AsyncIterator[Reads]:
+        async with (
+            self._reader_slots.take(namespace),
+            self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as conn,
+        ):
+            yield Reads(conn)
+
+    @asynccontextmanager
+    async def write(self, namespace: str | None = None) -> AsyncIterator[Writes]:
+        if self._config.read_only:
+            raise StorageReadOnly()
+        wait_ms = int(self._config.busy_timeout_ms)
+        if namespace is None:
+            locks = f"SELECT pg_advisory_xact_lock({_LOCK_CLASS}, 0)"
+        else:
+            locks = (
+                f"SELECT pg_advisory_xact_lock_shared({_LOCK_CLASS}, 0), "
+                f"pg_advisory_xact_lock({namespace_lock_key(namespace)})"
+            )
+        # The lock is waited for outside the shielded BEGIN, so a caller cancelled while it waits
+        # stops waiting at once; the wait is bounded by lock_timeout, local to this transaction.
+        async with self._transaction(f"BEGIN; SET LOCAL lock_timeout = {wait_ms}", commit=True) as conn:
+            writes = Writes(conn, self._stemmer)
+            await writes.all(locks)
+            yield writes
+
+    @asynccontextmanager
+    async def _transaction(self, begin: str, *, commit: bool = False) -> AsyncIterator[Any]:
+        """A pooled connection inside one transaction, ended (shielded) however the body ends.
+
+        A query cancelled mid-flight makes psycopg close its connection; a connection that could
+        not be ended cleanly is closed, and the pool replaces it. The body's own exception is the
+        one raised, never a failure to roll back after it.
+        """
+        try:
+            pooled = self._pool.connection()
+            conn = await pooled.__aenter__()
+        except (PoolTimeout, psycopg.Error) as exc:
+            _raise_translated(exc)
+            raise
+        try:
+            try:
+                await _shielded(conn, begin)
+            except psycopg.Error as exc:
+                await _end_quietly(conn, "ROLLBACK")
+                _raise_translated(exc)
+                raise
+            try:
+                yield conn
+            except BaseException:
+                await _end_quietly(conn, "ROLLBACK")
+                raise
+            try:
+                await _shielded(conn, "COMMIT" if commit else "ROLLBACK")
+            except psycopg.Error as exc:
+                await _end_quietly(conn, "ROLLBACK")
+                _raise_translated(exc)
+                raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await pooled.__aexit__(None, None, None)
+
+
+async def _delivered(payload: str, origin: str, deliver: Callable[[str, str], Awaitable[None]]) -> None:
+    try:
+        message = json.loads(payload)
+        if message["o"] == origin:
+            return
+        await deliver(str(message["n"]), str(message["c"]))
+    except (ValueError, KeyError, TypeError):
+        logger.warning("ignored a malformed change announcement")
+    except Exception:
+        # A subscriber's failure must not stop this process hearing the next change.
+        logger.exception("delivering another process's change failed")
+
+
+async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    conn.adapters.register_loader("numeric", _Numbers)
+
+
+async def _shielded(conn: psycopg.AsyncConnection[Any], sql: str) -> None:
+    # A transaction statement cancelled half-way would leave the connection in a state the next
+    # caller cannot see; let it finish.
+    with anyio.CancelScope(shield=True):
+        await conn.execute(sql)
+
+
+async def _end_quietly(conn: psycopg.AsyncConnection[Any], sql: str) -> None:
+    """End the transaction if the connection still can; else close it (the pool sees a closed
+    connection when it comes back, and opens a fresh one instead)."""
+    with anyio.CancelScope(shield=True):
+        if not conn.closed:
+            try:
+                await conn.execute(sql)
+                return
+            except psycopg.Error:
+                logger.debug("ending a transaction failed; closing its connection", exc_info=True)
+        try:
+            await conn.close()
+        except psycopg.Error:
+            logger.debug("closing a broken connection failed", exc_info=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -1,0 +1,99 @@
+"""The engine's statements as psycopg takes them, and rows as the engine reads them.
+
+The engine writes its SQL once, with SQLite's placeholders: `?` and `?N` (the N-th parameter,
+which may appear more than once). psycopg takes `%s` and `%(name)s`, so each statement is
+rewritten once (and cached): `?N` becomes `%(pN)s`, which psycopg sends as one server parameter
+however often it appears (so its type is inferred from all of its uses), a bare `?` becomes the
+next number as SQLite counts, and a literal `%` is doubled. Quoted strings, quoted names and
+comments are left as they are.
+"""
+
+import functools
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+
+@functools.lru_cache(maxsize=4096)
+def translate(sql: str) -> tuple[str, tuple[int, ...]]:
+    """`sql` with psycopg's named placeholders, and the indexes of the parameters it takes."""
+    out: list[str] = []
+    order: list[int] = []
+    highest = 0  # SQLite's rule: a bare `?` takes the number after the highest one used so far
+    i, n = 0, len(sql)
+    while i < n:
+        char = sql[i]
+        if char in "'\"":
+            end = _quoted_end(sql, i, char)
+            out.append(sql[i:end])
+            i = end
+        elif char == "-" and sql.startswith("--", i):
+            end = sql.find("\n", i)
+            end = n if end < 0 else end
+            out.append(sql[i:end])
+            i = end
+        elif char == "?":
+            j = i + 1
+            while j < n and sql[j].isdigit():
+                j += 1
+            number = int(sql[i + 1 : j]) if j > i + 1 else highest + 1
+            highest = max(highest, number)
+            order.append(number - 1)
+            out.append(f"%(p{number})s")
+            i = j
+        elif char == "%":
+            out.append("%%")
+            i += 1
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out), tuple(sorted(set(order)))
+
+
+def _quoted_end(sql: str, start: int, quote: str) -> int:
+    """The index just past the quoted string or name opening at `start` (a doubled quote stays inside)."""
+    i = start + 1
+    while True:
+        end = sql.find(quote, i)
+        if end < 0:
+            return len(sql)
+        if sql.startswith(quote * 2, end):
+            i = end + 2
+            continue
+        return end + 1
+
+
+def bind(sql: str, params: Sequence[Any]) -> tuple[str, dict[str, Any] | None]:
+    """`sql` and `params` as psycopg takes them (see `translate`). A statement without placeholders
+    goes as written, with no parameters: psycopg then reads no `%` in it, and it may hold several
+    statements (a migration's)."""
+    text, order = translate(sql)
+    if not order:
+        return sql, None
+    return text, {f"p{index + 1}": params[index] for index in order}
+
+
+class PgRow(Sequence[Any]):
+    """A row read by position or by column name, like sqlite3.Row; `dict(row)` gives its columns."""
+
+    __slots__ = ("_names", "_values")
+
+    def __init__(self, names: dict[str, int], values: Sequence[Any]) -> None:
+        self._names = names
+        self._values = values
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return self._values[self._names[key]]
+        return self._values[key]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+    def __repr__(self) -> str:
+        return f"PgRow({dict(zip(self._names, self._values, strict=True))!r})"

@@ -1,0 +1,153 @@
+"""The PostgreSQL backend's own promises: placeholders, migrations, per-namespace write locks,
+cancellation, and clear refusals. Behaviour shared with SQLite is tested on both backends by
+every other engine test (the `backend` fixture)."""
+
+import anyio
+import psycopg
+import pytest
+from memvm.engine import Engine, EngineConfig
+from memvm.engine.errors import DatabaseRefused, StorageBusy
+from memvm.engine.models import Outcome, ToolOutcome
+from memvm.engine.storage.open import shown
+from memvm.engine.storage.postgres_db import namespace_lock_key
+from memvm.engine.storage.postgres_sql import bind, translate
+
+from tests.conftest import NS, db_rows, fresh_postgres_database, note
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+def test_placeholders_become_psycopgs_and_numbered_ones_are_one_parameter():
+    assert translate("SELECT ? + ?") == ("SELECT %(p1)s + %(p2)s", (0, 1))
+    # ?N is one server parameter wherever it appears; a bare ? after ?3 is ?4, as in SQLite.
+    assert translate("VALUES (?1, ?2, ?1, ?3, ?)") == (
+        "VALUES (%(p1)s, %(p2)s, %(p1)s, %(p3)s, %(p4)s)",
+        (0, 1, 2, 3),
+    )
+    # Quoted text and names keep their ? and %; a literal % outside them is doubled.
+    sql = "SELECT '?%', \"a?\", x % 2 FROM t WHERE y = ? -- why?\n"
+    assert translate(sql) == ("SELECT '?%', \"a?\", x %% 2 FROM t WHERE y = %(p1)s -- why?\n", (0,))
+    assert bind("SELECT 1 % 2", ()) == ("SELECT 1 % 2", None)  # no parameters: sent as written
+    assert bind("SELECT ?2, ?1", ("a", "b")) == ("SELECT %(p2)s, %(p1)s", {"p1": "a", "p2": "b"})
+
+
+def test_a_url_is_shown_without_its_password():
+    assert shown("postgresql://memvm:s3cret@db:5432/team") == "postgresql://memvm:***@db:5432/team"
+    assert shown("postgresql://memvm@db/team") == "postgresql://memvm@db/team"
+
+
+def test_lock_keys_are_stable_and_differ_per_namespace():
+    assert namespace_lock_key("alice") == namespace_lock_key("alice")
+    assert namespace_lock_key("alice") != namespace_lock_key("bob")
+    assert -(2**63) <= namespace_lock_key("alice") < 2**63
+
+
+@pytest.fixture
+def url(postgres) -> str:
+    return fresh_postgres_database(postgres)
+
+
+async def test_migrating_twice_is_a_no_op_and_the_version_is_recorded(url):
+    for _ in range(2):
+        engine = await Engine.open(url)
+        await engine.close()
+    assert db_rows(url, "SELECT version FROM schema_migrations") == [(13,)]
+
+
+async def test_a_database_from_a_newer_memvm_is_refused(url):
+    db_rows(url, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)")
+    with pytest.raises(DatabaseRefused, match="newer than this memvm"):
+        await Engine.open(url)
+
+
+async def test_read_only_refuses_a_database_never_migrated(postgres):
+    blank = fresh_postgres_database(postgres).rsplit("/", 1)[0] + "/blank_db"
+    postgres.admin("DROP DATABASE IF EXISTS blank_db")
+    postgres.admin("CREATE DATABASE blank_db")
+    with pytest.raises(DatabaseRefused, match="schema version 0"):
+        await Engine.open(blank, EngineConfig(read_only=True))
+
+
+async def test_an_unreachable_server_is_refused_in_words_without_the_password():
+    with pytest.raises(DatabaseRefused) as refused:
+        await Engine.open("postgresql://memvm:hunter2@127.0.0.1:1/nowhere")
+    assert "cannot connect to PostgreSQL at postgresql://memvm:***@127.0.0.1:1/nowhere" in str(refused.value)
+    assert "hunter2" not in str(refused.value)
+
+
+async def test_a_file_size_cap_is_refused_on_postgresql(url):
+    with pytest.raises(DatabaseRefused, match="max-db-mb caps a SQLite file"):
+        await Engine.open(url, EngineConfig(max_db_mb=10))
+
+
+def _hold_namespace(url: str, namespace: str) -> psycopg.Connection:
+    conn = psycopg.connect(url, autocommit=True)
+    conn.execute("BEGIN")
+    conn.execute(f"SELECT pg_advisory_xact_lock({namespace_lock_key(namespace)})")  # type: ignore[arg-type]
+    return conn
+
+
+async def test_a_held_namespace_is_busy_and_other_namespaces_write_on(url):
+    engine = await Engine.open(url, EngineConfig(busy_timeout_ms=200))
+    holder = _hold_namespace(url, NS)
+    try:
+        other = await engine.remember(namespace="elsewhere", session="s", page=note("not held up"))
+        with pytest.raises(StorageBusy):
+            await engine.remember(namespace=NS, session="s", page=note("waits, then gives up"))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    stored = await engine.remember(namespace=NS, session="s", page=note("goes through once released"))
+    await engine.close()
+    assert other.page_id and stored.page_id
+    assert db_rows(url, "SELECT count(*) FROM pages WHERE namespace = ?", (NS,)) == [(1,)]
+
+
+async def test_a_write_cancelled_while_it_waits_for_the_lock_holds_nothing_afterwards(url):
+    engine = await Engine.open(url, EngineConfig(busy_timeout_ms=10_000))
+    holder = _hold_namespace(url, NS)
+    try:
+        with anyio.move_on_after(0.2) as waited:
+            await engine.remember(namespace=NS, session="s", page=note("cancelled while waiting"))
+        assert waited.cancelled_caught  # it was waiting, not done
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    stored = await engine.remember(namespace=NS, session="s", page=note("the next write"))
+    held = db_rows(url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+    await engine.close()
+    assert held == [(0,)]
+    assert [row[0] for row in db_rows(url, "SELECT page_id FROM pages")] == [stored.page_id]
+
+
+async def test_two_engines_on_one_database_number_a_namespaces_calls_without_gaps(url):
+    # Two pools are two processes as far as the server knows. Call ids count per namespace, across
+    # its sessions: the next one is read and written inside the namespace's lock, so none is lost
+    # or given twice (without the lock, concurrent writers collided on the same number).
+    first, second = await Engine.open(url), await Engine.open(url)
+    ids: list[int] = []
+
+    async def record_many(engine: Engine, session: str) -> None:
+        for i in range(40):
+            call = ToolOutcome(tool="t", args={"i": i}, outcome=Outcome.SUCCESS)
+            ids.append((await engine.record_tool_outcome(namespace=NS, session=session, call=call)).call_id)
+
+    async with anyio.create_task_group() as group:
+        for n, engine in enumerate((first, second, first, second)):
+            group.start_soon(record_many, engine, f"session-{n}")
+    await first.close()
+    await second.close()
+    assert sorted(ids) == list(range(1, 161))
+
+
+async def test_a_server_that_dropped_its_connections_is_reconnected_without_an_error(url, postgres):
+    engine = await Engine.open(url)
+    await engine.remember(namespace=NS, session="s", page=note("before the drop"))
+    name = url.rsplit("/", 1)[1]
+    postgres.admin(
+        f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+    )
+    found = await engine.search(namespace=NS, session="s", query="drop")
+    stored = await engine.remember(namespace=NS, session="s", page=note("after the drop"))
+    await engine.close()
+    assert [hit.page_id for hit in found.results] and stored.page_id
