@@ -139,6 +139,7 @@ class Writes(Reads, api.Writes):
     def __init__(self, conn: psycopg.AsyncConnection[Any], stemmer: Stemmer) -> None:
         super().__init__(conn)
         self._stemmer = stemmer
+        self._pending: set[int] = set()
 
     async def execute(self, sql: str, params: Iterable[Any] = ()) -> None:
         await self.all(sql, params)
@@ -156,24 +157,32 @@ class Writes(Reads, api.Writes):
             raise
 
     async def index_pages(self, rowids: Sequence[int]) -> None:
-        """Count each page's stems with the index's own tokenizer and store them in page_terms:
-        the postings BM25 reads, the same stems and counts SQLite's FTS5 index holds."""
-        if not rowids:
+        """Note the pages to index; they are indexed together when the transaction's work is done
+        (`flush`), in a few statements however many pages an ingest wrote."""
+        self._pending.update(rowids)
+
+    async def flush(self) -> None:
+        """Count each noted page's stems with the index's own tokenizer and store them in
+        page_terms, with its searchable length: the postings BM25 reads, the same stems and counts
+        SQLite's FTS5 index holds."""
+        if not self._pending:
             return
-        await self.all_in("DELETE FROM page_terms WHERE page_rowid IN ({marks})", (), list(rowids))
+        rowids = sorted(self._pending)
+        self._pending.clear()
+        await self.all_in("DELETE FROM page_terms WHERE page_rowid IN ({marks})", (), rowids)
         texts = await self.all_in(
             "SELECT rowid, namespace, content, speaker, search_key FROM page_search WHERE rowid IN ({marks})",
             (),
-            list(rowids),
+            rowids,
+        )
+        await self.executemany(
+            "UPDATE pages SET search_chars = ? WHERE rowid = ?",
+            [
+                (len(r["content"]) + len(r["speaker"] or "") + len(r["search_key"] or ""), int(r["rowid"]))
+                for r in texts
+            ],
         )
         namespaces = {int(row["rowid"]): row["namespace"] for row in texts}
-        await self.all_in(
-            "UPDATE pages SET search_chars = (SELECT length(content) + coalesce(length(speaker), 0)"
-            " + coalesce(length(search_key), 0) FROM page_search s WHERE s.rowid = pages.rowid)"
-            " WHERE rowid IN ({marks})",
-            (),
-            list(rowids),
-        )
         counted = await anyio.to_thread.run_sync(
             self._stemmer.frequencies,
             [(int(r["rowid"]), r["content"], r["speaker"], r["search_key"]) for r in texts],
@@ -303,6 +312,7 @@ class Database(api.Database):
             writes = Writes(conn, self._stemmer)
             await writes.all(locks)
             yield writes
+            await writes.flush()
 
     @asynccontextmanager
     async def _transaction(self, begin: str, *, commit: bool = False) -> AsyncIterator[Any]:

@@ -19,7 +19,6 @@ freely, and writes knowing that.
 
 import argparse
 import json
-import os
 import random
 import sys
 import tempfile
@@ -29,18 +28,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psycopg
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent.parent))
 
+from fresh_postgres import Databases  # noqa: E402
 from measure import summary  # noqa: E402
 from memvm.engine import Engine  # noqa: E402
 from memvm.engine.models import IngestMessage, NewPage, PageType, Role  # noqa: E402
 from synthetic import Corpus  # noqa: E402
 
-from tests import postgres_server  # noqa: E402
 from tests.e2e.test_http import http_server  # noqa: E402
 from tests.e2e.writes import Acked, write_one  # noqa: E402
 
@@ -118,29 +116,6 @@ async def throughput(target: str, processes: int, seconds: float) -> dict[str, A
         "errors": len(acked.errors),
         "writes_per_s": len(acked) / elapsed,
     }
-
-
-class Databases:
-    """Fresh PostgreSQL databases on one server, dropped at the end."""
-
-    def __init__(self, url: str | None) -> None:
-        self._server = None if url else postgres_server.start()
-        self._url = url or self._server.url  # type: ignore[union-attr]
-        self._made: list[str] = []
-
-    def fresh(self) -> str:
-        name = f"memvm_bench_{os.getpid()}_{len(self._made)}"
-        with psycopg.connect(self._url, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
-        self._made.append(name)
-        return self._url.rsplit("/", 1)[0] + "/" + name
-
-    def close(self) -> None:
-        with psycopg.connect(self._url, autocommit=True) as conn:
-            for name in self._made:
-                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
-        if self._server is not None:
-            self._server.stop()
 
 
 def main() -> None:

@@ -10,7 +10,9 @@ evidence turn in the top 100. `--via engine` (the default) calls the engine in p
 does the same through the official MCP client and the ingest and search_pages tools, whose limit
 of 50 results bounds MRR at rank 50 there (R@k is unaffected). LoCoMo category 5 and LongMemEval `_abs`
 questions are reported apart, not in "overall". The data is read from where it lives; it is never
-copied into the project.
+copied into the project. `--db-url postgresql://...` runs it on PostgreSQL instead of SQLite files:
+a fresh database on that server per conversation or haystack (`--db-url auto`: on a throwaway
+server started on loopback).
 """
 
 import argparse
@@ -170,7 +172,7 @@ class ClientMemory:
 
 
 @asynccontextmanager
-async def open_memory(via: str, db: Path) -> AsyncIterator[Memory]:
+async def open_memory(via: str, db: Path | str) -> AsyncIterator[Memory]:
     """A fresh memory on `db`: the engine itself, or a server reached through the MCP client."""
     if via == "engine":
         engine = await Engine.open(db)
@@ -282,17 +284,28 @@ async def measure(arguments: argparse.Namespace) -> tuple[list[Score], float]:
     haystacks = list(loader(Path(arguments.data)))[: arguments.limit or None]
     started = time.perf_counter()
     scores: list[Score] = []
-    with tempfile.TemporaryDirectory(prefix="memvm-retrieval-") as scratch:
-        for index, haystack in enumerate(haystacks):
-            async with open_memory(arguments.via, Path(scratch) / f"haystack-{index}.db") as memory:
-                scores.extend(await run_haystack(memory, haystack))
+    databases = None
+    if arguments.db_url:
+        from fresh_postgres import Databases
+
+        databases = Databases(None if arguments.db_url == "auto" else arguments.db_url)
+    try:
+        with tempfile.TemporaryDirectory(prefix="memvm-retrieval-") as scratch:
+            for index, haystack in enumerate(haystacks):
+                target = databases.fresh() if databases else Path(scratch) / f"haystack-{index}.db"
+                async with open_memory(arguments.via, target) as memory:
+                    scores.extend(await run_haystack(memory, haystack))
+    finally:
+        if databases is not None:
+            databases.close()
     return scores, time.perf_counter() - started
 
 
 def main(argv: list[str]) -> None:
     arguments = parse(argv)
     scores, elapsed = anyio.run(measure, arguments)
-    result = report(f"{arguments.dataset} via {arguments.via}", scores, elapsed)
+    backend = "postgresql" if arguments.db_url else "sqlite"
+    result = report(f"{arguments.dataset} via {arguments.via} on {backend}", scores, elapsed)
     out = Path(arguments.out or Path(__file__).parent / "out" / f"retrieval-{arguments.dataset}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1), encoding="utf-8")
@@ -315,6 +328,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=0, help="only the first N conversations or haystacks")
     parser.add_argument(
         "--via", choices=["engine", "mcp"], default="engine", help="in process, or through the MCP client"
+    )
+    parser.add_argument(
+        "--db-url",
+        help="run on PostgreSQL: a server's URL (a fresh database per conversation), or 'auto' for a throwaway one",
     )
     return parser.parse_args(argv)
 

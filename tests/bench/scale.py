@@ -145,6 +145,10 @@ def main() -> None:
         help="larger sizes fill memvm with bulk inserts, not ingest",
     )
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="seconds per worker")
+    parser.add_argument(
+        "--db-url",
+        help="run memvm on PostgreSQL: a server's URL (a fresh database per size), or 'auto' for a throwaway one",
+    )
     parser.add_argument("--out", type=Path, default=HERE / "out" / "scale.json")
     options = parser.parse_args()
     sizes = [int(size) for size in options.sizes.split(",")]
@@ -154,7 +158,10 @@ def main() -> None:
         common = ["--pages", str(pages), "--samples", str(options.samples)]
         run: dict[str, Any] = {"pages": pages}
         bulk = ["--bulk"] if pages > options.bulk_above else []
-        run["memvm"] = run_worker([sys.executable, "scale_memvm.py", *common, *bulk], options.timeout)
+        backend = ["--db-url", options.db_url] if options.db_url else []
+        run["memvm"] = run_worker(
+            [sys.executable, "scale_memvm.py", *common, *bulk, *backend], options.timeout
+        )
         if "error" in run["memvm"]:
             sys.exit(f"memvm failed at {pages:,} pages: {run['memvm']['error']}")
         if pages <= options.predecessor_max:

@@ -1,6 +1,6 @@
 """One size of the scale benchmark on memvm: fill N pages through ingest, then time each operation.
 
-    .venv/bin/python tests/bench/scale_memvm.py --pages N [--samples S] [--dir DIR]
+    .venv/bin/python tests/bench/scale_memvm.py --pages N [--samples S] [--dir DIR] [--db-url URL]
 
 Run by `scale.py`, once per size in a fresh process, so that the process's peak RSS belongs to
 this size alone. Prints one JSON object on stdout; progress goes to stderr.
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from fresh_postgres import Databases
 from measure import OPERATIONS, peak_rss_mb, rss_mb, summary
 from memvm.engine import Engine
 from memvm.engine.models import IngestMessage, Level, NewPage, Outcome, PageType, Role, ToolOutcome
@@ -71,7 +72,6 @@ async def fill_bulk(engine: Engine, corpus: Corpus, pages: int) -> float:
     levels and its full-text entry are what ingest would store; only the conversations'
     working sets and mutation logs are skipped. For sizes where ingest itself would take hours.
     """
-    insert = pages_module._INSERT.split("RETURNING")[0]
     start = time.perf_counter()
     writer = engine._writer
     for first in range(0, pages, 5_000):
@@ -105,11 +105,19 @@ async def fill_bulk(engine: Engine, corpus: Corpus, pages: int) -> float:
         sessions = sorted({(NS, row[2], now, now, now) for row in rows})
         async with engine.db.write() as conn:
             await conn.executemany(
-                "INSERT OR IGNORE INTO sessions (namespace, session, turn, faults_this_turn, turn_started_at, "
-                "last_call_at, created_at) VALUES (?, ?, 0, 0, ?, ?, ?)",
+                "INSERT INTO sessions (namespace, session, turn, faults_this_turn, turn_started_at, "
+                "last_call_at, created_at) VALUES (?, ?, 0, 0, ?, ?, ?) ON CONFLICT DO NOTHING",
                 sessions,
             )
-            await conn.executemany(insert, rows)
+            rowids = []
+            for row in rows:
+                # The page row, then its long levels (page_texts), as insert_page writes them.
+                content, reduced, abstract, reference = row[13:17]
+                stored = await conn.one(pages_module._INSERT, (*row[:13], abstract, reference, *row[17:]))
+                assert stored is not None
+                await conn.execute(pages_module._INSERT_TEXTS, (stored["rowid"], NS, content, reduced))
+                rowids.append(stored["rowid"])
+            await conn.index_pages(rowids)
             await conn.execute(
                 "INSERT INTO id_counters (namespace, prefix, last) VALUES (?, 'msg', ?) "
                 "ON CONFLICT (namespace, prefix) DO UPDATE SET last = excluded.last",
@@ -120,9 +128,8 @@ async def fill_bulk(engine: Engine, corpus: Corpus, pages: int) -> float:
     return time.perf_counter() - start
 
 
-async def run(pages: int, samples: int, folder: Path, bulk: bool) -> dict[str, Any]:
-    path = folder / "scale.db"
-    engine = await Engine.open(path)
+async def run(pages: int, samples: int, target: str, bulk: bool) -> dict[str, Any]:
+    engine = await Engine.open(target)
     corpus = Corpus()
     rng = random.Random(7)
     try:
@@ -225,10 +232,25 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--bulk", action="store_true", help="fill with bulk inserts instead of ingest")
     parser.add_argument("--dir", type=Path, help="where the database goes (default: a temporary folder)")
+    parser.add_argument(
+        "--db-url", help="run on PostgreSQL: a server's URL (a fresh database), or 'auto' for a throwaway one"
+    )
     options = parser.parse_args()
+    if options.db_url:
+        databases = Databases(None if options.db_url == "auto" else options.db_url)
+        try:
+            target = databases.fresh()
+            result = anyio.run(run, options.pages, options.samples, target, options.bulk)
+            result["backend"] = "postgresql"
+            result["db_bytes"] = databases.size(target)
+        finally:
+            databases.close()
+        print(json.dumps(result))
+        return
     with tempfile.TemporaryDirectory(dir=options.dir) as folder:
-        result = anyio.run(run, options.pages, options.samples, Path(folder), options.bulk)
+        result = anyio.run(run, options.pages, options.samples, str(Path(folder) / "scale.db"), options.bulk)
         # The database and its WAL, as the run left them (the engine is closed, so checkpointed).
+        result["backend"] = "sqlite"
         result["db_bytes"] = sum(f.stat().st_size for f in Path(folder).glob("scale.db*"))
     print(json.dumps(result))
 

@@ -3,7 +3,6 @@ real HTTP client; what it changes is checked in the database file."""
 
 import json
 import re
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.models import IngestMessage, Role
 
+from tests.conftest import db_rows
 from tests.ui.seed import seed
 
 MEMVM = Path(sys.executable).with_name("memvm")
@@ -22,9 +22,9 @@ NS = "default"
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
-    """(base URL, token, database) of a running `memvm ui`."""
-    db = tmp_path / "m.db"
+def served(db_url: str) -> Iterator[tuple[str, str, str]]:
+    """(base URL, token, database) of a running `memvm ui`, on each backend."""
+    db = db_url
     seed(db, "our staging cluster is heron <script>alert(1)</script>", "Noted: heron.")
     process = subprocess.Popen(
         [str(MEMVM), "ui", "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -162,13 +162,12 @@ def test_pin_edit_and_forget_change_the_database(served):
             "deleted"
         ]
 
-    with sqlite3.connect(db) as conn:
-        pages = dict(conn.execute("SELECT page_id, pinned FROM pages").fetchall())
-        # The view's pin is the namespace's: it maps the page into no session of its own.
-        viewer_mapped = conn.execute("SELECT count(*) FROM working_set WHERE session = 'memvm-ui'").fetchone()
-        note = conn.execute(
-            "SELECT t.content FROM pages p JOIN page_texts t USING (rowid) WHERE p.page_id = 'deploy-note'"
-        ).fetchone()[0]
+    pages = dict(db_rows(db, "SELECT page_id, pinned FROM pages"))
+    # The view's pin is the namespace's: it maps the page into no session of its own.
+    [viewer_mapped] = db_rows(db, "SELECT count(*) FROM working_set WHERE session = 'memvm-ui'")
+    [(note,)] = db_rows(
+        db, "SELECT t.content FROM pages p JOIN page_texts t USING (rowid) WHERE p.page_id = 'deploy-note'"
+    )
     assert pages == {"msg_000001": 1, "deploy-note": 0}
     assert viewer_mapped == (0,)
     assert note == "Deploys go through flux now."
