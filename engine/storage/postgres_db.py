@@ -26,6 +26,7 @@ import psycopg
 from memvm.engine.config import EngineConfig
 from memvm.engine.errors import (
     DatabaseRefused,
+    InvalidArgument,
     StorageBusy,
     StorageError,
     StorageFull,
@@ -73,9 +74,20 @@ def storage_error(exc: BaseException) -> StorageError | None:
     return None
 
 
+# PostgreSQL text cannot hold U+0000 (psycopg refuses it before sending; jsonb refuses its escape).
+_NUL_REFUSED = (
+    "The text holds a NUL character (U+0000), which this memory's database cannot store; "
+    "remove it and call again."
+)
+
+
 def _raise_translated(exc: BaseException) -> None:
     if (error := storage_error(exc)) is not None:
         raise error from exc
+    if isinstance(exc, psycopg.DataError) and (
+        "NUL (0x00)" in str(exc) or getattr(exc, "sqlstate", None) in ("22P05", "22021")
+    ):
+        raise InvalidArgument(_NUL_REFUSED) from exc
 
 
 def namespace_lock_key(namespace: str) -> int:

@@ -117,8 +117,8 @@ async def remember_many(url: str, token: str, topic: str, count: int) -> None:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_a_second_token_never_sees_the_first_tokens_memory(db_path, tokens, mode):
-    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 2):
+async def test_a_second_token_never_sees_the_first_tokens_memory(db_url, tokens, mode):
+    with http_server(db_url, tokens) as url, anyio.fail_after(START_LIMIT * 2):
         async with client(url, ALICE, mode) as alice:
             await call(alice, "remember", content="The vault code is 4417, kept by otters.", key="vault")
             _, mine, _ = await call(alice, "search_pages", query="vault otters")
@@ -140,8 +140,8 @@ async def test_a_second_token_never_sees_the_first_tokens_memory(db_path, tokens
 
 
 @pytest.mark.slow
-async def test_reading_a_foreign_page_resource_answers_like_a_missing_page(db_path, tokens):
-    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 2):
+async def test_reading_a_foreign_page_resource_answers_like_a_missing_page(db_url, tokens):
+    with http_server(db_url, tokens) as url, anyio.fail_after(START_LIMIT * 2):
         async with client(url, ALICE) as alice:
             await call(alice, "remember", content="Alice's private note.", key="private")
         async with client(url, BOB) as bob:
@@ -157,7 +157,7 @@ async def test_reading_a_foreign_page_resource_answers_like_a_missing_page(db_pa
 
 
 @pytest.mark.slow
-async def test_bad_transport_requests_get_their_http_status(db_path, tokens, report_figure):
+async def test_bad_transport_requests_get_their_http_status(db_url, tokens, report_figure):
     # A valid opening request, so that the one thing wrong with each variant is what is refused.
     opening = INITIALIZE
     huge = {**opening, "padding": "x" * (9 * 1024 * 1024)}  # over the 8 MiB limit
@@ -166,7 +166,7 @@ async def test_bad_transport_requests_get_their_http_status(db_path, tokens, rep
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
     }
-    with http_server(db_path, tokens) as url:
+    with http_server(db_url, tokens) as url:
         async with httpx2.AsyncClient(timeout=60) as http:
 
             async def status(headers: dict[str, str], body: object = opening) -> int:
@@ -195,7 +195,7 @@ async def test_bad_transport_requests_get_their_http_status(db_path, tokens, rep
 
 
 @pytest.mark.slow
-async def test_reusing_another_tokens_mcp_session_id_gives_no_access_to_its_memory(db_path, tokens):
+async def test_reusing_another_tokens_mcp_session_id_gives_no_access_to_its_memory(db_url, tokens):
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     initialize = INITIALIZE
     search = {
@@ -204,7 +204,7 @@ async def test_reusing_another_tokens_mcp_session_id_gives_no_access_to_its_memo
         "method": "tools/call",
         "params": {"name": "search_pages", "arguments": {"query": "otters"}},
     }
-    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 2):
+    with http_server(db_url, tokens) as url, anyio.fail_after(START_LIMIT * 2):
         async with client(url, ALICE) as alice:
             await call(alice, "remember", content="Otters guard the second vault.", key="otters")
         async with httpx2.AsyncClient(timeout=30) as http:
@@ -223,8 +223,8 @@ async def test_reusing_another_tokens_mcp_session_id_gives_no_access_to_its_memo
 
 
 @pytest.mark.slow
-async def test_several_clients_at_once_lose_nothing(db_path, tokens):
-    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 3):
+async def test_several_clients_at_once_lose_nothing(db_url, tokens):
+    with http_server(db_url, tokens) as url, anyio.fail_after(START_LIMIT * 3):
         async with anyio.create_task_group() as group:
             for index in range(6):
                 group.start_soon(remember_many, url, ALICE if index % 2 else BOB, f"kestrels {index}", 10)
@@ -235,8 +235,8 @@ async def test_several_clients_at_once_lose_nothing(db_path, tokens):
 
 
 @pytest.mark.slow
-async def test_two_server_processes_on_one_file_lose_nothing(db_path, tokens):
-    with http_server(db_path, tokens) as first, http_server(db_path, tokens) as second:
+async def test_two_server_processes_on_one_file_lose_nothing(db_url, tokens):
+    with http_server(db_url, tokens) as first, http_server(db_url, tokens) as second:
         with anyio.fail_after(START_LIMIT * 3):
             async with anyio.create_task_group() as group:
                 group.start_soon(remember_many, first, ALICE, "herons first", 15)
@@ -247,8 +247,8 @@ async def test_two_server_processes_on_one_file_lose_nothing(db_path, tokens):
 
 
 @pytest.mark.slow
-async def test_the_sse_transport_serves_each_token_its_own_namespace(db_path, tokens):
-    with http_server(db_path, tokens, transport="sse") as url, anyio.fail_after(START_LIMIT * 2):
+async def test_the_sse_transport_serves_each_token_its_own_namespace(db_url, tokens):
+    with http_server(db_url, tokens, transport="sse") as url, anyio.fail_after(START_LIMIT * 2):
         async with Client(
             sse_client(url, headers={"Authorization": f"Bearer {ALICE}"}), mode="legacy"
         ) as alice:

@@ -13,9 +13,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])
-def test_each_token_sees_its_own_namespace_in_the_view(db_path, tokens, transport):
+def test_each_token_sees_its_own_namespace_in_the_view(db_url, tokens, transport):
     async def remember() -> None:
-        engine = await Engine.open(db_path, EngineConfig())
+        engine = await Engine.open(db_url, EngineConfig())
         try:
             for namespace, text in (
                 ("alice", "Alice deploys through argo."),
@@ -27,7 +27,7 @@ def test_each_token_sees_its_own_namespace_in_the_view(db_path, tokens, transpor
             await engine.close()
 
     anyio.run(remember)
-    with http_server(db_path, tokens, transport=transport) as url:
+    with http_server(db_url, tokens, transport=transport) as url:
         base = url.rsplit("/", 1)[0]
         with httpx2.Client(base_url=base, timeout=30) as browser:
             assert browser.get("/ui").headers["location"] == "/ui/"

@@ -48,8 +48,8 @@ def own(uri: str, session: str) -> bool:
     return uri in SHARED or f"/sessions/{session}/" in uri
 
 
-async def test_a_listen_stream_hears_only_its_own_tokens_changes(db_path, tokens, report_figure):
-    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 3):
+async def test_a_listen_stream_hears_only_its_own_tokens_changes(db_url, tokens, report_figure):
+    with http_server(db_url, tokens) as url, anyio.fail_after(START_LIMIT * 3):
         async with (
             client(url, ALICE) as alice,
             client(url, BOB) as bob,
@@ -78,8 +78,8 @@ async def test_a_listen_stream_hears_only_its_own_tokens_changes(db_path, tokens
     )
 
 
-async def test_a_listen_stream_follows_only_resources_memvm_announces_and_few_of_them(db_path, tokens):
-    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 2):
+async def test_a_listen_stream_follows_only_resources_memvm_announces_and_few_of_them(db_url, tokens):
+    with http_server(db_url, tokens) as url, anyio.fail_after(START_LIMIT * 2):
         async with client(url, ALICE) as alice:
             async with alice.listen(
                 resource_subscriptions=["memvm://current/manifest", "memvm://pages/x", "x" * 100_000]

@@ -24,16 +24,16 @@ def server(db, *extra: str) -> StdioServerParameters:
     )
 
 
-async def test_a_stdio_server_keeps_its_memory_across_a_restart(db_path):
+async def test_a_stdio_server_keeps_its_memory_across_a_restart(db_url):
     with anyio.fail_after(START_LIMIT * 2):
-        async with Client(server(db_path)) as client:
+        async with Client(server(db_url)) as client:
             stored = await client.call_tool(
                 "remember", {"content": "The wifi password is on the fridge.", "key": "wifi"}
             )
             assert not stored.is_error
             fault = await client.call_tool("page_fault", {"page_id": "wifi", "target_level": 0})
             assert fault.structured_content["mapped"] is True
-        async with Client(server(db_path), mode="legacy") as client:
+        async with Client(server(db_url), mode="legacy") as client:
             found = await client.call_tool("search_pages", {"query": "wifi password"})
             again = await client.call_tool("page_fault", {"page_id": "wifi", "target_level": 0})
             working_set = await client.read_resource("memvm://current/working-set")
@@ -43,15 +43,15 @@ async def test_a_stdio_server_keeps_its_memory_across_a_restart(db_path):
 
 
 @pytest.mark.slow
-async def test_guard_settings_from_the_command_line_and_their_state_survive_a_restart(db_path, tmp_path):
+async def test_guard_settings_from_the_command_line_and_their_state_survive_a_restart(db_url, tmp_path):
     overrides = tmp_path / "guards.json"
     overrides.write_text('{"tool_caps": {"send_email": 1}, "polling_tools": ["job_status"]}')
     flags = ("--guards", "strict", "--guard-config", str(overrides))
     with anyio.fail_after(START_LIMIT * 2):
-        async with Client(server(db_path, *flags)) as client:
+        async with Client(server(db_url, *flags)) as client:
             bound = await client.call_tool("bind_value", {"tool": "fx", "args": {"eur": 9}, "value": 9.73})
             sent = await client.call_tool("check_tool_call", {"tool": "send_email", "args": {"to": "a"}})
-        async with Client(server(db_path, *flags), mode="legacy") as client:
+        async with Client(server(db_url, *flags), mode="legacy") as client:
             capped = await client.call_tool("check_tool_call", {"tool": "send_email", "args": {"to": "b"}})
             polls = [
                 await client.call_tool("check_tool_call", {"tool": "job_status", "args": {"id": "j"}})
@@ -67,7 +67,7 @@ async def test_guard_settings_from_the_command_line_and_their_state_survive_a_re
     assert resolved.structured_content["resolved_args"] == {"usd": 9.73}
 
 
-def test_an_unusable_guard_config_is_refused_with_one_line(db_path, tmp_path):
+def test_an_unusable_guard_config_is_refused_with_one_line(db_url, tmp_path):
     overrides = tmp_path / "guards.json"
     overrides.write_text('{"grace": -1}')
     done = subprocess.run(
@@ -77,7 +77,7 @@ def test_an_unusable_guard_config_is_refused_with_one_line(db_path, tmp_path):
             "memvm.server",
             "serve",
             "--db",
-            str(db_path),
+            str(db_url),
             "--guard-config",
             str(overrides),
         ],
@@ -91,14 +91,14 @@ def test_an_unusable_guard_config_is_refused_with_one_line(db_path, tmp_path):
 
 
 @pytest.mark.slow
-async def test_procedural_memory_survives_a_restart_over_stdio(db_path):
+async def test_procedural_memory_survives_a_restart_over_stdio(db_url):
     failed = {"tool": "pay", "args": {"iban": "DE00 1"}, "outcome": "failure", "error_type": "BadIban"}
     fixed = {"tool": "pay", "args": {"iban": "DE001"}, "outcome": "success", "result": {"ok": True}}
     with anyio.fail_after(START_LIMIT * 2):
-        async with Client(server(db_path)) as client:
+        async with Client(server(db_url)) as client:
             await client.call_tool("record_tool_outcome", failed)
             linked = await client.call_tool("record_tool_outcome", fixed)
-        async with Client(server(db_path, "--session", "next-day"), mode="legacy") as client:
+        async with Client(server(db_url, "--session", "next-day"), mode="legacy") as client:
             hints = await client.call_tool("get_procedural_hints", {"error_type": "BadIban"})
     assert linked.structured_content["fix"]["fixed_call_id"] == 1
     assert hints.structured_content["guidance"][0]["delta"]["changed"] == {

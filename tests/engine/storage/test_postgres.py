@@ -6,8 +6,8 @@ import anyio
 import psycopg
 import pytest
 from memvm.engine import Engine, EngineConfig
-from memvm.engine.errors import DatabaseRefused, StorageBusy
-from memvm.engine.models import Outcome, ToolOutcome
+from memvm.engine.errors import DatabaseRefused, InvalidArgument, StorageBusy
+from memvm.engine.models import NewPage, Outcome, PageType, ToolOutcome
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_db import namespace_lock_key
 from memvm.engine.storage.postgres_sql import bind, translate
@@ -151,3 +151,18 @@ async def test_a_server_that_dropped_its_connections_is_reconnected_without_an_e
     stored = await engine.remember(namespace=NS, session="s", page=note("after the drop"))
     await engine.close()
     assert [hit.page_id for hit in found.results] and stored.page_id
+
+
+async def test_a_nul_character_is_refused_in_words_and_stores_nothing(url):
+    engine = await Engine.open(url)
+    try:
+        for page in (
+            note("before\x00after"),
+            NewPage(content="fine", type=PageType.NOTE, provenance="user", metadata={"name": "x\x00y"}),
+        ):
+            with pytest.raises(InvalidArgument, match=r"NUL character \(U\+0000\).*remove it"):
+                await engine.remember(namespace=NS, session="s", page=page)
+        stored = await engine.remember(namespace=NS, session="s", page=note("clean text goes through"))
+    finally:
+        await engine.close()
+    assert [row[0] for row in db_rows(url, "SELECT page_id FROM pages")] == [stored.page_id]
