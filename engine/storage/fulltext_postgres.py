@@ -17,10 +17,19 @@ SELECT t.page_rowid AS rowid, t.stem, t.tf, p.search_chars AS chars, p.type, p.m
 FROM page_terms t JOIN pages p ON p.rowid = t.page_rowid
 WHERE t.namespace = ? AND t.stem IN ({marks})
 """
-# Pages holding every one of some stems (a term the tokenizer splits in several holds them all).
-_HOLDING_ALL = """
-SELECT page_rowid FROM page_terms WHERE namespace = ? AND stem IN ({marks})
-GROUP BY page_rowid HAVING count(*) = {count}"""
+# Pages holding a stem, counted no further than `cap`: the key's order lets it stop there.
+_CAPPED = "SELECT count(*) FROM (SELECT 1 FROM page_terms WHERE namespace = ? AND stem = ? LIMIT {cap}) AS c"
+
+
+def _holding_all_sql(count: int) -> str:
+    """Pages holding every one of `count` stems: one join per further stem, each stem's postings
+    in page order under the key, so the planner can merge them or probe the key."""
+    joins = "".join(
+        f" JOIN page_terms t{n} ON t{n}.namespace = t0.namespace AND t{n}.page_rowid = t0.page_rowid"
+        f" AND t{n}.stem = ?"
+        for n in range(1, count)
+    )
+    return f"SELECT t0.page_rowid FROM page_terms t0{joins} WHERE t0.namespace = ? AND t0.stem = ?"
 
 
 async def capped_counts(
@@ -34,11 +43,14 @@ async def capped_counts(
         stems = list(dict.fromkeys(each[term]))
         if not stems:
             selects.append("SELECT 0")
-            continue
-        marks = ", ".join("?" * len(stems))
-        within = _HOLDING_ALL.format(marks=marks, count=len(stems))
-        selects.append(f"SELECT (SELECT count(*) FROM ({within} LIMIT {int(cap)}) AS capped)")
-        params += [namespace, *stems]
+        elif len(stems) == 1:
+            selects.append(f"SELECT ({_CAPPED.format(cap=int(cap))})")
+            params += [namespace, stems[0]]
+        else:  # a term the tokenizer splits: the pages holding all of its pieces
+            selects.append(
+                f"SELECT (SELECT count(*) FROM ({_holding_all_sql(len(stems))} LIMIT {int(cap)}) AS c)"
+            )
+            params += [*stems[1:], namespace, stems[0]]
     rows = await conn.all(" UNION ALL ".join(f"({select})" for select in selects), params)
     return [int(row[0]) for row in rows]
 
@@ -48,8 +60,8 @@ async def holding_all(conn: Reads, namespace: str, terms: list[str], stemmer: St
     stems = stemmer.stems(terms)
     if not stems:
         return set()
-    sql = _HOLDING_ALL.format(marks=", ".join("?" * len(stems)), count=len(stems))
-    return {int(row[0]) for row in await conn.all(sql, (namespace, *stems))}
+    rows = await conn.all(_holding_all_sql(len(stems)), (*stems[1:], namespace, stems[0]))
+    return {int(row[0]) for row in rows}
 
 
 async def postings(

@@ -23,6 +23,10 @@ def match_expression(terms: Iterable[str]) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
+# Pages counted on one scratch table before it is made anew (see Stemmer.frequencies).
+_TEXTS_PER_TABLE = 2_000
+
+
 class Stemmer:
     """Terms as the full-text index stores them, by FTS5's own tokenizer on a private table.
 
@@ -37,10 +41,7 @@ class Stemmer:
         self._conn.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{TOKENIZE}')")
         self._conn.execute("CREATE VIRTUAL TABLE stems USING fts5vocab(words, instance)")
         # Pages' texts, counted here as the index counts them (see postings).
-        self._conn.execute(
-            f"CREATE VIRTUAL TABLE texts USING fts5(content, speaker, search_key, tokenize='{TOKENIZE}')"
-        )
-        self._conn.execute("CREATE VIRTUAL TABLE text_terms USING fts5vocab(texts, instance)")
+        self._new_texts()
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[str, ...]] = {}
 
@@ -77,6 +78,21 @@ class Stemmer:
                 ]
             finally:
                 self._conn.execute("DELETE FROM texts")
+                # An FTS5 table keeps what is deleted from it in its index until segments merge,
+                # and reading its vocabulary walks all of it: a count took 45 ms once 10,000 pages
+                # had passed through, 1 ms on a new table. So it is made anew now and then.
+                self._texts_seen += len(texts)
+                if self._texts_seen > _TEXTS_PER_TABLE:
+                    self._conn.execute("DROP TABLE text_terms")
+                    self._conn.execute("DROP TABLE texts")
+                    self._new_texts()
+
+    def _new_texts(self) -> None:
+        self._texts_seen = 0
+        self._conn.execute(
+            f"CREATE VIRTUAL TABLE texts USING fts5(content, speaker, search_key, tokenize='{TOKENIZE}')"
+        )
+        self._conn.execute("CREATE VIRTUAL TABLE text_terms USING fts5vocab(texts, instance)")
 
     def _tokenize(self, terms: list[str]) -> dict[str, tuple[str, ...]]:
         with self._lock:

@@ -37,12 +37,14 @@ from fresh_postgres import Databases  # noqa: E402
 from measure import summary  # noqa: E402
 from memvm.engine import Engine  # noqa: E402
 from memvm.engine.models import IngestMessage, NewPage, PageType, Role  # noqa: E402
+from scale_memvm import NS as BULK_NS  # noqa: E402
+from scale_memvm import fill_bulk  # noqa: E402
 from synthetic import Corpus  # noqa: E402
 
 from tests.e2e.test_http import http_server  # noqa: E402
 from tests.e2e.writes import Acked, write_one  # noqa: E402
 
-NS = "bench"
+NS = BULK_NS
 BATCH = 100
 CONVERSATION = 200
 
@@ -60,11 +62,12 @@ async def fill(engine: Engine, corpus: Corpus, pages: int) -> float:
     return time.perf_counter() - start
 
 
-async def timings(target: str, pages: int, samples: int) -> dict[str, Any]:
+async def timings(target: str, pages: int, samples: int, bulk: bool) -> dict[str, Any]:
     engine = await Engine.open(target)
     corpus = Corpus()
     try:
-        seconds = await fill(engine, corpus, pages)
+        # Above --bulk-above, the page rows of ingest written in large transactions (scale_memvm).
+        seconds = await (fill_bulk(engine, corpus, pages) if bulk else fill(engine, corpus, pages))
         queries = [corpus.query() for _ in range(samples)]
         durations = []
         for query in queries:
@@ -81,7 +84,13 @@ async def timings(target: str, pages: int, samples: int) -> dict[str, Any]:
         single = summary(durations)
     finally:
         await engine.close()
-    return {"pages": pages, "fill_pages_per_s": pages / seconds, "search": search, "remember": single}
+    return {
+        "pages": pages,
+        "fill": "bulk" if bulk else "ingest",
+        "fill_pages_per_s": pages / seconds,
+        "search": search,
+        "remember": single,
+    }
 
 
 async def throughput(target: str, processes: int, seconds: float) -> dict[str, Any]:
@@ -123,6 +132,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each throughput run")
+    parser.add_argument("--bulk-above", type=int, default=10_000, help="larger sizes are filled in bulk")
     parser.add_argument("--db-url", help="a PostgreSQL server to use (default: a throwaway one)")
     parser.add_argument("--out", type=Path, default=HERE / "out" / "backends.json")
     options = parser.parse_args()
@@ -138,7 +148,9 @@ def main() -> None:
                         str(Path(folder) / f"size-{size}.db") if backend == "sqlite" else databases.fresh()
                     )
                     print(f"  {backend}: {size:,} pages", file=sys.stderr)
-                    row[backend] = anyio.run(timings, target, size, options.samples)
+                    row[backend] = anyio.run(
+                        timings, target, size, options.samples, size > options.bulk_above
+                    )
                 results["sizes"].append(row)
                 print(json.dumps(row), file=sys.stderr)
             for processes in (1, 3):
