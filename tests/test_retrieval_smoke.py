@@ -20,7 +20,9 @@ ORACLE = DATA / "longmemeval_oracle_dev.json.gz"
 
 @pytest.mark.skipif(not ORACLE.exists(), reason="the LongMemEval oracle file is not on this machine")
 async def test_search_finds_the_evidence_of_oracle_questions():
-    scores, _ = await measure(Namespace(dataset="longmemeval", data=str(ORACLE), limit=30, via="engine"))
+    scores, _ = await measure(
+        Namespace(dataset="longmemeval", data=str(ORACLE), limit=30, via="engine", db_url=None)
+    )
     overall = summarise([score for score in scores if not score.reported_apart])
     # 30 oracle haystacks measured .868 R@10; a drop below these bounds is a retrieval regression.
     assert overall["n"] >= 25
