@@ -4,6 +4,8 @@ import os
 import sys
 from pathlib import Path
 
+from memvm.engine.storage.open import is_postgres_url
+
 
 def default_db_path() -> Path:
     """$MEMVM_DB, else memvm.db in the per-user data directory of this platform."""
@@ -23,6 +25,6 @@ def database_named(given: str | None) -> str:
     file. A PostgreSQL URL is kept exactly as written (a Path would fold its `//`); a file path has
     `~` expanded."""
     target = given or os.environ.get("MEMVM_DB") or str(default_db_path())
-    if target.startswith(("postgresql://", "postgres://")) or target == ":memory:":
+    if is_postgres_url(target) or target == ":memory:":
         return target
     return str(Path(target).expanduser())

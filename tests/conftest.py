@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, settings
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.clock import ManualClock
 from memvm.engine.models import IngestMessage, NewPage, PageType, Role
+from memvm.engine.storage.open import is_postgres_url
 
 NS = "default"
 
@@ -151,14 +152,14 @@ async def engine(open_engine: EngineFactory) -> Engine:
 
 
 def backend_of(db_url: str | Path) -> str:
-    return "postgresql" if str(db_url).startswith("postgresql://") else "sqlite"
+    return "postgresql" if is_postgres_url(str(db_url)) else "sqlite"
 
 
 def db_rows(db_url: str | Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Rows of `sql` (SQLite's placeholders), read from the test's database past the engine, on
     either backend: what a test checks was stored."""
     target = str(db_url)
-    if target.startswith("postgresql://"):
+    if backend_of(target) == "postgresql":
         import psycopg
         from memvm.engine.storage.postgres_sql import bind
 
@@ -175,7 +176,7 @@ def write_lock_held(db_url: str | Path) -> Iterator[None]:
     """Another program holding the database's write lock: SQLite's file lock, or on PostgreSQL the
     advisory lock every memvm write shares (taken exclusively here)."""
     target = str(db_url)
-    if target.startswith("postgresql://"):
+    if backend_of(target) == "postgresql":
         import psycopg
         from memvm.engine.storage.postgres_db import _LOCK_CLASS
 
@@ -200,7 +201,7 @@ def stored_state(db_url: str | Path) -> Any:
     """Everything the database holds, to compare before and after: the file's bytes (SQLite, after
     a checkpoint), or every table's rows in order (PostgreSQL)."""
     target = str(db_url)
-    if target.startswith("postgresql://"):
+    if backend_of(target) == "postgresql":
         tables = [
             row[0]
             for row in db_rows(

@@ -37,6 +37,21 @@ class Findings:
         return not self.problems
 
 
+# The per-namespace page counts and lengths (search statistics) are kept by triggers; they must
+# agree with the pages. The namespaces where they do not, on either backend.
+COUNTS_DRIFT = (
+    "SELECT count(*) FROM (SELECT namespace, count(*) AS n, sum(search_chars) AS chars FROM pages "
+    "GROUP BY namespace) AS real LEFT JOIN page_counts USING (namespace) "
+    "WHERE page_counts.pages IS DISTINCT FROM real.n OR page_counts.chars IS DISTINCT FROM real.chars"
+)
+
+
+def record_counts_drift(found: Findings, drift: int) -> None:
+    found.checks["page_counts"] = "ok" if drift == 0 else f"{drift} namespaces off"
+    if drift:
+        found.problems.append(f"page counts disagree with the pages in {drift} namespaces")
+
+
 @dataclass
 class Diagnosis(Findings):
     """A SQLite file's findings, with its file, WAL and pages."""
@@ -134,16 +149,7 @@ def _memvm_checks(conn: sqlite3.Connection, found: Diagnosis) -> None:
     if dangling:
         found.problems.append(f"{len(dangling)} rows point at rows that are gone (foreign_key_check)")
 
-    # The per-namespace page counts and lengths (search statistics) are kept by triggers; they
-    # must agree with the pages.
-    drift = conn.execute(
-        "SELECT count(*) FROM (SELECT namespace, count(*) AS n, sum(search_chars) AS chars FROM pages "
-        "GROUP BY namespace) AS real LEFT JOIN page_counts USING (namespace) "
-        "WHERE page_counts.pages IS NOT real.n OR page_counts.chars IS NOT real.chars"
-    ).fetchone()[0]
-    found.checks["page_counts"] = "ok" if drift == 0 else f"{drift} namespaces off"
-    if drift:
-        found.problems.append(f"page counts disagree with the pages in {drift} namespaces")
+    record_counts_drift(found, int(conn.execute(COUNTS_DRIFT).fetchone()[0]))
 
     # The rules import holds every row to: a row written by other means may break them.
     broken = violations(conn, [table.name for table in memory_tables(conn)])

@@ -22,11 +22,19 @@ from typing import Any
 import psycopg
 from memvm.engine.hosts.hook_report import hook_sessions, stopped
 from memvm.engine.operations import transfer
-from memvm.engine.operations.doctor import Findings
+from memvm.engine.operations.doctor import COUNTS_DRIFT, Findings, record_counts_drift
 from memvm.engine.operations.transfer import FORMAT, FORMAT_VERSION, Table, TransferError
 from memvm.engine.storage.migrations import SCHEMA_VERSION
 from memvm.engine.storage.open import shown
-from memvm.engine.storage.postgres_db import _LOCK_CLASS
+from memvm.engine.storage.postgres_db import (
+    _LOCK_CLASS,
+    INSERT_TERMS,
+    SEARCHED_TEXTS,
+    SET_SEARCH_CHARS,
+    _first_line,
+    index_rows,
+)
+from memvm.engine.storage.postgres_sql import translate
 from memvm.engine.storage.tokenizer import Stemmer
 
 # Kept by the engine or by triggers from the pages: never exported, never imported.
@@ -46,8 +54,7 @@ def connect(url: str) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise TransferError(f"cannot connect to PostgreSQL at {shown(url)}: {first}") from exc
+        raise TransferError(f"cannot connect to PostgreSQL at {shown(url)}: {_first_line(exc)}") from exc
 
 
 def memory_tables(conn: psycopg.Connection[Any]) -> list[Table]:
@@ -202,24 +209,18 @@ def _in_key_order(tables: list[Table]) -> list[Table]:
 
 
 def _rebuild_index(conn: psycopg.Connection[Any]) -> None:
-    """The postings and search lengths of every page, as the engine writes them page by page."""
+    """The postings and search lengths of every page, as the engine's writes index them."""
     stemmer = Stemmer()
     try:
         with conn.cursor(name="index_pages") as pages:
             pages.itersize = _INDEX_BATCH
-            pages.execute("SELECT rowid, namespace, content, speaker, search_key FROM page_search")
+            pages.execute(SEARCHED_TEXTS)
             while batch := pages.fetchmany(_INDEX_BATCH):
-                namespaces = {int(row[0]): row[1] for row in batch}
-                counted = stemmer.frequencies([(int(r[0]), r[2], r[3], r[4]) for r in batch])
+                lengths, terms = index_rows(batch, stemmer)
                 with conn.cursor() as writer:
-                    writer.executemany(
-                        "INSERT INTO page_terms (namespace, stem, page_rowid, tf) VALUES (%s, %s, %s, %s)",
-                        [(namespaces[rowid], stem, rowid, tf) for rowid, stem, tf in counted],
-                    )
-        conn.execute(
-            "UPDATE pages SET search_chars = length(t.content) + coalesce(length(pages.speaker), 0) "
-            "+ coalesce(length(pages.search_key), 0) FROM page_texts t WHERE t.rowid = pages.rowid"
-        )
+                    for sql, rows in ((SET_SEARCH_CHARS, lengths), (INSERT_TERMS, terms)):
+                        text, order = translate(sql)
+                        writer.executemany(text, [{f"p{i + 1}": row[i] for i in order} for row in rows])
     finally:
         stemmer.close()
 
@@ -279,17 +280,7 @@ def _counts(conn: psycopg.Connection[Any], found: PgDiagnosis) -> None:
     found.sessions = int(_one(conn, "SELECT count(*) FROM sessions"))
     found.pages = int(_one(conn, "SELECT count(*) FROM pages"))
     found.tool_calls = int(_one(conn, "SELECT count(*) FROM tool_calls"))
-    drift = int(
-        _one(
-            conn,
-            "SELECT count(*) FROM (SELECT namespace, count(*) AS n, sum(search_chars) AS chars FROM pages "
-            "GROUP BY namespace) AS real LEFT JOIN page_counts USING (namespace) "
-            "WHERE page_counts.pages IS DISTINCT FROM real.n OR page_counts.chars IS DISTINCT FROM real.chars",
-        )
-    )
-    found.checks["page_counts"] = "ok" if drift == 0 else f"{drift} namespaces off"
-    if drift:
-        found.problems.append(f"page counts disagree with the pages in {drift} namespaces")
+    record_counts_drift(found, int(_one(conn, COUNTS_DRIFT)))
     invalid = int(
         _one(
             conn,

@@ -182,28 +182,30 @@ class Writes(Reads, api.Writes):
         rowids = sorted(self._pending)
         self._pending.clear()
         await self.all_in("DELETE FROM page_terms WHERE page_rowid IN ({marks})", (), rowids)
-        texts = await self.all_in(
-            "SELECT rowid, namespace, content, speaker, search_key FROM page_search WHERE rowid IN ({marks})",
-            (),
-            rowids,
-        )
-        await self.executemany(
-            "UPDATE pages SET search_chars = ? WHERE rowid = ?",
-            [
-                (len(r["content"]) + len(r["speaker"] or "") + len(r["search_key"] or ""), int(r["rowid"]))
-                for r in texts
-            ],
-        )
-        namespaces = {int(row["rowid"]): row["namespace"] for row in texts}
-        counted = await anyio.to_thread.run_sync(
-            self._stemmer.frequencies,
-            [(int(r["rowid"]), r["content"], r["speaker"], r["search_key"]) for r in texts],
-        )
-        if counted:
-            await self.executemany(
-                "INSERT INTO page_terms (namespace, stem, page_rowid, tf) VALUES (?, ?, ?, ?)",
-                [(namespaces[rowid], stem, rowid, tf) for rowid, stem, tf in counted],
-            )
+        texts = await self.all_in(f"{SEARCHED_TEXTS} WHERE rowid IN ({{marks}})", (), rowids)
+        lengths, terms = await anyio.to_thread.run_sync(index_rows, texts, self._stemmer)
+        await self.executemany(SET_SEARCH_CHARS, lengths)
+        if terms:
+            await self.executemany(INSERT_TERMS, terms)
+
+
+# What indexing reads of a page, and writes for it (see index_rows).
+SEARCHED_TEXTS = "SELECT rowid, namespace, content, speaker, search_key FROM page_search"
+SET_SEARCH_CHARS = "UPDATE pages SET search_chars = ? WHERE rowid = ?"
+INSERT_TERMS = "INSERT INTO page_terms (namespace, stem, page_rowid, tf) VALUES (?, ?, ?, ?)"
+
+
+def index_rows(
+    texts: Sequence[Any], stemmer: Stemmer
+) -> tuple[list[tuple[int, int]], list[tuple[str, str, int, int]]]:
+    """For pages' (rowid, namespace, content, speaker, search_key), as SEARCHED_TEXTS reads them:
+    their searchable lengths (SET_SEARCH_CHARS rows) and their stems' counts (INSERT_TERMS rows),
+    as SQLite's triggers and FTS5 index hold them. The one place both the engine's writes and an
+    import's rebuild index a page."""
+    lengths = [(len(r[2]) + len(r[3] or "") + len(r[4] or ""), int(r[0])) for r in texts]
+    namespaces = {int(r[0]): str(r[1]) for r in texts}
+    counted = stemmer.frequencies([(int(r[0]), r[2], r[3], r[4]) for r in texts])
+    return lengths, [(namespaces[rowid], stem, rowid, tf) for rowid, stem, tf in counted]
 
 
 class Database(api.Database):

@@ -15,8 +15,9 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from memvm.engine.operations.doctor import COUNTS_DRIFT
 
-from tests.conftest import db_rows
+from tests.conftest import backend_of, db_rows
 
 # What a dying server looks like from the client side.
 CONNECTION_LOST = (
@@ -85,15 +86,10 @@ async def write_until_killed(url: str, writer: str, acked: Acked) -> None:
 def check_file(db: Path | str, acked: Acked) -> tuple[int, bool]:
     """How many acknowledged writes are missing, and whether the database is sound: SQLite's two
     integrity checks, or on PostgreSQL the search statistics and index agreeing with the pages."""
-    if str(db).startswith("postgresql://"):
+    if backend_of(db) == "postgresql":
         pages = {row[0] for row in db_rows(db, "SELECT page_id FROM pages")}
         calls = {row[0] for row in db_rows(db, "SELECT call_id FROM tool_calls")}
-        drift = db_rows(
-            db,
-            "SELECT count(*) FROM (SELECT namespace, count(*) AS n, sum(search_chars) AS chars FROM pages "
-            "GROUP BY namespace) AS real LEFT JOIN page_counts USING (namespace) "
-            "WHERE page_counts.pages IS DISTINCT FROM real.n OR page_counts.chars IS DISTINCT FROM real.chars",
-        )
+        drift = db_rows(db, COUNTS_DRIFT)
         unindexed = db_rows(
             db,
             "SELECT count(*) FROM pages p WHERE NOT EXISTS (SELECT 1 FROM page_terms t WHERE t.page_rowid = p.rowid)",
