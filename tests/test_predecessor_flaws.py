@@ -63,14 +63,15 @@ async def test_flaw_fault_reports_success_when_the_page_could_not_be_mapped(open
 
 
 async def test_flaw_search_stops_at_the_first_limit_hits_before_sorting(engine):
-    for i in range(40):
+    for i in range(40):  # half of them say it in passing: a word on every page would weigh nothing
+        topic = "volcanoes" if i % 2 == 0 else "glaciers"
         await engine.remember(
-            namespace=NS, session="s", page=note(f"Item {i}: a passing word about volcanoes.")
+            namespace=NS, session="s", page=note(f"Item {i}: a passing word about {topic}.")
         )
     best = await engine.remember(
         namespace=NS,
         session="s",
-        page=note("Volcanoes: volcanoes erupt; volcanoes of Iceland; volcano tours."),
+        page=note("Volcanoes: volcanoes erupt, volcanoes."),
     )
     result = await engine.search(namespace=NS, session="s", query="volcanoes", limit=3)
     assert result.results[0].page_id == best.page_id

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.retrieval import measure, summarise
+from tests.bench.retrieval import Question, measure, score, summarise
 
 pytestmark = pytest.mark.anyio
 
@@ -21,9 +21,19 @@ ORACLE = DATA / "longmemeval_oracle_dev.json.gz"
 @pytest.mark.skipif(not ORACLE.exists(), reason="the LongMemEval oracle file is not on this machine")
 async def test_search_finds_the_evidence_of_oracle_questions():
     scores, _ = await measure(
-        Namespace(dataset="longmemeval", data=str(ORACLE), limit=30, via="engine", db_url=None)
+        Namespace(dataset="longmemeval", data=str(ORACLE), limit=30, via="engine", db_url=None, turns="all")
     )
     overall = summarise([score for score in scores if not score.reported_apart])
     # 30 oracle haystacks measured .868 R@10; a drop below these bounds is a retrieval regression.
     assert overall["n"] >= 25
     assert overall["R@10"] >= 0.8 and overall["MRR"] >= 0.6
+
+
+def test_session_recall_all_needs_every_evidence_session_among_the_first_k_sessions():
+    question = Question("q", {"s1:3", "s4:2"}, "multi-session", False, sessions={"s1", "s4"})
+    # Turns of s2 repeat: the sessions in order are s2, s1, s3, s5, s6, s7, s4, ...
+    ranked = ["s2:0", "s2:1", "s1:3", "s2:5", "s3:0", None, "s5:1", "s6:0", "s7:0", "s4:2", "s8:0"]
+    found = score(question, ranked, 1.0)
+    assert found.sessions_all == {5: 0.0, 10: 1.0}
+    assert found.recall[10] == 1.0 and found.recall[5] == 0.5
+    assert score(question, ranked[:5], 1.0).sessions_all == {5: 0.0, 10: 0.0}

@@ -22,7 +22,8 @@ from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, Sear
 from memvm.engine.paging.levels import collapse
 from memvm.engine.paging.pages import level_tokens
 from memvm.engine.paging.snippets import searched, snippet, window_sql
-from memvm.engine.paging.terms import query_terms
+from memvm.engine.paging.stopwords import STOPWORDS
+from memvm.engine.paging.terms import query_terms, words
 from memvm.engine.storage import fulltext_postgres, fulltext_sqlite
 from memvm.engine.storage.api import Dialect, Reads, Row
 from memvm.engine.storage.fulltext_sqlite import Posting
@@ -30,10 +31,6 @@ from memvm.engine.storage.tokenizer import TERM, Stemmer
 
 _MAX_ID_CANDIDATES = 8
 _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
-
-# BM25's usual constants: term-frequency saturation and length normalisation.
-_K1 = 1.2
-_B = 0.75
 
 # What a hit reports of its page, and at which level the viewer's working set holds it (if it does).
 _HIT_COLUMNS = """p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
@@ -147,24 +144,30 @@ def fulltext(conn: Reads) -> Any:
     return fulltext_postgres if conn.dialect.name == "postgresql" else fulltext_sqlite
 
 
-def _bm25(postings: list[Posting], pages: int, chars: int) -> dict[int, float]:
-    """Each page's BM25 score over `postings`, with the namespace's `pages` and total `chars`.
+def _bm25(
+    postings: list[Posting],
+    collection: tuple[int, int],
+    holding: dict[str, int],
+    weights: dict[str, float],
+    tuning: SearchTuning,
+) -> dict[int, float]:
+    """Each page's BM25 score over `postings`, with the namespace's pages and total characters,
+    each stem on `holding` pages, each stem's part times its weight.
 
     The inverse document frequency is Lucene's, log(1 + (N - n + 0.5) / (n + 0.5)), which stays
     positive: FTS5's floors at 1e-6 a term on more than half the pages, so that in a namespace of
     one to three pages every score was about 1e-6 and their order arbitrary.
     """
-    holding: dict[str, int] = defaultdict(int)
-    for row in postings:
-        holding[row["stem"]] += 1
+    pages, chars = collection
     average = max(1.0, chars / max(1, pages))
+    k1, b = tuning.bm25_k1, tuning.bm25_b
     scores: dict[int, float] = defaultdict(float)
     for row in postings:
         found = holding[row["stem"]]
         idf = math.log(1 + (pages - found + 0.5) / (found + 0.5))
         tf = row["tf"]
-        norm = _K1 * (1 - _B + _B * row["chars"] / average)
-        scores[row["rowid"]] += idf * tf * (_K1 + 1) / (tf + norm)
+        norm = k1 * (1 - b + b * row["chars"] / average)
+        scores[row["rowid"]] += weights.get(row["stem"], 1.0) * idf * tf * (k1 + 1) / (tf + norm)
     return scores
 
 
@@ -297,27 +300,128 @@ async def search_pages(
     pages, chars, in_file = (int(value) for value in collection)
     terms = query_terms(query)
     if terms and len(hits) < limit:
-        ranking = await _ranking(conn, namespace, terms, stemmer, pages, pages == in_file, limit)
-        stems = stemmer.stems(ranking.terms)
-        found = await fulltext(conn).postings(
-            conn, namespace, ranking.terms, stems, stemmer, whole_file=pages == in_file
-        )
-        bm25 = _bm25(found, pages, chars)
-        admitted = {
-            row["rowid"]
-            for row in found
-            if filters.admit(row) and (ranking.within is None or row["rowid"] in ranking.within)
-        }
-        depth = max(tuning.depth, limit)
-        top = sorted(admitted, key=lambda rowid: (-bm25[rowid], rowid))[:depth]
-        if top:
-            candidates = await conn.all(_candidates_sql(tuning.neighbour_reach, len(top)), (*top, namespace))
-            scores = rescore(candidates, bm25, terms, addressed_role(query), tuning)
-            words = _Words(ranking.terms, stems, stemmer)
+        whole_file = pages == in_file
+        ranking = await _ranking(conn, namespace, terms, stemmer, pages, whole_file, limit)
+        asked = _Asked(terms, addressed_role(query), filters, ranking.within, max(tuning.depth, limit))
+        weights = {term: 1.0 for term in ranking.terms}
+        scores = await _scored(conn, namespace, weights, stemmer, (pages, chars, whole_file), asked, tuning)
+        if scores and tuning.feedback_pages:
+            more = await _feedback(conn, namespace, scores, weights, stemmer, (pages, whole_file), tuning)
+            if more:
+                weights |= more
+                scores = await _scored(
+                    conn, namespace, weights, stemmer, (pages, chars, whole_file), asked, tuning
+                )
+        if scores:
+            words = _Words(ranking.terms, stemmer.stems(ranking.terms), stemmer)
             hits += await _dressed(conn, scores, hits, viewer_session, words, limit)
     results = hits[:limit]
     message = None if results else _nothing_found(pages, terms, filters)
     return SearchResult(results=results, total_pages=pages, message=message)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What a search asks besides its words' weights: who it is about, and which pages may answer."""
+
+    terms: list[str]
+    role: Role | None
+    filters: "_Filters"
+    within: set[int] | None
+    depth: int
+
+
+async def _scored(
+    conn: Reads,
+    namespace: str,
+    weights: dict[str, float],
+    stemmer: Stemmer,
+    collection: tuple[int, int, bool],
+    asked: _Asked,
+    tuning: SearchTuning,
+) -> dict[int, float]:
+    """The best `asked.depth` admitted pages by BM25 over the weighted terms, re-scored."""
+    pages, chars, whole_file = collection
+    terms = list(weights)
+    each = stemmer.stem_each(terms)
+    stem_weight: dict[str, float] = {}
+    for term in terms:
+        for stem in each[term]:
+            stem_weight[stem] = max(stem_weight.get(stem, 0.0), weights[term])
+    found = await fulltext(conn).postings(
+        conn, namespace, terms, list(stem_weight), stemmer, whole_file=whole_file
+    )
+    holding: dict[str, int] = defaultdict(int)
+    for row in found:
+        holding[row["stem"]] += 1
+    bm25 = _bm25(found, (pages, chars), holding, stem_weight, tuning)
+    admitted = {
+        row["rowid"]
+        for row in found
+        if asked.filters.admit(row) and (asked.within is None or row["rowid"] in asked.within)
+    }
+    top = sorted(admitted, key=lambda rowid: (-bm25[rowid], rowid))[: asked.depth]
+    if not top:
+        return {}
+    candidates = await conn.all(_candidates_sql(tuning.neighbour_reach, len(top)), (*top, namespace))
+    return rescore(candidates, bm25, asked.terms, asked.role, tuning)
+
+
+_FEEDBACK_TEXTS = "SELECT rowid, content FROM page_search WHERE rowid IN ({marks})"
+
+
+async def _feedback(
+    conn: Reads,
+    namespace: str,
+    scores: dict[int, float],
+    weights: dict[str, float],
+    stemmer: Stemmer,
+    collection: tuple[int, bool],
+    tuning: SearchTuning,
+) -> dict[str, float]:
+    """Words to add to the query, with their weights: those that weigh most in the best pages.
+
+    A word weighs by how much of each of the best pages it makes up, times the page's score as a
+    share of the best one, summed over the pages, times its inverse document frequency. Words on
+    more than COMMON_PAGES pages of a large namespace are left out, as in the first round.
+    """
+    pages, whole_file = collection
+    best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: tuning.feedback_pages]
+    rows = await conn.all(_FEEDBACK_TEXTS.format(marks=", ".join("?" * len(best))), best)
+    top = scores[best[0]] or 1.0
+    asked = set(stemmer.stems(list(weights)))
+    mass: dict[str, float] = defaultdict(float)
+    surface: dict[str, str] = {}
+    for row in rows:
+        found = [
+            w for w in words(row["content"] or "") if len(w) > 2 and w not in STOPWORDS and not w.isdigit()
+        ]
+        if not found:
+            continue
+        each = stemmer.stem_each(found)
+        share = max(0.0, scores[row["rowid"]]) / top / len(found)
+        for word in found:
+            for stem in each[word]:
+                if stem not in asked:
+                    mass[stem] += share
+                    surface.setdefault(stem, word)
+    if not mass:
+        return {}
+    shortlist = sorted(mass, key=lambda stem: -mass[stem])[: tuning.feedback_terms * 3]
+    cap = min(pages, COMMON_PAGES) + 1
+    counts = await fulltext(conn).capped_counts(
+        conn, namespace, [surface[stem] for stem in shortlist], stemmer, whole_file, cap
+    )
+    weighed = {
+        stem: mass[stem] * math.log(1 + (pages - count + 0.5) / (count + 0.5))
+        for stem, count in zip(shortlist, counts, strict=True)
+        if count > 0 and (pages <= COMMON_PAGES or count <= COMMON_PAGES)
+    }
+    chosen = sorted(weighed, key=lambda stem: -weighed[stem])[: tuning.feedback_terms]
+    if not chosen:
+        return {}
+    heaviest = weighed[chosen[0]] or 1.0
+    return {surface[stem]: tuning.feedback_weight * weighed[stem] / heaviest for stem in chosen}
 
 
 def _nothing_found(pages: int, terms: list[str], filters: _Filters) -> str:

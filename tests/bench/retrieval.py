@@ -1,7 +1,7 @@
 """Retrieval benchmark: are a question's evidence turns among the top k pages search_pages returns?
 
     python tests/bench/retrieval.py --dataset locomo --data PATH/locomo_dev.json [--out FILE] [--limit N]
-    python tests/bench/retrieval.py --dataset longmemeval --data PATH/longmemeval_s_dev.json.gz
+    python tests/bench/retrieval.py --dataset longmemeval --data PATH/longmemeval_s_dev.json.gz [--turns user]
 
 Every turn is one page, written through memvm's own ingest path (speaker as the message name),
 into a fresh database per conversation (LoCoMo) or per question haystack (LongMemEval). Each
@@ -12,7 +12,10 @@ of 50 results bounds MRR at rank 50 there (R@k is unaffected). LoCoMo category 5
 questions are reported apart, not in "overall". The data is read from where it lives; it is never
 copied into the project. `--db-url postgresql://...` runs it on PostgreSQL instead of SQLite files:
 a fresh database on that server per conversation or haystack (`--db-url auto`: on a throwaway
-server started on loopback).
+server started on loopback). LongMemEval indexes every turn by default; `--turns user` indexes only the
+user's, its official protocol, and adds its own metric: recall_all@k over sessions (the ranked turns'
+sessions, each counted once where it first appears; 1 when every evidence session is among the
+first k).
 """
 
 import argparse
@@ -39,6 +42,7 @@ from memvm.server.settings import ServerSettings, ToolProfile
 
 NS = "bench"
 KS = (1, 5, 10)
+SESSION_KS = (5, 10)
 MCP_DEPTH = 50  # search_pages returns at most 50 results
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 DEPTH = 100
@@ -62,6 +66,8 @@ class Question:
     evidence: set[str]
     category: str
     reported_apart: bool
+    # The sessions holding the evidence, for LongMemEval's session-level recall_all@k.
+    sessions: set[str] = field(default_factory=set)
 
 
 def locomo(path: Path) -> Iterator[Haystack]:
@@ -93,7 +99,7 @@ def locomo(path: Path) -> Iterator[Haystack]:
         yield haystack
 
 
-def longmemeval(path: Path) -> Iterator[Haystack]:
+def longmemeval(path: Path, user_turns_only: bool = False) -> Iterator[Haystack]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as handle:
         items = json.load(handle)
@@ -103,6 +109,8 @@ def longmemeval(path: Path) -> Iterator[Haystack]:
         for session_id, turns in zip(item["haystack_session_ids"], item["haystack_sessions"], strict=True):
             rows = []
             for index, turn in enumerate(turns):
+                if user_turns_only and turn["role"] != "user":
+                    continue
                 turn_id = f"{session_id}:{index}"
                 role = Role.USER if turn["role"] == "user" else Role.ASSISTANT
                 rows.append((turn_id, role, turn["role"], turn["content"]))
@@ -112,7 +120,15 @@ def longmemeval(path: Path) -> Iterator[Haystack]:
         haystack = Haystack(name=item["question_id"], sessions=sessions)
         if evidence:
             abstention = item["question_id"].endswith("_abs")
-            haystack.questions.append(Question(item["question"], evidence, item["question_type"], abstention))
+            haystack.questions.append(
+                Question(
+                    item["question"],
+                    evidence,
+                    item["question_type"],
+                    abstention,
+                    sessions=set(item.get("answer_session_ids") or []),
+                )
+            )
         yield haystack
 
 
@@ -123,6 +139,8 @@ class Score:
     recall: dict[int, float]
     reciprocal_rank: float
     millis: float
+    # LongMemEval's recall_all@k over sessions (see the module's note); empty for LoCoMo.
+    sessions_all: dict[int, float] = field(default_factory=dict)
 
 
 class Memory(Protocol):
@@ -201,7 +219,13 @@ def score(question: Question, ranked: list[str | None], millis: float) -> Score:
     """R@k and the reciprocal rank of one question, from the turn ids of its results in order."""
     recall = {k: len(question.evidence & set(ranked[:k])) / len(question.evidence) for k in KS}
     first = next((rank for rank, turn in enumerate(ranked, 1) if turn in question.evidence), None)
-    return Score(question.category, question.reported_apart, recall, 1 / first if first else 0.0, millis)
+    sessions_all = {}
+    if question.sessions:
+        sessions = list(dict.fromkeys(turn.rsplit(":", 1)[0] for turn in ranked if turn is not None))
+        sessions_all = {k: float(question.sessions <= set(sessions[:k])) for k in SESSION_KS}
+    return Score(
+        question.category, question.reported_apart, recall, 1 / first if first else 0.0, millis, sessions_all
+    )
 
 
 async def run_haystack(memory: Memory, haystack: Haystack) -> list[Score]:
@@ -221,10 +245,16 @@ def _session_name(session: str) -> str:
 
 def summarise(scores: list[Score]) -> dict[str, Any]:
     times = sorted(score.millis for score in scores)
+    sessions = [s.sessions_all for s in scores if s.sessions_all]
     return {
         "n": len(scores),
         **{f"R@{k}": round(statistics.fmean(s.recall[k] for s in scores), 3) for k in KS},
         "MRR": round(statistics.fmean(s.reciprocal_rank for s in scores), 3),
+        **{
+            f"sessions_all@{k}": round(statistics.fmean(s[k] for s in sessions), 3)
+            for k in SESSION_KS
+            if sessions
+        },
         "p50_ms": round(times[len(times) // 2], 2),
         "p95_ms": round(times[max(0, int(len(times) * 0.95) - 1)], 2),
     }
@@ -241,11 +271,16 @@ def report(dataset: str, scores: list[Score], elapsed: float) -> dict[str, Any]:
         "categories": {name: summarise(group) for name, group in sorted(by_category.items())},
         "seconds": round(elapsed, 1),
     }
-    print(f"{'set':<34} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'p50 ms':>8} {'p95 ms':>8}")
+    by_session = "sessions_all@5" in result["overall"]
+    extra = f" {'S-all@5':>8} {'S-all@10':>8}" if by_session else ""
+    print(
+        f"{'set':<34} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'p50 ms':>8} {'p95 ms':>8}{extra}"
+    )
     for name, row in [("overall", result["overall"]), *result["categories"].items()]:
+        sessions = f" {row['sessions_all@5']:>8.3f} {row['sessions_all@10']:>8.3f}" if by_session else ""
         print(
             f"{name:<34} {row['n']:>5} {row['R@1']:>6.3f} {row['R@5']:>6.3f} {row['R@10']:>6.3f} "
-            f"{row['MRR']:>6.3f} {row['p50_ms']:>8.2f} {row['p95_ms']:>8.2f}"
+            f"{row['MRR']:>6.3f} {row['p50_ms']:>8.2f} {row['p95_ms']:>8.2f}{sessions}"
         )
     return result
 
@@ -280,8 +315,11 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 
 async def measure(arguments: argparse.Namespace) -> tuple[list[Score], float]:
-    loader = locomo if arguments.dataset == "locomo" else longmemeval
-    haystacks = list(loader(Path(arguments.data)))[: arguments.limit or None]
+    if arguments.dataset == "locomo":
+        haystacks = list(locomo(Path(arguments.data)))
+    else:
+        haystacks = list(longmemeval(Path(arguments.data), user_turns_only=arguments.turns == "user"))
+    haystacks = haystacks[: arguments.limit or None]
     started = time.perf_counter()
     scores: list[Score] = []
     databases = None
@@ -305,14 +343,21 @@ def main(argv: list[str]) -> None:
     arguments = parse(argv)
     scores, elapsed = anyio.run(measure, arguments)
     backend = "postgresql" if arguments.db_url else "sqlite"
-    result = report(f"{arguments.dataset} via {arguments.via} on {backend}", scores, elapsed)
-    out = Path(arguments.out or Path(__file__).parent / "out" / f"retrieval-{arguments.dataset}.json")
+    turns = " (user turns)" if arguments.turns == "user" else ""
+    result = report(f"{arguments.dataset}{turns} via {arguments.via} on {backend}", scores, elapsed)
+    name = arguments.dataset + ("-user-turns" if arguments.turns == "user" else "")
+    out = Path(arguments.out or Path(__file__).parent / "out" / f"retrieval-{name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1), encoding="utf-8")
     plot(result, out.with_suffix(".png"))
     overall = result["overall"]
+    sessions = "".join(
+        f" sessions_all@{k}={overall[f'sessions_all@{k}']:.3f}"
+        for k in SESSION_KS
+        if f"sessions_all@{k}" in overall
+    )
     print(
-        f"overall R@5={overall['R@5']:.3f} R@10={overall['R@10']:.3f} MRR={overall['MRR']:.3f} "
+        f"overall R@5={overall['R@5']:.3f} R@10={overall['R@10']:.3f} MRR={overall['MRR']:.3f}{sessions} "
         f"p95_ms={overall['p95_ms']:.2f} n={overall['n']}"
     )
 
@@ -326,6 +371,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="JSON result file (default tests/bench/out/retrieval-<dataset>.json); the plot beside it",
     )
     parser.add_argument("--limit", type=int, default=0, help="only the first N conversations or haystacks")
+    parser.add_argument(
+        "--turns",
+        choices=["all", "user"],
+        default="all",
+        help="LongMemEval: index every turn, or only the user's (its official protocol)",
+    )
     parser.add_argument(
         "--via", choices=["engine", "mcp"], default="engine", help="in process, or through the MCP client"
     )

@@ -188,6 +188,44 @@ async def test_the_neighbour_bonus_shrinks_for_pages_that_stand_on_their_own(ope
     assert plain["The one fr"] < scaled["The one fr"] < unscaled["The one fr"]
 
 
+async def test_a_second_round_finds_a_page_through_the_words_of_the_best_matches(engine):
+    # "violin" is asked; the best match also says "orchestra" and "rehearsal", and a page that
+    # never says "violin" but shares those is found only by the second round.
+    await engine.remember(
+        namespace=NS,
+        session="a",
+        page=note("My violin needs new strings before the orchestra rehearsal."),
+        key="asked",
+    )
+    await engine.remember(
+        namespace=NS,
+        session="b",
+        page=note("The orchestra rehearsal moved to Thursday evening."),
+        key="related",
+    )
+    for n in range(8):
+        await engine.remember(namespace=NS, session=f"c{n}", page=note(f"Groceries list number {n}: bread."))
+    one_round = await search_tuned(engine, "violin", SearchTuning())
+    assert [hit.page_id for hit in one_round] == ["asked"]
+    two_rounds = await search_tuned(engine, "violin", SearchTuning(feedback_pages=1, feedback_terms=5))
+    assert [hit.page_id for hit in two_rounds] == ["asked", "related"]
+    assert two_rounds[0].score > two_rounds[1].score  # an asked word outweighs the words it brought
+
+
+async def test_bm25_length_normalisation_decides_between_a_short_and_a_long_match(engine):
+    short = "Kayak trip."
+    long = "Kayak trip with " + long_text("river", 6) + " kayak again."
+    await engine.remember(namespace=NS, session="s", page=note(short), key="short")
+    await engine.remember(namespace=NS, session="s", page=note(long), key="long")
+    for n in range(4):
+        await engine.remember(namespace=NS, session=f"o{n}", page=note(f"Unrelated note {n}."))
+    plain = {"neighbour_weight": 0.0, "session_weight": 0.0}
+    normalised = await search_tuned(engine, "kayak", SearchTuning(**plain))
+    assert [hit.page_id for hit in normalised] == ["short", "long"]
+    unnormalised = await search_tuned(engine, "kayak", SearchTuning(**plain, bm25_b=0.0))
+    assert [hit.page_id for hit in unnormalised] == ["long", "short"]  # two occurrences beat one
+
+
 async def test_a_query_in_the_first_person_prefers_what_the_user_said():
     assert addressed_role("What is the name of my cat?") is Role.USER
     assert addressed_role("Which hotel did you recommend?") is Role.ASSISTANT
@@ -268,7 +306,11 @@ async def test_a_speaker_the_query_names_lifts_that_speakers_pages(open_engine):
     # line is shorter and would win without the boost.
     engine = await open_engine()
     lines = [
-        said("Caroline", "I painted a sunrise over the lake last weekend with my new brushes."),
+        said(
+            "Caroline",
+            "I painted a sunrise over the lake last weekend with my new brushes, then cleaned them "
+            "for an hour in the garden shed before dinner.",
+        ),
         said("Melanie", "I painted the fence."),
         *[said("Caroline", f"The weather was lovely on day {n}.") for n in range(3)],
         *[said("Melanie", f"The dog slept all of day {n}.") for n in range(3)],
