@@ -15,16 +15,16 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
 from memvm.engine.config import SearchTuning
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
+from memvm.engine.paging import tiers
 from memvm.engine.paging.levels import collapse
 from memvm.engine.paging.pages import level_tokens
 from memvm.engine.paging.snippets import searched, snippet, window_sql
 from memvm.engine.paging.stopwords import STOPWORDS
 from memvm.engine.paging.terms import query_terms, words
-from memvm.engine.storage import fulltext_postgres, fulltext_sqlite
+from memvm.engine.paging.tiers import bounded_postings, fulltext
 from memvm.engine.storage.api import Dialect, Reads, Row
 from memvm.engine.storage.fulltext_sqlite import Posting
 from memvm.engine.storage.tokenizer import TERM, Stemmer
@@ -92,56 +92,11 @@ EXACT_ID_SCORE = 1_000_000.0
 
 DEFAULT_TUNING = SearchTuning()
 
-# Scoring reads every occurrence of every term it ranks by, so in a large namespace a term on
-# thousands of pages costs most of a search while it weighs least (its inverse document frequency
-# is low). Such terms are left out of the ranking when the query has rarer ones. A query of
-# common terms only is ranked by its least common ones, as many as fit in POSTINGS occurrences'
-# pages (at least one), over the pages holding all of its terms when there are enough of those.
-# Namespaces of up to COMMON_PAGES pages, and queries without a common term, are ranked on every
-# term.
-COMMON_PAGES = 500
-POSTINGS = 2_000
 # The namespace's pages and their total length (BM25's collection statistics), and the file's pages.
 _COLLECTION = """
 SELECT coalesce(sum(pages) FILTER (WHERE namespace = ?1), 0), coalesce(sum(chars) FILTER (WHERE namespace = ?1), 0),
        coalesce(sum(pages), 0)
 FROM page_counts"""
-
-
-@dataclass(frozen=True)
-class _Ranking:
-    """The terms to score by, and, for a query of common terms only, the pages to score."""
-
-    terms: list[str]
-    within: set[int] | None
-
-
-async def _ranking(
-    conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer, total: int, whole_file: bool, limit: int
-) -> _Ranking:
-    """The terms to rank by: every one, unless common terms make that slow (above)."""
-    if total <= COMMON_PAGES:
-        return _Ranking(terms, None)
-    index = fulltext(conn)
-    counts = await index.capped_counts(conn, namespace, terms, stemmer, whole_file, COMMON_PAGES + 1)
-    rare = [term for term, count in zip(terms, counts, strict=True) if count <= COMMON_PAGES]
-    if rare:
-        return _Ranking(rare, None)
-    counts = await index.capped_counts(conn, namespace, terms, stemmer, whole_file, POSTINGS + 1)
-    chosen: list[str] = []
-    postings = 0
-    for count, term in sorted(zip(counts, terms, strict=True), key=lambda pair: pair[0]):
-        if chosen and postings + count > POSTINGS:
-            break
-        chosen.append(term)
-        postings += count
-    found = await index.holding_all(conn, namespace, terms, stemmer)
-    return _Ranking([term for term in terms if term in chosen], found if len(found) >= limit else None)
-
-
-def fulltext(conn: Reads) -> Any:
-    """The full-text index statements of the transaction's backend."""
-    return fulltext_postgres if conn.dialect.name == "postgresql" else fulltext_sqlite
 
 
 def _bm25(
@@ -301,9 +256,8 @@ async def search_pages(
     terms = query_terms(query)
     if terms and len(hits) < limit:
         whole_file = pages == in_file
-        ranking = await _ranking(conn, namespace, terms, stemmer, pages, whole_file, limit)
-        asked = _Asked(terms, addressed_role(query), filters, ranking.within, max(tuning.depth, limit))
-        weights = {term: 1.0 for term in ranking.terms}
+        asked = _Asked(terms, addressed_role(query), filters, limit, max(tuning.depth, limit))
+        weights = {term: 1.0 for term in terms}
         scores = await _scored(conn, namespace, weights, stemmer, (pages, chars, whole_file), asked, tuning)
         if scores and tuning.feedback_pages:
             more = await _feedback(conn, namespace, scores, weights, stemmer, (pages, whole_file), tuning)
@@ -313,7 +267,7 @@ async def search_pages(
                     conn, namespace, weights, stemmer, (pages, chars, whole_file), asked, tuning
                 )
         if scores:
-            words = _Words(ranking.terms, stemmer.stems(ranking.terms), stemmer)
+            words = _Words(terms, stemmer.stems(terms), stemmer)
             hits += await _dressed(conn, scores, hits, viewer_session, words, limit)
     results = hits[:limit]
     message = None if results else _nothing_found(pages, terms, filters)
@@ -327,7 +281,7 @@ class _Asked:
     terms: list[str]
     role: Role | None
     filters: "_Filters"
-    within: set[int] | None
+    limit: int
     depth: int
 
 
@@ -348,18 +302,19 @@ async def _scored(
     for term in terms:
         for stem in each[term]:
             stem_weight[stem] = max(stem_weight.get(stem, 0.0), weights[term])
-    found = await fulltext(conn).postings(
-        conn, namespace, terms, list(stem_weight), stemmer, whole_file=whole_file
-    )
-    holding: dict[str, int] = defaultdict(int)
-    for row in found:
-        holding[row["stem"]] += 1
+    if pages > tiers.EXACT_PAGES:
+        found, holding = await bounded_postings(
+            conn, namespace, terms, stemmer, (pages, whole_file), asked.limit
+        )
+    else:
+        found = await fulltext(conn).postings(
+            conn, namespace, terms, list(stem_weight), stemmer, whole_file=whole_file
+        )
+        holding = defaultdict(int)
+        for row in found:
+            holding[row["stem"]] += 1
     bm25 = _bm25(found, (pages, chars), holding, stem_weight, tuning)
-    admitted = {
-        row["rowid"]
-        for row in found
-        if asked.filters.admit(row) and (asked.within is None or row["rowid"] in asked.within)
-    }
+    admitted = {row["rowid"] for row in found if asked.filters.admit(row)}
     top = sorted(admitted, key=lambda rowid: (-bm25[rowid], rowid))[: asked.depth]
     if not top:
         return {}
@@ -383,7 +338,7 @@ async def _feedback(
 
     A word weighs by how much of each of the best pages it makes up, times the page's score as a
     share of the best one, summed over the pages, times its inverse document frequency. Words on
-    more than COMMON_PAGES pages of a large namespace are left out, as in the first round.
+    more than tiers.POSTINGS pages of a large namespace are left out (see tiers).
     """
     pages, whole_file = collection
     best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: tuning.feedback_pages]
@@ -408,14 +363,14 @@ async def _feedback(
     if not mass:
         return {}
     shortlist = sorted(mass, key=lambda stem: -mass[stem])[: tuning.feedback_terms * 3]
-    cap = min(pages, COMMON_PAGES) + 1
+    cap = min(pages, tiers.POSTINGS) + 1
     counts = await fulltext(conn).capped_counts(
         conn, namespace, [surface[stem] for stem in shortlist], stemmer, whole_file, cap
     )
     weighed = {
         stem: mass[stem] * math.log(1 + (pages - count + 0.5) / (count + 0.5))
         for stem, count in zip(shortlist, counts, strict=True)
-        if count > 0 and (pages <= COMMON_PAGES or count <= COMMON_PAGES)
+        if count > 0 and (pages <= tiers.EXACT_PAGES or count <= tiers.POSTINGS)
     }
     chosen = sorted(weighed, key=lambda stem: -weighed[stem])[: tuning.feedback_terms]
     if not chosen:

@@ -1,7 +1,7 @@
 """The FTS5 index, read for BM25: which pages hold a query's terms, and how often.
 
-Search computes BM25 itself from these (paging/search.py); the PostgreSQL backend answers the same
-three questions from its own postings table (fulltext_postgres.py).
+Search computes BM25 itself from these (paging/search.py, paging/tiers.py); the PostgreSQL backend
+answers the same questions from its own postings table (fulltext_postgres.py).
 
 Term frequencies: how often each of a query's stems occurs in each of a namespace's pages.
 
@@ -16,6 +16,7 @@ tokenizer. Either way costs at most about what the namespace itself holds, and t
 the same: which way is taken never changes a score, so a tenant cannot tell what others store.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -23,6 +24,18 @@ from memvm.engine.storage.api import Reads
 from memvm.engine.storage.tokenizer import Stemmer, match_expression
 
 Posting = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Pages a search ranks: those holding all (`every`) or any of `terms`, none older than
+    `floor` (a rowid); `rowids` are they."""
+
+    terms: list[str]
+    every: bool
+    floor: int
+    rowids: list[int]
+
 
 # Below this many occurrences in the file, counting them one by one is cheap whoever holds them.
 FEW_OCCURRENCES = 10_000
@@ -59,10 +72,24 @@ SELECT (SELECT count(*) FROM (
     WHERE pages_fts MATCH ? AND p.namespace = ? LIMIT {cap}))"""
 _CAPPED_IN_FILE = """
 SELECT (SELECT count(*) FROM (SELECT 1 FROM pages_fts WHERE pages_fts MATCH ? AND ? IS NOT NULL LIMIT {cap}))"""
-# The namespace's pages holding every one of some terms.
-_ALL_OF = """
+# The newest `cap` of the namespace's pages holding a match: how many, and the oldest of them. The
+# index walks its postings newest first and stops there.
+_NEWEST_COUNT = """
+SELECT count(*), min(rowid) FROM (
+    SELECT pages_fts.rowid AS rowid FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
+    WHERE pages_fts MATCH ? AND p.namespace = ? ORDER BY pages_fts.rowid DESC LIMIT {cap})"""
+# The same when the namespace holds every page of the file: the index alone answers.
+_NEWEST_COUNT_IN_FILE = """
+SELECT count(*), min(rowid) FROM (
+    SELECT rowid FROM pages_fts WHERE pages_fts MATCH ? AND ? IS NOT NULL ORDER BY rowid DESC LIMIT {cap})"""
+_NEWEST = """
+SELECT p.rowid, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned
+FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
+WHERE pages_fts MATCH ? AND p.namespace = ? ORDER BY pages_fts.rowid DESC LIMIT {count}"""
+# Pages holding a match no older than a rowid: the index skips to it.
+_SINCE = """
 SELECT pages_fts.rowid FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
-WHERE pages_fts MATCH ? AND p.namespace = ?"""
+WHERE pages_fts MATCH ? AND p.namespace = ? AND pages_fts.rowid >= ?"""
 
 
 async def capped_counts(
@@ -77,10 +104,35 @@ async def capped_counts(
     return [int(row[0]) for row in rows]
 
 
-async def holding_all(conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer) -> set[int]:
-    """The namespace's pages holding every one of `terms`."""
-    together = " AND ".join(match_expression([term]) for term in terms)
-    return {row[0] for row in await conn.all(_ALL_OF, (together, namespace))}
+async def newest_counts(
+    conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer, cap: int, whole_file: bool
+) -> list[tuple[int, int | None]]:
+    """Each term's page count in the namespace counted no further than `cap`, and, when it
+    reaches `cap`, the oldest of the newest `cap` pages holding it; in one trip."""
+    counted = _NEWEST_COUNT_IN_FILE if whole_file else _NEWEST_COUNT
+    sql = " UNION ALL ".join([counted.format(cap=int(cap))] * len(terms))
+    rows = await conn.all(sql, [value for term in terms for value in (match_expression([term]), namespace)])
+    return [(int(row[0]), int(row[1]) if int(row[0]) >= cap else None) for row in rows]
+
+
+async def newest_holding(
+    conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer, count: int
+) -> list[Posting]:
+    """The namespace's newest `count` pages holding every one of `terms`, as postings without a
+    stem: (rowid, chars, type, modality, session, pinned)."""
+    query = " AND ".join(match_expression([term]) for term in terms)
+    return [dict(row) for row in await conn.all(_NEWEST.format(count=int(count)), (query, namespace))]
+
+
+async def holding_among(
+    conn: Reads, namespace: str, term: str, stemmer: Stemmer, among: Candidates
+) -> set[int]:
+    """Which of the pages `among` hold `term`: a match of the two together, which the index
+    answers by skipping through the longer postings, never by reading them."""
+    joined = " AND " if among.every else " OR "
+    group = "(" + joined.join(match_expression([t]) for t in among.terms) + ")"
+    rows = await conn.all(_SINCE, (f"{group} AND {match_expression([term])}", namespace, among.floor))
+    return {int(row[0]) for row in rows}
 
 
 async def postings(

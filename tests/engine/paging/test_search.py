@@ -3,7 +3,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memvm.engine.config import SearchTuning
 from memvm.engine.models import IngestMessage, PageType, Role, SearchHit, SearchScope
-from memvm.engine.paging import search
+from memvm.engine.paging import tiers
 from memvm.engine.paging.search import EXACT_ID_SCORE, addressed_role, search_pages
 from memvm.engine.paging.terms import query_terms
 from memvm.engine.storage.tokenizer import match_expression
@@ -260,22 +260,22 @@ async def test_files_from_before_the_speaker_index_get_it_when_migrated(open_eng
     assert [hit.snippet for hit in found.results] == ["Opened a dance studio."]
 
 
-async def test_in_a_large_namespace_common_terms_give_way_to_rarer_ones(engine, monkeypatch):
-    # Six pages say "weather"; one says "zeppelin". Past the threshold, "weather" no longer ranks.
-    monkeypatch.setattr(search, "COMMON_PAGES", 5)
+async def test_in_a_large_namespace_common_terms_count_only_on_the_pages_of_rarer_ones(engine, monkeypatch):
+    # Past EXACT_PAGES the rarest terms are read whole, as many as fit in POSTINGS pages:
+    # "zeppelin" (2 pages) fits, "weather" (7) does not, and counts only on the zeppelin pages.
+    monkeypatch.setattr(tiers, "EXACT_PAGES", 5)
+    monkeypatch.setattr(tiers, "POSTINGS", 3)
     for n in range(6):
         await engine.remember(
             namespace=NS, session="s", page=note(f"The weather report number {n}, weather again.")
         )
-    await engine.remember(namespace=NS, session="s", page=note("A zeppelin flew over."), key="zeppelin")
-    found = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=3)
-    assert [hit.page_id for hit in found.results] == ["zeppelin"]  # the weather pages are not ranked
-    # With only common terms, the pages holding all of them are ranked.
-    both = await engine.search(namespace=NS, session="s", query="weather report", limit=3)
-    assert len(both.results) == 3 and all("weather report" in hit.snippet for hit in both.results)
-    monkeypatch.setattr(search, "COMMON_PAGES", 2_000)
-    exact = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=3)
-    assert len(exact.results) == 3 and "zeppelin" in [hit.page_id for hit in exact.results]
+    await engine.remember(namespace=NS, session="z1", page=note("A zeppelin flew over."), key="airship")
+    await engine.remember(namespace=NS, session="z2", page=note("A zeppelin in bad weather."), key="both")
+    found = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=5)
+    assert [hit.page_id for hit in found.results] == ["both", "airship"]
+    monkeypatch.setattr(tiers, "EXACT_PAGES", 2_000)  # ranked on every page: the weather pages too
+    exact = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=5)
+    assert len(exact.results) == 5 and exact.results[0].page_id == "both"
 
 
 async def test_a_match_in_a_session_that_matches_well_outranks_an_equal_one_elsewhere(open_engine):
@@ -420,24 +420,25 @@ async def test_an_empty_result_says_why_and_what_to_try(engine):
     assert found.results and found.message is None
 
 
-async def test_a_query_of_common_terms_only_ranks_by_its_least_common_ones(engine, monkeypatch):
-    # Past the threshold every term is common; the postings budget takes the rarest ("harbour",
-    # on 6 pages) and leaves "ferry" (on 12) out of the scores.
-    monkeypatch.setattr(search, "COMMON_PAGES", 5)
-    monkeypatch.setattr(search, "POSTINGS", 8)
+async def test_a_query_of_common_terms_only_ranks_the_newest_pages_holding_all_of_them(engine, monkeypatch):
+    monkeypatch.setattr(tiers, "EXACT_PAGES", 5)
+    monkeypatch.setattr(tiers, "POSTINGS", 3)
+    monkeypatch.setattr(tiers, "CANDIDATES", 4)
     for n in range(6):
-        await engine.remember(namespace=NS, session="s", page=note(f"The ferry number {n} is late."))
+        await engine.remember(
+            namespace=NS, session="s", page=note(f"The ferry number {n} is late."), key=f"late-{n}"
+        )
     for n in range(6):
-        await engine.remember(namespace=NS, session="s", page=note(f"The ferry {n} left the harbour."))
-    found = await engine.search(namespace=NS, session="s", query="ferry harbour", limit=5)
-    assert len(found.results) == 5 and all("harbour" in hit.snippet for hit in found.results)
-    # No page holds all three: the scores come from "late" (on 6 pages, first of the two rarest),
-    # and "harbour" would pass the budget; "ferry" is not scored.
-    alone = await engine.search(namespace=NS, session="s", query="ferry late harbour", limit=5)
-    assert len(alone.results) == 5 and all("late" in hit.snippet for hit in alone.results)
-    monkeypatch.setattr(search, "POSTINGS", 12)
-    both = await engine.search(namespace=NS, session="s", query="ferry late harbour", limit=12)
-    assert len(both.results) == 12
+        await engine.remember(
+            namespace=NS, session="s", page=note(f"The ferry {n} left the harbour."), key=f"harbour-{n}"
+        )
+    # "ferry" (12 pages) and "harbour" (6) are both past the budget: the newest 4 holding both.
+    found = await engine.search(namespace=NS, session="s", query="ferry harbour", limit=10)
+    assert {hit.page_id for hit in found.results} == {f"harbour-{n}" for n in range(2, 6)}
+    # No page holds all three words: then the newest holding two of them, pair by pair.
+    mixed = await engine.search(namespace=NS, session="s", query="ferry late harbour", limit=5)
+    newest = {f"late-{n}" for n in range(2, 6)} | {f"harbour-{n}" for n in range(2, 6)}
+    assert len(mixed.results) == 5 and {hit.page_id for hit in mixed.results} <= newest
 
 
 async def test_pinned_only_finds_a_pinned_page_ranked_below_the_limit(engine):
