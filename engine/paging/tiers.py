@@ -70,7 +70,9 @@ async def bounded_postings(
     holding: dict[str, int] = defaultdict(int)
     found: list[Posting] = []
     if rare:
-        found = await index.postings(conn, namespace, rare, stemmer.stems(rare), stemmer, whole_file=False)
+        found = await index.postings(
+            conn, namespace, rare, stemmer.stems(rare), stemmer, whole_file=whole_file
+        )
         for row in found:
             holding[row["stem"]] += 1
         pages_of = {row["rowid"]: row for row in found}
