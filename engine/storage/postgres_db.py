@@ -162,8 +162,13 @@ class Writes(Reads, api.Writes):
         if not batch:
             return
         try:
-            async with self._conn.cursor() as cursor:
-                await cursor.executemany(text, [{f"p{i + 1}": row[i] for i in order} for row in batch])
+            # psycopg runs executemany in pipeline mode, which a cancellation in mid-flight leaves
+            # broken (an AssertionError from its own bookkeeping, not the cancellation). So the
+            # statement finishes, shielded, and the cancellation lands at the next step, where the
+            # transaction is rolled back as for any other.
+            with anyio.CancelScope(shield=True):
+                async with self._conn.cursor() as cursor:
+                    await cursor.executemany(text, [{f"p{i + 1}": row[i] for i in order} for row in batch])
         except psycopg.Error as exc:
             _raise_translated(exc)
             raise
