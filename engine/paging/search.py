@@ -24,7 +24,7 @@ from memvm.engine.paging.pages import level_tokens
 from memvm.engine.paging.snippets import searched, snippet, window_sql
 from memvm.engine.paging.stopwords import STOPWORDS
 from memvm.engine.paging.terms import query_terms, words
-from memvm.engine.paging.tiers import bounded_postings, fulltext
+from memvm.engine.paging.tiers import bounded_postings, fulltext, pages_holding
 from memvm.engine.storage.api import Dialect, Reads, Row
 from memvm.engine.storage.fulltext_sqlite import Posting
 from memvm.engine.storage.tokenizer import TERM, Stemmer
@@ -310,9 +310,7 @@ async def _scored(
         found = await fulltext(conn).postings(
             conn, namespace, terms, list(stem_weight), stemmer, whole_file=whole_file
         )
-        holding = defaultdict(int)
-        for row in found:
-            holding[row["stem"]] += 1
+        holding = pages_holding(found)
     bm25 = _bm25(found, (pages, chars), holding, stem_weight, tuning)
     admitted = {row["rowid"] for row in found if asked.filters.admit(row)}
     top = sorted(admitted, key=lambda rowid: (-bm25[rowid], rowid))[: asked.depth]

@@ -46,6 +46,14 @@ def fulltext(conn: Reads) -> Any:
     return fulltext_postgres if conn.dialect.name == "postgresql" else fulltext_sqlite
 
 
+def pages_holding(postings: list[Posting]) -> dict[str, int]:
+    """How many pages of `postings` hold each stem: a stem's page count when they are all of its."""
+    holding: dict[str, int] = defaultdict(int)
+    for row in postings:
+        holding[row["stem"]] += 1
+    return holding
+
+
 async def bounded_postings(
     conn: Reads,
     namespace: str,
@@ -67,18 +75,16 @@ async def bounded_postings(
         rare.append(term)
         read += counted[term]
     common = [term for term in terms if counted[term] and term not in rare]
-    holding: dict[str, int] = defaultdict(int)
     found: list[Posting] = []
     if rare:
         found = await index.postings(
             conn, namespace, rare, stemmer.stems(rare), stemmer, whole_file=whole_file
         )
-        for row in found:
-            holding[row["stem"]] += 1
         pages_of = {row["rowid"]: row for row in found}
         groups = [Candidates(rare, every=False, floor=0, rowids=list(pages_of))]
     else:
         groups, pages_of = await _common_only(conn, namespace, common, stemmer, limit)
+    holding = pages_holding(found)
     if not pages_of:
         return [], {}
     each = stemmer.stem_each(common)
