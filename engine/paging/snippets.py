@@ -69,8 +69,11 @@ def snippet(window: str, at: int, stems: Sequence[str], stemmer: Stemmer) -> str
         found = found[:-1]
     if not found:
         return ""
-    stemmed = stemmer.stem_each([match.group().lower() for match in found])
-    words = [_Word(m.start(), m.end(), stemmed[m.group().lower()]) for m in found]
+    lowered = [match.group().lower() for match in found]
+    # Only a word that can stem to a query's stem is stemmed (most of a window's words cannot).
+    heads = {_head(stem) for stem in stems}
+    stemmed = stemmer.stem_each([word for word in lowered if _may_stem_to(word, heads)])
+    words = [_Word(m.start(), m.end(), stemmed.get(word, ())) for m, word in zip(found, lowered, strict=True)]
     wanted = set(stems)
     first = _best_start(words, wanted)
     chosen = words[first : first + SPAN_WORDS]
@@ -79,6 +82,25 @@ def snippet(window: str, at: int, stems: Sequence[str], stemmer: Stemmer) -> str
     to_end = first + SPAN_WORDS >= len(words) and len(window) < WINDOW_CHARS
     text = window[0 if from_start else chosen[0].start : len(window) if to_end else chosen[-1].end]
     return ("" if from_start else ELLIPSIS) + text + ("" if to_end else ELLIPSIS)
+
+
+def _head(word: str) -> str:
+    """A word's first two characters as its stem keeps them.
+
+    The Porter stemmer rewrites only a word's ending; the one rewrite that can reach its second
+    character is a final y becoming i ("eyed" stems to "ei"), so y and i are the same here (checked
+    against the stems of 117,000 English words).
+    """
+    return word[:2].replace("y", "i")
+
+
+def _may_stem_to(word: str, heads: set[str]) -> bool:
+    """Whether `word` (lower-cased) can have a stem whose head is in `heads`.
+
+    A word with letters outside ASCII is always stemmed: the tokenizer folds diacritics first
+    ("éclair" stems to "eclair"), which no test on the raw word could follow.
+    """
+    return not word.isascii() or _head(word) in heads or word[:1] in heads
 
 
 def _best_start(words: list[_Word], wanted: set[str]) -> int:

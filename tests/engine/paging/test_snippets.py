@@ -32,6 +32,24 @@ def test_the_span_holds_the_most_query_stems_and_marks_what_it_leaves_out(stemme
     assert len(found.strip(ELLIPSIS).split()) == SPAN_WORDS
 
 
+@pytest.mark.parametrize(
+    ("word", "stem"),
+    [
+        ("eyed", "ei"),  # the stem's y became i at the second character
+        ("Éclair", "eclair"),  # the tokenizer folds the diacritic before stemming
+        ("Running", "run"),
+        ("7", "7"),
+    ],
+)
+def test_a_word_is_found_by_its_stem_however_the_stemmer_changed_its_start(stemmer, word, stem):
+    # Only words that can stem to a query's stem are stemmed: the test for "can" must keep every
+    # word whose stem matches, however far the stemmer reached into it.
+    assert stemmer.stems([word.lower()]) == [stem]
+    filler = " ".join(f"word{i}" for i in range(60))
+    found = snippet(f"{filler} a {word} b {filler}", 1, [stem], stemmer)
+    assert f" a {word} b " in found and found.startswith(ELLIPSIS)
+
+
 def test_a_window_cut_mid_word_drops_the_broken_words(stemmer):
     window = "ttle boiled over " * 100
     found = snippet(window[:WINDOW_CHARS], 500, ["boil"], stemmer)
