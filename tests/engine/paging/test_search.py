@@ -1,3 +1,6 @@
+import math
+from collections import Counter, defaultdict
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -224,6 +227,48 @@ async def test_bm25_length_normalisation_decides_between_a_short_and_a_long_matc
     assert [hit.page_id for hit in normalised] == ["short", "long"]
     unnormalised = await search_tuned(engine, "kayak", SearchTuning(**plain, bm25_b=0.0))
     assert [hit.page_id for hit in unnormalised] == ["long", "short"]  # two occurrences beat one
+
+
+async def test_each_pages_score_is_bm25_over_its_counts_and_the_namespaces_statistics(engine):
+    # BM25 with Lucene's inverse document frequency, over the namespace's own statistics.
+    texts = {
+        "a": "Kayak trip to the lake.",
+        "b": "Kayak, kayak and a canoe on the lake; " + "paddles " * 20,
+        "c": "A canoe.",
+        "d": "Nothing to see.",
+    }
+    counts = {"a": {"kayak": 1, "lake": 1}, "b": {"kayak": 2, "canoe": 1, "lake": 1}, "c": {"canoe": 1}}
+    for key, text in texts.items():
+        await engine.remember(namespace=NS, session="s", page=note(text), key=key)
+    tuning = SearchTuning(neighbour_weight=0.0, session_weight=0.0)
+    hits = await search_tuned(engine, "kayak lake canoe", tuning)
+    async with engine.db.read() as conn:
+        rowids = {
+            row["page_id"]: (row["rowid"], row["search_chars"])
+            for row in await conn.all(
+                "SELECT page_id, rowid, search_chars FROM pages WHERE namespace = ?", (NS,)
+            )
+        }
+        total = await conn.one("SELECT sum(pages), sum(chars) FROM page_counts WHERE namespace = ?", (NS,))
+    pages, chars = int(total[0]), int(total[1])
+    stem = dict(
+        zip(["kayak", "lake", "canoe"], engine.stemmer.stems(["kayak", "lake", "canoe"]), strict=True)
+    )
+    postings = [
+        {"rowid": rowids[key][0], "stem": stem[word], "tf": tf, "chars": rowids[key][1]}
+        for key, words in counts.items()
+        for word, tf in words.items()
+    ]
+    holding = Counter(row["stem"] for row in postings)
+    k1, b, average = tuning.bm25_k1, tuning.bm25_b, chars / pages
+    expected: dict[int, float] = defaultdict(float)
+    for row in postings:
+        idf = math.log(1 + (pages - holding[row["stem"]] + 0.5) / (holding[row["stem"]] + 0.5))
+        norm = k1 * (1 - b + b * row["chars"] / average)
+        expected[row["rowid"]] += idf * row["tf"] * (k1 + 1) / (row["tf"] + norm)
+    assert {hit.page_id: hit.score for hit in hits} == {
+        key: round(expected[rowids[key][0]], 6) for key in counts
+    }
 
 
 async def test_a_query_in_the_first_person_prefers_what_the_user_said():
