@@ -57,6 +57,9 @@ class SearchTuning(BaseModel):
     feedback_pages: int = Field(0, ge=0, le=50)
     feedback_terms: int = Field(10, ge=1, le=50)
     feedback_weight: float = Field(0.3, ge=0.0, le=2.0)
+    # A query that names a stretch of time counted back from now ("10 days ago", "last Tuesday":
+    # paging/when.py) lifts the pages written in it by this share of their score.
+    time_boost: float = Field(0.0, ge=0.0, le=5.0)
 
 
 class EngineConfig(BaseModel):

@@ -218,6 +218,7 @@ class Engine:
                 pinned_only=pinned_only,
                 tuning=self.config.search,
                 stemmer=self.stemmer,
+                now=self.clock.now(),
             )
 
     async def begin_turn(self, *, namespace: str, session: str) -> TurnResult:

@@ -25,6 +25,7 @@ from memvm.engine.paging.snippets import searched, snippet, window_sql
 from memvm.engine.paging.stopwords import STOPWORDS
 from memvm.engine.paging.terms import query_terms, words
 from memvm.engine.paging.tiers import bounded_postings, fulltext, pages_holding
+from memvm.engine.paging.when import time_window
 from memvm.engine.storage.api import Dialect, Reads, Row
 from memvm.engine.storage.fulltext_sqlite import Posting
 from memvm.engine.storage.tokenizer import TERM, Stemmer
@@ -44,7 +45,7 @@ _MAPPED_IN_VIEWER = (
 # `|| ''` keeps the namespace a filter on the rows found by rowid: as an index search it made
 # SQLite walk the namespace's pages instead (30 ms at 100,000 pages).
 _CANDIDATES = """
-SELECT p.rowid, p.session, p.speaker, p.role, p.tokens_full{neighbours}
+SELECT p.rowid, p.session, p.speaker, p.role, p.tokens_full, p.created_at{neighbours}
 FROM pages p WHERE p.rowid IN ({marks}) AND p.namespace || '' = ?
 """
 # The page `step` places before (or after) a candidate in its session, through pages_by_session.
@@ -186,13 +187,16 @@ def addressed_role(query: str) -> Role | None:
 
 
 def rescore(
-    candidates: list[Row], bm25: dict[int, float], terms: list[str], role: Role | None, tuning: SearchTuning
+    candidates: list[Row],
+    bm25: dict[int, float],
+    asked: "_Asked",
+    tuning: SearchTuning,
 ) -> dict[int, float]:
     """Each candidate's BM25 score with the bonuses of `tuning` (see SearchTuning for why each helps)."""
     session_best: dict[str, float] = {}
     for row in candidates:
         session_best[row["session"]] = max(session_best.get(row["session"], 0.0), bm25[row["rowid"]])
-    asked = set(terms)
+    terms, role, when = set(asked.terms), asked.role, asked.when
     scores = {}
     for row in candidates:
         around = sum(
@@ -203,10 +207,12 @@ def rescore(
         standalone = min(1.0, tuning.context_tokens / max(1, row["tokens_full"]))
         score = bm25[row["rowid"]] + tuning.neighbour_weight * standalone * around
         speaker = TERM.findall((row["speaker"] or "").lower())
-        if speaker and asked.issuperset(speaker):
+        if speaker and terms.issuperset(speaker):
             score *= 1 + tuning.speaker_boost
         if role is not None and row["role"] == role.value:
             score *= 1 + tuning.role_boost
+        if when is not None and when[0] <= row["created_at"] < when[1]:
+            score *= 1 + tuning.time_boost
         scores[row["rowid"]] = score + tuning.session_weight * session_best[row["session"]]
     return scores
 
@@ -241,6 +247,7 @@ async def search_pages(
     only_session: str | None = None,
     pinned_only: bool = False,
     tuning: SearchTuning = DEFAULT_TUNING,
+    now: float | None = None,
 ) -> SearchResult:
     """The `limit` best pages for `query`: an exact page id first, then by score.
 
@@ -256,7 +263,8 @@ async def search_pages(
     terms = query_terms(query)
     if terms and len(hits) < limit:
         whole_file = pages == in_file
-        asked = _Asked(terms, addressed_role(query), filters, limit, max(tuning.depth, limit))
+        when = time_window(query, now) if now is not None and tuning.time_boost else None
+        asked = _Asked(terms, addressed_role(query), when, filters, limit, max(tuning.depth, limit))
         weights = {term: 1.0 for term in terms}
         scores = await _scored(conn, namespace, weights, stemmer, (pages, chars, whole_file), asked, tuning)
         if scores and tuning.feedback_pages:
@@ -280,6 +288,7 @@ class _Asked:
 
     terms: list[str]
     role: Role | None
+    when: tuple[float, float] | None  # the stretch of time the query names (see when.py)
     filters: "_Filters"
     limit: int
     depth: int
@@ -317,7 +326,7 @@ async def _scored(
     if not top:
         return {}
     candidates = await conn.all(_candidates_sql(tuning.neighbour_reach, len(top)), (*top, namespace))
-    return rescore(candidates, bm25, asked.terms, asked.role, tuning)
+    return rescore(candidates, bm25, asked, tuning)
 
 
 _FEEDBACK_TEXTS = "SELECT rowid, content FROM page_search WHERE rowid IN ({marks})"

@@ -4,7 +4,9 @@
     python tests/bench/retrieval.py --dataset longmemeval --data PATH/longmemeval_s_dev.json.gz [--turns user]
 
 Every turn is one page, written through memvm's own ingest path (speaker as the message name),
-into a fresh database per conversation (LoCoMo) or per question haystack (LongMemEval). Each
+into a fresh database per conversation (LoCoMo) or per question haystack (LongMemEval), at the
+date the dataset gives its session; each question is asked at its own date (LongMemEval) or a day
+after the last session (LoCoMo), on the engine's clock (through MCP, at the server's own time). Each
 question is one search; R@k is the share of its evidence turns in the top k, MRR uses the first
 evidence turn in the top 100. `--via engine` (the default) calls the engine in process; `--via mcp`
 does the same through the official MCP client and the ingest and search_pages tools, whose limit
@@ -30,6 +32,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -58,6 +61,8 @@ class Haystack:
         tuple[str, list[tuple[str, Role, str, str]]]
     ]  # (session, [(turn id, role, speaker, text)])
     questions: list["Question"] = field(default_factory=list)
+    # When each session was held (seconds since the epoch), where the data says.
+    dates: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,6 +73,8 @@ class Question:
     reported_apart: bool
     # The sessions holding the evidence, for LongMemEval's session-level recall_all@k.
     sessions: set[str] = field(default_factory=set)
+    # When the question is asked (LongMemEval's question date; after LoCoMo's last session).
+    asked_at: float | None = None
 
 
 def locomo(path: Path) -> Iterator[Haystack]:
@@ -87,7 +94,13 @@ def locomo(path: Path) -> Iterator[Haystack]:
                 turns.append((turn["dia_id"], role, turn["speaker"], text))
                 known.add(turn["dia_id"])
             sessions.append((f"session_{number}", turns))
-        haystack = Haystack(name=sample["sample_id"], sessions=sessions)
+        dates = {
+            f"session_{number}": _locomo_date(conversation[f"session_{number}_date_time"])
+            for number in numbers
+            if conversation.get(f"session_{number}_date_time")
+        }
+        haystack = Haystack(name=sample["sample_id"], sessions=sessions, dates=dates)
+        after = max(dates.values()) + 86_400 if dates else None
         for qa in sample["qa"]:
             evidence = {
                 found for item in qa.get("evidence", []) for found in _EVIDENCE_ID.findall(item)
@@ -95,7 +108,9 @@ def locomo(path: Path) -> Iterator[Haystack]:
             if evidence:
                 number = int(qa["category"])
                 category = f"{number} {LOCOMO_CATEGORIES.get(number, 'other')}"
-                haystack.questions.append(Question(qa["question"], evidence, category, number == 5))
+                haystack.questions.append(
+                    Question(qa["question"], evidence, category, number == 5, asked_at=after)
+                )
         yield haystack
 
 
@@ -117,7 +132,11 @@ def longmemeval(path: Path, user_turns_only: bool = False) -> Iterator[Haystack]
                 if turn.get("has_answer"):
                     evidence.add(turn_id)
             sessions.append((session_id, rows))
-        haystack = Haystack(name=item["question_id"], sessions=sessions)
+        dates = {
+            session_id: _longmemeval_date(date)
+            for session_id, date in zip(item["haystack_session_ids"], item["haystack_dates"], strict=True)
+        }
+        haystack = Haystack(name=item["question_id"], sessions=sessions, dates=dates)
         if evidence:
             abstention = item["question_id"].endswith("_abs")
             haystack.questions.append(
@@ -127,9 +146,30 @@ def longmemeval(path: Path, user_turns_only: bool = False) -> Iterator[Haystack]
                     item["question_type"],
                     abstention,
                     sessions=set(item.get("answer_session_ids") or []),
+                    asked_at=_longmemeval_date(item["question_date"]),
                 )
             )
         yield haystack
+
+
+def _locomo_date(text: str) -> float:
+    """LoCoMo's "1:56 pm on 8 May, 2023", local time."""
+    return datetime.strptime(text, "%I:%M %p on %d %B, %Y").timestamp()
+
+
+def _longmemeval_date(text: str) -> float:
+    """LongMemEval's "2023/05/20 (Sat) 07:47", local time."""
+    return datetime.strptime(re.sub(r"\s*\(\w+\)", "", text), "%Y/%m/%d %H:%M").timestamp()
+
+
+class BenchClock:
+    """The engine's clock, set to when each session was held and each question asked."""
+
+    def __init__(self) -> None:
+        self.at = time.time()
+
+    def now(self) -> float:
+        return self.at
 
 
 @dataclass
@@ -146,39 +186,55 @@ class Score:
 class Memory(Protocol):
     """The two operations the benchmark needs, in process or through MCP."""
 
-    async def ingest(self, session: str, turns: list[tuple[str, Role, str, str]]) -> list[str]: ...
+    async def ingest(
+        self, session: str, turns: list[tuple[str, Role, str, str]], at: float | None = None
+    ) -> list[str]: ...
 
-    async def search(self, text: str) -> list[str]: ...
+    async def search(self, text: str, at: float | None = None) -> list[str]: ...
 
 
 class EngineMemory:
+    """The engine in process; `at` sets its clock (when a session was held, a question asked)."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def ingest(self, session: str, turns: list[tuple[str, Role, str, str]]) -> list[str]:
+    def _at(self, at: float | None) -> None:
+        if at is not None and isinstance(self.engine.clock, BenchClock):
+            self.engine.clock.at = at
+
+    async def ingest(
+        self, session: str, turns: list[tuple[str, Role, str, str]], at: float | None = None
+    ) -> list[str]:
+        self._at(at)
         messages = [
             IngestMessage(role=role, content=text or " ", name=speaker[:64])
             for _, role, speaker, text in turns
         ]
         return (await self.engine.ingest(namespace=NS, session=session, messages=messages)).page_ids
 
-    async def search(self, text: str) -> list[str]:
+    async def search(self, text: str, at: float | None = None) -> list[str]:
+        self._at(at)
         found = await self.engine.search(namespace=NS, session="bench", query=text, limit=DEPTH)
         return [hit.page_id for hit in found.results]
 
 
 class ClientMemory:
+    """The server through the MCP client, on the server's own clock (`at` is not sent)."""
+
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    async def ingest(self, session: str, turns: list[tuple[str, Role, str, str]]) -> list[str]:
+    async def ingest(
+        self, session: str, turns: list[tuple[str, Role, str, str]], at: float | None = None
+    ) -> list[str]:
         messages = [
             {"role": role.value, "content": text or " ", "name": speaker[:64]}
             for _, role, speaker, text in turns
         ]
         return list((await self._call("ingest", messages=messages, session=session))["page_ids"])
 
-    async def search(self, text: str) -> list[str]:
+    async def search(self, text: str, at: float | None = None) -> list[str]:
         found = await self._call("search_pages", query=text, limit=MCP_DEPTH, session="bench")
         return [hit["page_id"] for hit in found["results"]]
 
@@ -193,7 +249,7 @@ class ClientMemory:
 async def open_memory(via: str, db: Path | str) -> AsyncIterator[Memory]:
     """A fresh memory on `db`: the engine itself, or a server reached through the MCP client."""
     if via == "engine":
-        engine = await Engine.open(db)
+        engine = await Engine.open(db, clock=BenchClock())
         try:
             yield EngineMemory(engine)
         finally:
@@ -210,7 +266,7 @@ async def ingest_haystack(memory: Memory, haystack: Haystack) -> dict[str, str]:
     for session, turns in haystack.sessions:
         if not turns:
             continue
-        page_ids = await memory.ingest(_session_name(session), turns)
+        page_ids = await memory.ingest(_session_name(session), turns, haystack.dates.get(session))
         page_of.update({page_id: turn_id for (turn_id, *_), page_id in zip(turns, page_ids, strict=True)})
     return page_of
 
@@ -233,7 +289,7 @@ async def run_haystack(memory: Memory, haystack: Haystack) -> list[Score]:
     scores = []
     for question in haystack.questions:
         started = time.perf_counter()
-        page_ids = await memory.search(question.text)
+        page_ids = await memory.search(question.text, question.asked_at)
         millis = (time.perf_counter() - started) * 1000
         scores.append(score(question, [page_of.get(page_id) for page_id in page_ids], millis))
     return scores

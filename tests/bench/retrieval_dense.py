@@ -63,7 +63,10 @@ async def recalls(store: Haystacks, embed: Embed) -> list[tuple[int, str, dict[f
         questions = [q for q in haystack.questions if not q.reported_apart]
         if not questions:
             return
-        searched = [await scored(engine, question.text, DEFAULT_TUNING, DEPTH) for question in questions]
+        searched = [
+            await scored(engine, question.text, DEFAULT_TUNING, DEPTH, question.asked_at)
+            for question in questions
+        ]
         turns = sorted({page_of[page] for found in searched for page, _ in found if page in page_of})
         vectors = dict(zip(turns, embed([texts[turn] for turn in turns]), strict=True))
         for question, found, asked_vector in zip(

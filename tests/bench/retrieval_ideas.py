@@ -37,7 +37,18 @@ import anyio
 from memvm.engine import Engine
 from memvm.engine.config import SearchTuning
 from memvm.engine.paging.search import search_pages
-from retrieval import NS, EngineMemory, Haystack, Question, Score, ingest_haystack, locomo, longmemeval, score
+from retrieval import (
+    NS,
+    BenchClock,
+    EngineMemory,
+    Haystack,
+    Question,
+    Score,
+    ingest_haystack,
+    locomo,
+    longmemeval,
+    score,
+)
 
 FOLDS = 5
 DEPTH = 10
@@ -52,6 +63,7 @@ IDEAS: dict[str, list[dict[str, Any]]] = {
     "session": [{"session_weight": w} for w in (0.0, 0.25, 0.5, 1.0)],
     "BM25 length normalisation": [{"bm25_b": b} for b in (0.75, 0.4, 0.6, 0.9)],
     "BM25 saturation": [{"bm25_k1": k} for k in (1.2, 0.9, 1.6)],  # 1.2: the usual constant
+    "time named": [{"time_boost": w} for w in (0.0, 0.5, 1.0, 2.0)],
     "second round": [
         {"feedback_pages": 0},
         *(
@@ -83,9 +95,9 @@ def fold_of(dataset: str, index: int, haystack: Haystack) -> int:
 
 
 async def scored(
-    engine: Engine, text: str, tuning: SearchTuning, depth: int = DEPTH
+    engine: Engine, text: str, tuning: SearchTuning, depth: int = DEPTH, now: float | None = None
 ) -> list[tuple[str, float]]:
-    """The `depth` best pages for `text`, with their scores."""
+    """The `depth` best pages for `text` asked at `now` (the engine's clock), with their scores."""
     async with engine.db.read() as conn:
         found = await search_pages(
             conn,
@@ -95,12 +107,13 @@ async def scored(
             limit=depth,
             tuning=tuning,
             stemmer=engine.stemmer,
+            now=now,
         )
     return [(hit.page_id, hit.score) for hit in found.results]
 
 
 async def search(engine: Engine, question: Question, tuning: SearchTuning) -> list[str]:
-    return [page for page, _ in await scored(engine, question.text, tuning)]
+    return [page for page, _ in await scored(engine, question.text, tuning, now=question.asked_at)]
 
 
 class Haystacks:
@@ -115,7 +128,7 @@ class Haystacks:
             pages = db.with_suffix(".pages.json")
             if db.exists() and not pages.exists():
                 db.unlink()  # an ingest cut short
-            engine = await Engine.open(db)
+            engine = await Engine.open(db, clock=BenchClock())
             try:
                 if not pages.exists():
                     pages.write_text(json.dumps(await ingest_haystack(EngineMemory(engine), haystack)))

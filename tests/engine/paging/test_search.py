@@ -501,3 +501,25 @@ async def test_pinned_only_finds_a_pinned_page_ranked_below_the_limit(engine):
     assert [hit.page_id for hit in pinned.results] == ["quiet"]
     nothing = await engine.search(namespace=NS, session="s", query="rollout", limit=5, pinned_only=True)
     assert nothing.results == [] and "pinned only" in nothing.message
+
+
+async def test_a_query_naming_a_time_lifts_the_pages_written_then(open_engine, clock):
+    # Forty days ago a short line about buying a kettle; ten days ago a longer one about a smoker.
+    # BM25 prefers the short line; "10 days ago" names when the other was said.
+    plain = {"neighbour_weight": 0.0, "session_weight": 0.0}
+    untimed = await open_engine(search=SearchTuning(**plain, time_boost=0.0))
+    timed = await open_engine(search=SearchTuning(**plain, time_boost=1.0))
+    await timed.remember(namespace=NS, session="s", page=note("I want to buy a kettle."), key="kettle")
+    clock.advance(30 * 86_400)
+    smoker = "Went out to buy a smoker at the hardware store downtown, after work, with my neighbour."
+    await timed.remember(namespace=NS, session="s", page=note(smoker), key="smoker")
+    for n in range(4):
+        await timed.remember(namespace=NS, session="s", page=note(f"Unrelated note {n}."))
+    clock.advance(10 * 86_400)
+
+    async def first(engine) -> str:
+        found = await engine.search(namespace=NS, session="s", query="What did I buy 10 days ago?")
+        return found.results[0].page_id
+
+    assert await first(untimed) == "kettle"
+    assert await first(timed) == "smoker"
