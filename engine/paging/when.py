@@ -14,7 +14,7 @@ Days are counted in the local time of the process (a user's "yesterday" is local
 """
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
 
 _DAY = 86_400.0
 _NUMBERS = {
@@ -89,10 +89,4 @@ def time_window(query: str, now: float) -> tuple[float, float] | None:
 
 def _midnight(now: float) -> float:
     """The start of `now`'s day, local time."""
-    moment = datetime.fromtimestamp(now)
-    return (
-        moment
-        - timedelta(
-            hours=moment.hour, minutes=moment.minute, seconds=moment.second, microseconds=moment.microsecond
-        )
-    ).timestamp()
+    return datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
