@@ -24,7 +24,17 @@ from typing import Any
 from memvm.engine import Engine
 from memvm.engine.paging.search import DEFAULT_TUNING
 from retrieval import Haystack, score
-from retrieval_ideas import FOLDS, Haystacks, both_datasets, data_arguments, fold_of, run_in_folder, scored
+from retrieval_ideas import (
+    Asked,
+    Haystacks,
+    both_datasets,
+    chosen_values,
+    data_arguments,
+    fold_of,
+    recall,
+    run_in_folder,
+    scored,
+)
 
 DEPTH = 100
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
@@ -49,9 +59,13 @@ def page_text(dataset: str, speaker: str, text: str) -> str:
     return f"{speaker}: {text}" if dataset == "LoCoMo" else text
 
 
-async def recalls(store: Haystacks, embed: Embed) -> list[tuple[int, str, dict[float, float]]]:
-    """(fold, category, R@10 under each weight) for every counted question of the dataset."""
-    asked: list[tuple[int, str, dict[float, float]]] = []
+def variant(weight: float) -> str:
+    return f"w={weight}"
+
+
+async def recalls(store: Haystacks, embed: Embed) -> list[Asked]:
+    """Every question of the dataset, scored under each weight (variants named by `variant`)."""
+    asked: list[Asked] = []
 
     async def visit(index: int, engine: Engine, page_of: dict[str, str]) -> None:
         haystack: Haystack = store.haystacks[index]
@@ -78,40 +92,27 @@ async def recalls(store: Haystacks, embed: Embed) -> list[tuple[int, str, dict[f
             by_weight = {}
             for weight in WEIGHTS:
                 order = sorted(pages, key=lambda page: -(page[1] / best + weight * cosine[page[0]]))
-                by_weight[weight] = score(question, [turn for turn, _ in order], 0.0).recall[10]
-            asked.append((fold_of(store.dataset, index, haystack), question.category, by_weight))
+                by_weight[variant(weight)] = score(question, [turn for turn, _ in order], 0.0)
+            asked.append(Asked(fold_of(store.dataset, index, haystack), True, question.category, by_weight))
 
     await store.each(visit)
     return asked
 
 
-def mean(values: list[float]) -> float:
-    return statistics.fmean(values) if values else float("nan")
-
-
-def report(results: dict[str, list[tuple[int, str, dict[float, float]]]]) -> None:
-    print(f"\n{'R@10 on all of the data':<28}" + "".join(f"{'w=' + str(w):>9}" for w in WEIGHTS))
+def report(results: dict[str, list[Asked]]) -> None:
+    names = [variant(weight) for weight in WEIGHTS]
+    print(f"\n{'R@10 on all of the data':<28}" + "".join(f"{name:>9}" for name in names))
     for dataset, asked in results.items():
-        print(f"{dataset:<28}" + "".join(f"{mean([a[2][w] for a in asked]):>9.3f}" for w in WEIGHTS))
-    chosen = []
-    for fold in range(FOLDS):
-        others = set(range(FOLDS)) - {fold}
-        chosen.append(
-            max(
-                WEIGHTS,
-                key=lambda w: mean(
-                    [mean([a[2][w] for a in asked if a[0] in others]) for asked in results.values()]
-                ),
-            )
-        )
+        print(f"{dataset:<28}" + "".join(f"{recall(asked, name):>9.3f}" for name in names))
+    chosen = chosen_values(results, names)
     print(f"\nweight chosen per fold (on the other folds of both datasets): {chosen}")
     for dataset, asked in results.items():
-        held = [a[2][chosen[a[0]]] for a in asked]
-        alone = [a[2][0.0] for a in asked]
-        multi = [a[2][chosen[a[0]]] for a in asked if a[1] == "1 multi-hop"]
+        held = [a.scores[chosen[a.fold]].recall[10] for a in asked]
+        multi = [a.scores[chosen[a.fold]].recall[10] for a in asked if a.category == "1 multi-hop"]
         print(
-            f"  {dataset:<14} cross-validated R@10 {mean(held):.3f} (search alone {mean(alone):.3f})"
-            + (f", multi-hop {mean(multi):.3f}" if multi else "")
+            f"  {dataset:<14} cross-validated R@10 {statistics.fmean(held):.3f}"
+            f" (search alone {recall(asked, names[0]):.3f})"
+            + (f", multi-hop {statistics.fmean(multi):.3f}" if multi else "")
         )
 
 
