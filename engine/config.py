@@ -93,6 +93,8 @@ class EngineConfig(BaseModel):
     # Replace secret-shaped strings (provider keys, tokens, private keys, passwords in URLs) with
     # [REDACTED:kind] in everything stored (see redaction).
     redact_secrets: bool = True
+    # Superseded versions kept per keyed page, newest first (0: a rewrite keeps none).
+    versions_kept: int = Field(20, ge=0, le=1_000)
     guards: GuardConfig = Field(default_factory=GuardConfig)
     search: SearchTuning = Field(default_factory=SearchTuning)
 

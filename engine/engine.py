@@ -52,6 +52,7 @@ from memvm.engine.paging.manifest_pages import available_pages, namespace_counts
 from memvm.engine.paging.pages import get_page
 from memvm.engine.paging.search import search_pages
 from memvm.engine.paging.tokens import TokenCounter
+from memvm.engine.paging.versions import versions_of
 from memvm.engine.paging.working_set import line_cost, view_entries
 from memvm.engine.procedures import outcomes
 from memvm.engine.procedures.procedures import procedural_knowledge
@@ -130,6 +131,7 @@ class Engine:
         page: NewPage,
         key: str | None = None,
         unless_changed_from: str | None = None,
+        ttl_seconds: float | None = None,
     ) -> RememberResult:
         await self._counting()
         if self.config.redact_secrets:
@@ -147,6 +149,7 @@ class Engine:
             page=page,
             key=key,
             unless_changed_from=unless_changed_from,
+            ttl_seconds=ttl_seconds,
         )
 
     async def ingest(
@@ -316,7 +319,7 @@ class Engine:
     async def standing_notes(self, *, namespace: str, limit: int) -> list[StandingNote]:
         """Pinned pages and remembered notes, most recently used first: what a new session wants."""
         async with self.db.read(namespace) as conn:
-            return await standing_notes(conn, namespace, limit)
+            return await standing_notes(conn, namespace, limit, self.clock.now())
 
     async def session_transcript(self, *, namespace: str, session: str, limit: int) -> list[TranscriptText]:
         """The session's last `limit` transcript pages as stored, oldest first."""
@@ -355,11 +358,18 @@ class Engine:
             )
 
     async def get_page(self, *, namespace: str, page_id: str) -> Page:
+        """The page whole, with its superseded versions; an expired page is not found."""
         async with self.db.read() as conn:
-            page = await get_page(conn, namespace, page_id)
-        if page is None:
-            raise PageNotFound(page_id)
-        return page
+            page = await get_page(conn, namespace, page_id, live_at=self.clock.now())
+            if page is None:
+                raise PageNotFound(page_id)
+            earlier = await versions_of(conn, page.rowid)
+        version = earlier[-1].version + 1 if earlier else 1
+        return page.model_copy(update={"versions": earlier, "version": version})
+
+    async def collect_expired(self) -> int:
+        """Delete every page whose expiry has come, in every namespace (`memvm gc`); how many."""
+        return await memory.collect_expired(self._writer)
 
     async def session_state(self, *, namespace: str, session: str) -> SessionState:
         """The session as committed; a session never used yet reads as turn 0 with no faults."""
@@ -391,7 +401,9 @@ class Engine:
         async with self.db.read() as conn:
             return MemoryMap(
                 view=await self._working_set(conn, namespace, session),
-                available=await available_pages(conn, namespace, session, self.config.manifest_max_pages),
+                available=await available_pages(
+                    conn, namespace, session, self.config.manifest_max_pages, self.clock.now()
+                ),
                 counts=await namespace_counts(conn, namespace, session),
             )
 
@@ -405,7 +417,7 @@ class Engine:
 
     async def _working_set(self, conn: Reads, namespace: str, session: str) -> WorkingSetView:
         state = await self._session_state(conn, namespace, session)
-        entries = await view_entries(conn, namespace, session)
+        entries = await view_entries(conn, namespace, session, self.clock.now())
         return WorkingSetView(
             session=session,
             turn=state.turn,

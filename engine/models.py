@@ -82,6 +82,17 @@ class LevelTokens(BaseModel):
         return {"0": self.full, "1": self.reduced, "2": self.abstract, "3": self.reference}
 
 
+class PageVersion(BaseModel):
+    """What a keyed page said before a rewrite replaced it (see paging/versions.py)."""
+
+    version: int
+    type: PageType
+    content: str
+    tokens_full: int
+    written_at: float
+    superseded_at: float
+
+
 class Page(BaseModel):
     """One stored page with all four levels."""
 
@@ -101,6 +112,11 @@ class Page(BaseModel):
     metadata: dict[str, Any]
     levels: tuple[str, str, str, str]
     tokens: LevelTokens
+    expires_at: float | None = None
+    # Filled where one page is read whole (Engine.get_page): its version now, and what it said
+    # before, oldest first.
+    version: int = 1
+    versions: list[PageVersion] = Field(default_factory=list)
 
     def content(self, level: Level) -> str:
         return self.levels[level]
@@ -247,6 +263,12 @@ class RememberResult(BaseModel):
         None, description="For a pinned page: whether it is in your context now (null when not pinned)."
     )
     reason: str | None = Field(None, description="Why a pinned page is not in your context.")
+    version: int = Field(
+        1, description="The page's version now: 1 when new, one more each time a rewrite changed its content."
+    )
+    expires_at: float | None = Field(
+        None, description="When the page expires (seconds since the epoch); null when it never does."
+    )
 
 
 class IngestMessage(BaseModel):

@@ -56,6 +56,7 @@ class PageRow(BaseModel):
     access_count: int
     abstract: str
     tokens: dict[str, int]
+    expires_at: float | None = None
 
 
 class MutationRow(BaseModel):
@@ -100,7 +101,7 @@ ORDER BY s.last_call_at DESC, s.session DESC LIMIT ?
 
 _PAGE_FIELDS = """
 rowid, page_id, session, type, role, pinned, importance, provenance, created_at, last_access,
-access_count, abstract, tokens_full, tokens_reduced, tokens_abstract, tokens_reference
+access_count, abstract, tokens_full, tokens_reduced, tokens_abstract, tokens_reference, expires_at
 """
 
 _MUTATIONS = """
@@ -188,10 +189,15 @@ async def pages(
     pinned_only: bool = False,
     before: str | None = None,
     limit: int = 50,
+    now: float | None = None,
 ) -> Screen[PageRow]:
-    """One screen of pages, newest first, after the one whose cursor is `before`."""
+    """One screen of pages, newest first, after the one whose cursor is `before`; with `now`,
+    none expired by then."""
     where = ["namespace = ?"]
     params: list[Any] = [namespace]
+    if now is not None:
+        where.append("(expires_at IS NULL OR expires_at > ?)")
+        params.append(now)
     if session is not None:
         where.append("session = ?")
         params.append(session)
@@ -228,6 +234,7 @@ def _page_row(row: Any) -> PageRow:
             "abstract": row["tokens_abstract"],
             "reference": row["tokens_reference"],
         },
+        expires_at=row["expires_at"],
     )
 
 

@@ -1,4 +1,4 @@
-"""The operator's commands: `memvm doctor`, `export`, `import` and `backup`.
+"""The operator's commands: `memvm doctor`, `export`, `import`, `backup` and `gc`.
 
 Each works on the file while servers use it, prints what it did, and on failure prints one line
 starting with "memvm:" and exits 2 (doctor exits 1 when it finds a problem). None of them replaces
@@ -25,7 +25,7 @@ import anyio
 from memvm.engine import Engine
 from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.operations.backup import BackupError, backup
-from memvm.engine.operations.doctor import Diagnosis, Findings, diagnose
+from memvm.engine.operations.doctor import Diagnosis, Findings, diagnose, memory_line
 from memvm.engine.operations.transfer import TransferError, export_lines, import_from
 from memvm.engine.paths import database_named
 from memvm.engine.storage.open import is_postgres_url, shown
@@ -60,6 +60,11 @@ def add_operations(commands: "argparse._SubParsersAction[argparse.ArgumentParser
     import_.add_argument("file", metavar="FILE", help="the export, or - for standard input")
     import_.add_argument("--db", help=_DB_HELP + "; created if missing")
 
+    gc = commands.add_parser(
+        "gc", help="delete the pages whose expiry has come, in every namespace (safe while serving)"
+    )
+    gc.add_argument("--db", help=_DB_HELP)
+
     backup_ = commands.add_parser(
         "backup", help="copy a database to a new file, consistently, while servers write to it"
     )
@@ -87,6 +92,8 @@ def check_db_path(db: Path, *, create_folder: bool) -> None:
 
 def run_operation(args: argparse.Namespace) -> int:
     named = database_named(args.db)
+    if args.command == "gc":
+        return _gc(named)
     if is_postgres_url(named):
         return _on_postgres(args, named)
     db = Path(named)
@@ -210,8 +217,7 @@ def _report(found: Diagnosis) -> list[str]:
         f"schema {found.schema_version} (this memvm: {found.schema_expected})",
         f"size        {_mb(found.file_bytes)} file, {_mb(found.wal_bytes)} WAL, "
         f"{found.page_count} pages of {found.page_size} B ({found.free_pages} free), journal {found.journal_mode}",
-        f"memory      {found.namespaces} namespaces, {found.sessions} sessions, "
-        f"{found.pages} pages, {found.tool_calls} tool calls",
+        memory_line(found),
         "checks      " + ", ".join(f"{name} {verdict}" for name, verdict in found.checks.items()),
     ]
     lines += _hook_lines(found)
@@ -331,6 +337,26 @@ def _import(db: Path, source: str) -> int:
     finally:
         conn.close()
     print(f"imported {rows} rows into {db}")
+    return 0
+
+
+def _gc(named: str) -> int:
+    """Delete every expired page through the engine, as its writes do, on either backend."""
+    if not is_postgres_url(named) and not Path(named).is_file():
+        return _fail(f"there is no database at {named}")
+
+    async def collect() -> int:
+        engine = await Engine.open(named)
+        try:
+            return await engine.collect_expired()
+        finally:
+            await engine.close()
+
+    try:
+        deleted = anyio.run(collect)
+    except (DatabaseRefused, StorageError) as exc:
+        return _fail(str(exc))
+    print(f"deleted {deleted} expired pages from {shown(named)}")
     return 0
 
 

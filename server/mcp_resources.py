@@ -67,6 +67,10 @@ async def _page(runtime: Runtime, page_id: str) -> str:
             "metadata": page.metadata,
             "levels": {str(level): text for level, text in enumerate(page.levels)},
             "tokens": page.tokens.as_dict(),
+            "expires_at": page.expires_at,
+            # Superseded versions: what the page said before, oldest first; never current.
+            "version": page.version,
+            "versions": [version.model_dump(mode="json") for version in page.versions],
         },
         ensure_ascii=False,
     )

@@ -14,6 +14,7 @@ from memvm.engine.models import (
     SearchResult,
     SearchScope,
 )
+from memvm.engine.paging.memory import MAX_TTL_SECONDS
 from memvm.server.app_state import Runtime, ToolContext
 from memvm.server.arguments import (
     Content,
@@ -108,11 +109,19 @@ async def remember(
     importance: Annotated[float, Field(ge=0.0, le=1.0, description="Higher stays in context longer.")] = 0.5,
     pin: Annotated[bool, Field(description="Keep it in your context at all times.")] = False,
     session: SessionName = None,
+    ttl_seconds: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=MAX_TTL_SECONDS,
+            description="Forget it this many seconds from now.",
+        ),
+    ] = None,
 ) -> RememberResult:
     """Keep a note, fact, preference, summary or procedure for later turns and conversations.
 
-    Give a `key` to keep one current version of something. Returns the page id, whether a new page
-    was created, and its tokens per level.
+    Give a `key` to keep one current version of something (a rewrite keeps the old text as
+    history, never searched). Returns the page id, whether it was new, its version, its tokens per level.
     """
     runtime = ctx.request_context.lifespan_context
     result = await runtime.engine.remember(
@@ -127,6 +136,7 @@ async def remember(
             provenance="model",
         ),
         key=key,
+        ttl_seconds=ttl_seconds,
     )
     if pin or not result.created:
         await working_set_changed(ctx, runtime.session(session))

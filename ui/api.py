@@ -88,6 +88,7 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
                 pinned_only=_flag(query.get("pinned"), "pinned"),
                 before=_before(request),
                 limit=_int(query.get("limit"), "limit") or 50,
+                now=engine.clock.now(),
             )
         return _listed("pages", screen)
 
@@ -202,10 +203,17 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
             provenance=PROVENANCE,
             metadata=found.metadata,
         )
+        # An edit keeps the note's expiry, where a rewrite by the model without one would end it.
+        ttl = None if found.expires_at is None else max(1.0, found.expires_at - engine.clock.now())
         # Called as the view's own session: the page keeps its session, whose activity is its own.
         try:
             await engine.remember(
-                namespace=namespace, session=VIEWER, page=new, key=page_id, unless_changed_from=was
+                namespace=namespace,
+                session=VIEWER,
+                page=new,
+                key=page_id,
+                unless_changed_from=was,
+                ttl_seconds=ttl,
             )
         except PageChanged as exc:
             raise Conflict(

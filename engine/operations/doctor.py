@@ -5,6 +5,7 @@ fails becomes one plain sentence in `problems`; the file is never changed.
 """
 
 import sqlite3
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ class Findings:
     sessions: int = 0
     pages: int = 0
     tool_calls: int = 0
+    # Pages past their expiry that no write has deleted yet: `memvm gc` deletes them.
+    expired_waiting: int = 0
     hook_sessions: list[HookSession] = field(default_factory=list)
     hooks_guard_failed_open: int = 0
     checks: dict[str, str] = field(default_factory=dict)
@@ -35,6 +38,22 @@ class Findings:
     @property
     def healthy(self) -> bool:
         return not self.problems
+
+
+def memory_line(found: Findings) -> str:
+    """Doctor's line of counts, the same on both backends."""
+    return (
+        f"memory      {found.namespaces} namespaces, {found.sessions} sessions, {found.pages} pages "
+        f"({found.expired_waiting} expired, waiting for memvm gc), {found.tool_calls} tool calls"
+    )
+
+
+# Expired pages not deleted yet, at the moment given, on either backend.
+EXPIRED_WAITING = "SELECT count(*) FROM pages WHERE expires_at IS NOT NULL AND expires_at <= {now!r}"
+
+
+def expired_waiting_sql() -> str:
+    return EXPIRED_WAITING.format(now=time.time())
 
 
 # The per-namespace page counts and lengths (search statistics) are kept by triggers; they must
@@ -143,6 +162,7 @@ def _memvm_checks(conn: sqlite3.Connection, found: Diagnosis) -> None:
     found.sessions = int(_one(conn, "SELECT count(*) FROM sessions") or 0)
     found.pages = int(_one(conn, "SELECT count(*) FROM pages") or 0)
     found.tool_calls = int(_one(conn, "SELECT count(*) FROM tool_calls") or 0)
+    found.expired_waiting = int(_one(conn, expired_waiting_sql()) or 0)
 
     dangling = conn.execute("PRAGMA foreign_key_check").fetchall()
     found.checks["foreign_keys"] = "ok" if not dangling else f"{len(dangling)} dangling"

@@ -1,7 +1,8 @@
 """Exports written at an earlier schema, read as rows of today's tables.
 
 An export names its schema; one from before the page texts moved to their own table (7) or the
-tool call ids were counted per namespace (8) or sessions were marked ad hoc (9) still imports. Its rows are reshaped here as they are
+tool call ids were counted per namespace (8) or sessions were marked ad hoc (9) or pages could
+expire (14) still imports. Its rows are reshaped here as they are
 read, and the ids of its tool calls are turned into per-namespace ones, after the last row, by the
 same statements the migration runs.
 """
@@ -15,6 +16,7 @@ OLDEST_READABLE = 6
 _TEXTS_APART = 7
 _CALLS_PER_NAMESPACE = 8
 _AD_HOC_SESSIONS = 9
+_EXPIRY = 14
 
 Row = dict[str, Any]
 
@@ -28,6 +30,9 @@ class Upgrade:
 
     def rows(self, table: str, row: Row) -> list[tuple[str, Row]]:
         """The current tables' rows for one row of the export, in the order to insert them."""
+        if table == "pages" and self.schema < _EXPIRY and "expires_at" not in row:
+            # Pages from before expiry never expire.
+            row = {**row, "expires_at": None}
         if table == "pages" and self.schema < _TEXTS_APART and {"content", "reduced"} <= set(row):
             page = {key: value for key, value in row.items() if key not in ("content", "reduced")}
             # Inserting the texts sets the search length and indexes the page.

@@ -22,7 +22,13 @@ from typing import Any
 import psycopg
 from memvm.engine.hosts.hook_report import hook_sessions, stopped
 from memvm.engine.operations import transfer
-from memvm.engine.operations.doctor import COUNTS_DRIFT, Findings, record_counts_drift
+from memvm.engine.operations.doctor import (
+    COUNTS_DRIFT,
+    Findings,
+    expired_waiting_sql,
+    memory_line,
+    record_counts_drift,
+)
 from memvm.engine.operations.transfer import FORMAT, FORMAT_VERSION, Table, TransferError
 from memvm.engine.storage.migrations import SCHEMA_VERSION
 from memvm.engine.storage.open import shown
@@ -280,6 +286,7 @@ def _counts(conn: psycopg.Connection[Any], found: PgDiagnosis) -> None:
     found.sessions = int(_one(conn, "SELECT count(*) FROM sessions"))
     found.pages = int(_one(conn, "SELECT count(*) FROM pages"))
     found.tool_calls = int(_one(conn, "SELECT count(*) FROM tool_calls"))
+    found.expired_waiting = int(_one(conn, expired_waiting_sql()))
     record_counts_drift(found, int(_one(conn, COUNTS_DRIFT)))
     invalid = int(
         _one(
@@ -334,8 +341,7 @@ def report_lines(found: PgDiagnosis, memvm_version: str, hook_lines: list[str]) 
         f"versions    memvm {memvm_version}, PostgreSQL {found.server_version}, "
         f"schema {found.schema_version} (this memvm: {found.schema_expected})",
         f"size        {found.database_bytes / 2**20:.1f} MiB database",
-        f"memory      {found.namespaces} namespaces, {found.sessions} sessions, "
-        f"{found.pages} pages, {found.tool_calls} tool calls",
+        memory_line(found),
         "checks      " + ", ".join(f"{name} {verdict}" for name, verdict in found.checks.items()),
     ]
     lines += hook_lines

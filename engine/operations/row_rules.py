@@ -230,6 +230,20 @@ _TABLE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
             _other_namespace("page_texts", "rowid", "pages", "rowid"),
         ),
     ),
+    "page_versions": (
+        (
+            "its page is of another namespace",
+            _other_namespace("page_versions", "page_rowid", "pages", "rowid"),
+        ),
+        ("its type is not a page type", _one_of("type", PageType)),
+        ("its version is below 1", "version < 1"),
+        (
+            f"its token count is below its text's length / {MAX_CHARS_PER_TOKEN}",
+            _too_few_tokens("tokens_full", "length(content)"),
+        ),
+        ("it was superseded before it was written", "superseded_at < written_at"),
+        *_negative("tokens_full"),
+    ),
     # Call ids count per namespace and the links between calls name (namespace, call id), so
     # a call can only ever point at its own namespace's calls; the schema's keys check the rest.
     # The statistics' last calls are only ever shown as numbers, never looked up, so they are

@@ -46,7 +46,7 @@ async def page_fault(
     # A long page's line takes a fifth of a second to count: count it before taking the lock
     # (and off the event loop), and again inside only if the page changed in between.
     async with db.read() as conn:
-        seen = await get_page(conn, namespace, page_id)
+        seen = await get_page(conn, namespace, page_id, live_at=clock.now())
     if seen is None:
         raise PageNotFound(page_id)
     bodies = await _bodies(seen, levels, counter)
@@ -57,7 +57,7 @@ async def page_fault(
             conn, namespace, session, host_session, now, config.turn_idle_seconds
         )
         charged = [state] if accountable is state else [state, accountable]
-        page = await get_page(conn, namespace, page_id)
+        page = await get_page(conn, namespace, page_id, live_at=now)
         if page is None:
             raise PageNotFound(page_id)
         if page.levels != seen.levels:

@@ -16,15 +16,18 @@ _CALL_WINDOW = 200
 
 _COLUMNS = "rowid, page_id, type, role, session, created_at, pinned, abstract, last_access"
 
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
+
 _STANDING = f"""
 SELECT page_id, type, role, session, created_at, pinned, abstract FROM (
     SELECT * FROM (
-        SELECT {_COLUMNS} FROM pages WHERE namespace = ? AND pinned = 1 ORDER BY last_access DESC LIMIT ?
+        SELECT {_COLUMNS} FROM pages WHERE namespace = ? AND pinned = 1 AND {_LIVE}
+        ORDER BY last_access DESC LIMIT ?
     ) AS pinned_pages
     UNION
     SELECT * FROM (
         SELECT {_COLUMNS} FROM (
-            SELECT {_COLUMNS} FROM pages WHERE namespace = ? ORDER BY last_access DESC LIMIT ?
+            SELECT {_COLUMNS} FROM pages WHERE namespace = ? AND {_LIVE} ORDER BY last_access DESC LIMIT ?
         ) AS recent WHERE type IN ({{marks}})
     ) AS remembered
 ) AS standing
@@ -51,11 +54,11 @@ _KNOWN_TOOLS = (
 )
 
 
-async def standing_notes(conn: Reads, namespace: str, limit: int) -> list[StandingNote]:
-    """Pinned pages, then remembered notes, each most recently used first."""
+async def standing_notes(conn: Reads, namespace: str, limit: int, now: float) -> list[StandingNote]:
+    """Pinned pages, then remembered notes, each most recently used first; none expired by `now`."""
     remembered = sorted(kind.value for kind in REMEMBERED_TYPES)
     sql = _STANDING.format(marks=", ".join("?" * len(remembered)))
-    rows = await conn.all(sql, (namespace, limit, namespace, _RECENT_WINDOW, *remembered, limit))
+    rows = await conn.all(sql, (namespace, now, limit, namespace, now, _RECENT_WINDOW, *remembered, limit))
     return [
         StandingNote(
             page_id=row["page_id"],

@@ -14,7 +14,7 @@ _RECENT_WINDOW = 500
 _CANDIDATE = """
     SELECT rowid, namespace, page_id, type, role, session, reference, importance, pinned, access_count,
            last_access, tokens_full, tokens_reduced, tokens_abstract, tokens_reference
-    FROM pages WHERE namespace = ?
+    FROM pages WHERE namespace = ? AND (expires_at IS NULL OR expires_at > ?)
 """
 
 # Pinned pages are candidates however long ago they were used (on their partial index), beside the
@@ -43,8 +43,13 @@ SELECT
 """
 
 
-async def available_pages(db: Reads, namespace: str, session: str, limit: int) -> list[ManifestPage]:
-    rows = await db.all(_AVAILABLE, (namespace, _RECENT_WINDOW, namespace, _RECENT_WINDOW, session, limit))
+async def available_pages(
+    db: Reads, namespace: str, session: str, limit: int, now: float
+) -> list[ManifestPage]:
+    """The pages worth listing that `session` has not mapped, none expired by `now`."""
+    rows = await db.all(
+        _AVAILABLE, (namespace, now, _RECENT_WINDOW, namespace, now, _RECENT_WINDOW, session, limit)
+    )
     return [
         ManifestPage(
             page_id=row["page_id"],

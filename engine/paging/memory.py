@@ -38,12 +38,15 @@ from memvm.engine.paging.pages import (
     update_remembered,
 )
 from memvm.engine.paging.tokens import TokenCounter
+from memvm.engine.paging.versions import current_version, supersede
 from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping, sessions_mapping
 from memvm.engine.sessions import begin_turn, get_session, touch_session
 from memvm.engine.storage.api import Database, Writes
 
 # A page pinned into context goes in as an abstract, or as a reference where that does not fit.
 PINNED_LEVELS = (Level.ABSTRACT, Level.REFERENCE)
+# The longest time to live `remember` takes: ten years (longer is "until forgotten").
+MAX_TTL_SECONDS = 10 * 365 * 86_400
 
 
 @dataclass(frozen=True)
@@ -103,16 +106,31 @@ async def remember(
     page: NewPage,
     key: str | None,
     unless_changed_from: str | None = None,
+    ttl_seconds: float | None = None,
 ) -> RememberResult:
-    """Store `page`, or rewrite the remembered page `key` names. With `unless_changed_from` (the
-    fingerprint of the full text the writer started from), a page rewritten meanwhile is refused
-    with PageChanged, checked inside the write so that no other write slips between."""
+    """Store `page`, or rewrite the remembered page `key` names, keeping what it said before as a
+    superseded version (see versions.py). With `ttl_seconds` the page expires that long after this
+    write; without, it never does (a rewrite without one makes the page lasting again). With
+    `unless_changed_from` (the fingerprint of the full text the writer started from), a page
+    rewritten meanwhile is refused with PageChanged, checked inside the write so that no other
+    write slips between."""
+    if ttl_seconds is not None and not 0 < ttl_seconds <= MAX_TTL_SECONDS:
+        raise InvalidArgument(
+            f"ttl_seconds must be between 1 and {MAX_TTL_SECONDS} (ten years); omit it to keep the page "
+            "until it is forgotten."
+        )
     (levels,) = await writer.levels_off_loop([page])
     now = writer.clock.now()
+    expires_at = None if ttl_seconds is None else now + ttl_seconds
     async with writer.db.write(namespace) as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        await delete_expired(writer, conn, namespace, now)
         working_set = writer.working_set(conn, namespace, session, state.turn)
         existing = await get_page(conn, namespace, key) if key else None
+        if existing is not None and _expired(existing, now):
+            # Gone for every reader already: the key starts afresh, with no versions of it.
+            await _drop(writer, conn, namespace, existing, cause="expired")
+            existing = None
         if existing is not None and existing.type not in REMEMBERED_TYPES:
             raise KeyConflict(existing.page_id, existing.type.value)
         if unless_changed_from is not None and (
@@ -120,6 +138,8 @@ async def remember(
         ):
             raise PageChanged(key or "")
         if existing is not None:
+            if existing.levels[Level.FULL] != levels.texts[Level.FULL]:
+                await supersede(conn, namespace, existing, now, writer.config.versions_kept)
             stored = await update_remembered(
                 conn,
                 namespace=namespace,
@@ -128,6 +148,7 @@ async def remember(
                 levels=levels,
                 turn=state.turn,
                 now=now,
+                expires_at=expires_at,
             )
             # Its old lines are stale in every working set that held it: take it out everywhere.
             await _unmap_everywhere(writer, conn, namespace, existing, cause="rewritten by remember")
@@ -142,7 +163,9 @@ async def remember(
                 levels=levels,
                 turn=state.turn,
                 now=now,
+                expires_at=expires_at,
             )
+        version = await current_version(conn, stored.rowid)
         placement = None
         if page.pinned:
             placement = await working_set.place(
@@ -154,6 +177,8 @@ async def remember(
         tokens=levels.tokens.as_dict(),
         mapped=None if placement is None else placement.mapped,
         reason=None if placement is None or placement.mapped else placement.reason,
+        version=version,
+        expires_at=expires_at,
     )
 
 
@@ -181,6 +206,7 @@ async def ingest(
         state = await touch_session(
             conn, namespace, session, now, writer.config.turn_idle_seconds, by_host=True
         )
+        await delete_expired(writer, conn, namespace, now)
         for page, levels, bodies in zip(pages, all_levels, all_bodies, strict=True):
             if page.role is Role.USER:
                 state = await begin_turn(conn, namespace, session, now)
@@ -213,7 +239,7 @@ async def pin_page(
     now = writer.clock.now()
     async with writer.db.write(namespace) as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
-        page = await get_page(conn, namespace, page_id)
+        page = await get_page(conn, namespace, page_id, live_at=now)
         if page is None:
             raise PageNotFound(page_id)
         await set_pinned(conn, namespace, page.rowid, pinned)
@@ -251,9 +277,59 @@ async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) 
         page = await get_page(conn, namespace, page_id)
         if page is None:
             raise PageNotFound(page_id)
-        await _unmap_everywhere(writer, conn, namespace, page, cause="forget", kind=MutationKind.FORGET)
-        await delete_page(conn, namespace, page.rowid)
+        await _drop(writer, conn, namespace, page, cause="forget")
     return ForgetResult(page_id=page_id, deleted=True)
+
+
+# Expired pages one write deletes on its way, oldest expiry first: bounded, so that the write after
+# a mass expiry stays quick. `memvm gc` deletes every one (Engine.collect_expired).
+EXPIRED_PER_WRITE = 50
+
+_EXPIRED = """
+SELECT page_id FROM pages WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at <= ?
+ORDER BY expires_at LIMIT ?
+"""
+
+
+async def delete_expired(
+    writer: Writer, conn: Writes, namespace: str, now: float, limit: int = EXPIRED_PER_WRITE
+) -> int:
+    """Delete up to `limit` of the namespace's pages expired by `now`, as forget does; how many."""
+    rows = await conn.all(_EXPIRED, (namespace, now, limit))
+    for row in rows:
+        page = await get_page(conn, namespace, row["page_id"])
+        assert page is not None  # just listed, in this transaction
+        await _drop(writer, conn, namespace, page, cause="expired")
+    return len(rows)
+
+
+_NAMESPACES_EXPIRED = "SELECT DISTINCT namespace FROM pages WHERE expires_at IS NOT NULL AND expires_at <= ?"
+
+
+async def collect_expired(writer: Writer) -> int:
+    """Delete every expired page of every namespace, a bounded batch per write; how many."""
+    now = writer.clock.now()
+    async with writer.db.read() as conn:
+        namespaces = [row["namespace"] for row in await conn.all(_NAMESPACES_EXPIRED, (now,))]
+    deleted = 0
+    for namespace in namespaces:
+        while True:
+            async with writer.db.write(namespace) as conn:
+                done = await delete_expired(writer, conn, namespace, now, limit=500)
+            deleted += done
+            if done < 500:
+                break
+    return deleted
+
+
+def _expired(page: Page, now: float) -> bool:
+    return page.expires_at is not None and page.expires_at <= now
+
+
+async def _drop(writer: Writer, conn: Writes, namespace: str, page: Page, *, cause: str) -> None:
+    """Take `page` out of every working set and delete it, with its texts and versions."""
+    await _unmap_everywhere(writer, conn, namespace, page, cause=cause, kind=MutationKind.FORGET)
+    await delete_page(conn, namespace, page.rowid)
 
 
 async def _unmap_everywhere(

@@ -21,7 +21,7 @@ PAGE_COLUMNS = """
     p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.importance, p.pinned, p.provenance,
     p.created_at, p.last_access, p.access_count, p.turn, p.metadata,
     t.content, t.reduced, p.abstract, p.reference,
-    p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
+    p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference, p.expires_at
 """
 
 # The long levels (full and reduced) live apart from the page row, in page_texts: what reads only
@@ -39,8 +39,8 @@ _INSERT = """
 INSERT INTO pages (
     namespace, page_id, session, type, role, modality, importance, pinned, provenance,
     created_at, last_access, access_count, turn, metadata, abstract, reference,
-    tokens_full, tokens_reduced, tokens_abstract, tokens_reference
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)
+    tokens_full, tokens_reduced, tokens_abstract, tokens_reference, expires_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING rowid
 """
 
@@ -50,13 +50,17 @@ _UPDATE_REMEMBERED = """
 UPDATE pages SET
     type = ?, importance = ?, pinned = ?, provenance = ?, last_access = ?, turn = ?, metadata = ?,
     abstract = ?, reference = ?,
-    tokens_full = ?, tokens_reduced = ?, tokens_abstract = ?, tokens_reference = ?
+    tokens_full = ?, tokens_reduced = ?, tokens_abstract = ?, tokens_reference = ?, expires_at = ?
 WHERE namespace = ? AND rowid = ?
 """
 
 _UPDATE_TEXTS = "UPDATE page_texts SET content = ?, reduced = ? WHERE namespace = ? AND rowid = ?"
 
+# A page whose expiry has come is gone for every read, before a write deletes it (see expiry.py).
+LIVE = "(p.expires_at IS NULL OR p.expires_at > ?)"
+
 _GET = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.page_id = ?"
+_GET_LIVE = f"{_GET} AND {LIVE}"
 
 _GET_BY_ROWID = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.rowid = ?"
 
@@ -103,6 +107,7 @@ def page_from_row(row: Row) -> Page:
         metadata=json.loads(row["metadata"]),
         levels=level_texts(row),
         tokens=level_tokens(row),
+        expires_at=row["expires_at"],
     )
 
 
@@ -123,6 +128,7 @@ async def insert_page(
     levels: Levels,
     turn: int,
     now: float,
+    expires_at: float | None = None,
 ) -> Page:
     """Insert one page and return it as stored."""
     content, reduced, abstract, reference = levels.texts
@@ -145,6 +151,7 @@ async def insert_page(
             abstract,
             reference,
             *_token_tuple(levels.tokens),
+            expires_at,
         ),
     )
     assert row is not None  # RETURNING always yields the inserted row
@@ -164,6 +171,7 @@ async def update_remembered(
     levels: Levels,
     turn: int,
     now: float,
+    expires_at: float | None,
 ) -> Page:
     """Rewrite a remembered page in place and return it as now stored."""
     content, reduced, abstract, reference = levels.texts
@@ -180,6 +188,7 @@ async def update_remembered(
             abstract,
             reference,
             *_token_tuple(levels.tokens),
+            expires_at,
             namespace,
             rowid,
         ),
@@ -191,8 +200,13 @@ async def update_remembered(
     return page_from_row(row)
 
 
-async def get_page(conn: Reads, namespace: str, page_id: str) -> Page | None:
-    row = await conn.one(_GET, (namespace, page_id))
+async def get_page(conn: Reads, namespace: str, page_id: str, *, live_at: float | None = None) -> Page | None:
+    """The page `page_id`; with `live_at`, None for a page expired by then (which only a write
+    that deletes it, or a key's rewrite, still needs to see)."""
+    if live_at is None:
+        row = await conn.one(_GET, (namespace, page_id))
+    else:
+        row = await conn.one(_GET_LIVE, (namespace, page_id, live_at))
     return page_from_row(row) if row else None
 
 

@@ -256,7 +256,12 @@ async def search_pages(
     transaction, so the ranking and the snippets see the same pages.
     """
     filters = _Filters(page_type, modality, only_session, pinned_only)
-    hits = await _exact_ids(conn, namespace, viewer_session, query, filters)
+    gone = await _expired(conn, namespace, now)
+    hits = [
+        hit
+        for hit in await _exact_ids(conn, namespace, viewer_session, query, filters)
+        if hit.page_id not in gone
+    ]
     collection = await conn.one(_COLLECTION, (namespace,))
     assert collection is not None  # an aggregate always yields a row
     pages, chars, in_file = (int(value) for value in collection)
@@ -264,7 +269,15 @@ async def search_pages(
     if terms and len(hits) < limit:
         whole_file = pages == in_file
         when = time_window(query, now) if now is not None and tuning.time_boost else None
-        asked = _Asked(terms, addressed_role(query), when, filters, limit, max(tuning.depth, limit))
+        asked = _Asked(
+            terms,
+            addressed_role(query),
+            when,
+            filters,
+            limit,
+            max(tuning.depth, limit),
+            frozenset(gone.values()),
+        )
         weights = {term: 1.0 for term in terms}
         scores = await _scored(conn, namespace, weights, stemmer, (pages, chars, whole_file), asked, tuning)
         if scores and tuning.feedback_pages:
@@ -292,6 +305,7 @@ class _Asked:
     filters: "_Filters"
     limit: int
     depth: int
+    gone: frozenset[int]  # rowids of pages expired, not yet deleted: never ranked, never a neighbour
 
 
 async def _scored(
@@ -321,7 +335,9 @@ async def _scored(
         )
         holding = pages_holding(found)
     bm25 = _bm25(found, (pages, chars), holding, stem_weight, tuning)
-    admitted = {row["rowid"] for row in found if asked.filters.admit(row)}
+    for rowid in asked.gone:
+        bm25.pop(rowid, None)
+    admitted = {row["rowid"] for row in found if asked.filters.admit(row) and row["rowid"] not in asked.gone}
     top = sorted(admitted, key=lambda rowid: (-bm25[rowid], rowid))[: asked.depth]
     if not top:
         return {}
@@ -429,6 +445,19 @@ async def _exact_ids(
         _hit(row, score=EXACT_ID_SCORE, snippet=row["snippet"])
         for row in sorted(rows, key=lambda r: order[r["page_id"]])
     ]
+
+
+# Pages whose expiry has come and that no write has deleted yet: few, on their partial index.
+_EXPIRED = (
+    "SELECT page_id, rowid FROM pages WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at <= ?"
+)
+
+
+async def _expired(conn: Reads, namespace: str, now: float | None) -> dict[str, int]:
+    """The namespace's expired pages by id (none when the search has no clock)."""
+    if now is None:
+        return {}
+    return {row["page_id"]: row["rowid"] for row in await conn.all(_EXPIRED, (namespace, now))}
 
 
 @dataclass(frozen=True)

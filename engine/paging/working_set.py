@@ -140,7 +140,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 _VIEW = """
 SELECT w.level, w.line_tokens, p.page_id, p.type, p.role, t.content, t.reduced, p.abstract, p.reference
 FROM working_set w JOIN pages p ON p.rowid = w.page_rowid JOIN page_texts t ON t.rowid = w.page_rowid
-WHERE w.namespace = ? AND w.session = ?
+WHERE w.namespace = ? AND w.session = ? AND (p.expires_at IS NULL OR p.expires_at > ?)
 ORDER BY p.created_at, p.rowid
 """
 
@@ -556,10 +556,11 @@ async def sessions_mapping(conn: Reads, namespace: str, rowid: int) -> list[tupl
     return [(row["session"], Level(row["level"])) for row in rows]
 
 
-async def view_entries(conn: Reads, namespace: str, session: str) -> list[WorkingSetEntry]:
-    """The mapped pages as rendered lines, in a stable order (oldest page first)."""
+async def view_entries(conn: Reads, namespace: str, session: str, now: float) -> list[WorkingSetEntry]:
+    """The mapped pages as rendered lines, in a stable order (oldest page first); a page expired
+    by `now` is left out at once, before the write that deletes it unmaps it."""
     entries = []
-    for row in await conn.all(_VIEW, (namespace, session)):
+    for row in await conn.all(_VIEW, (namespace, session, now)):
         level = Level(row["level"])
         texts = level_texts(row)
         role = Role(row["role"]) if row["role"] else None

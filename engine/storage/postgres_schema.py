@@ -318,5 +318,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="the schema of SQLite version 13: pages, working sets, guards, procedures, hooks, search terms",
         statements=(_TABLES, _COUNTS, _APPEND_ONLY),
     ),
+    Migration(
+        version=14,
+        name="superseded versions of keyed pages, and expiry",
+        statements=(
+            "ALTER TABLE pages ADD COLUMN expires_at DOUBLE PRECISION",
+            "CREATE INDEX pages_expiring ON pages (namespace, expires_at) WHERE expires_at IS NOT NULL",
+            f"""
+            CREATE TABLE page_versions (
+                page_rowid BIGINT NOT NULL REFERENCES pages (rowid) ON DELETE CASCADE DEFERRABLE,
+                version BIGINT NOT NULL CHECK (version >= 1),
+                namespace {_T} NOT NULL,
+                type {_T} NOT NULL,
+                content {_T} NOT NULL,
+                tokens_full BIGINT NOT NULL CHECK (tokens_full >= 0),
+                written_at DOUBLE PRECISION NOT NULL,
+                superseded_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (page_rowid, version)
+            )
+            """,
+        ),
+    ),
 )
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

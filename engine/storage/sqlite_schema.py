@@ -728,6 +728,31 @@ _GUARD_VERDICTS = Migration(
     ),
 )
 
+# Rewriting a keyed page keeps what it said before (its superseded versions, newest last), and a
+# page may carry the moment it expires: reads leave it out from then on, and a later write or
+# `memvm gc` deletes it. Versions go with their page (ON DELETE CASCADE), so forget takes them too.
+_VERSIONS_AND_EXPIRY = Migration(
+    version=14,
+    name="superseded versions of keyed pages, and expiry",
+    statements=(
+        "ALTER TABLE pages ADD COLUMN expires_at REAL",
+        "CREATE INDEX pages_expiring ON pages (namespace, expires_at) WHERE expires_at IS NOT NULL",
+        """
+        CREATE TABLE page_versions (
+            page_rowid INTEGER NOT NULL REFERENCES pages (rowid) ON DELETE CASCADE,
+            version INTEGER NOT NULL CHECK (version >= 1),
+            namespace TEXT NOT NULL,
+            type TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tokens_full INTEGER NOT NULL CHECK (tokens_full >= 0),
+            written_at REAL NOT NULL,
+            superseded_at REAL NOT NULL,
+            PRIMARY KEY (page_rowid, version)
+        ) WITHOUT ROWID
+        """,
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
@@ -742,6 +767,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _HOOK_HOSTS,
     _PAGES_BY_NAMESPACE,
     _GUARD_VERDICTS,
+    _VERSIONS_AND_EXPIRY,
 )
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

@@ -90,6 +90,10 @@ def test_pin_and_forget_change_the_database(seeded, page, ui_server):
 
 
 def test_a_remembered_note_is_edited_in_place(seeded, page, ui_server):
+    before = _rows(
+        seeded,
+        "SELECT t.content FROM pages p JOIN page_texts t USING (rowid) WHERE p.page_id = 'deploy-note'",
+    )[0][0]
     _open(page, ui_server, seeded)
     page.get_by_role("button", name="deploy-note").click()
     page.get_by_role("button", name="Edit note").click()
@@ -101,6 +105,11 @@ def test_a_remembered_note_is_edited_in_place(seeded, page, ui_server):
         "SELECT t.content FROM pages p JOIN page_texts t USING (rowid) WHERE p.page_id = 'deploy-note'",
     )
     assert stored == [("Deploys go through flux now.",)]
+    # The text it replaced stays as the page's history, shown beneath its levels.
+    expect(page.locator("#detail-meta")).to_contain_text("version 2")
+    expect(page.locator("#levels .superseded")).to_have_count(1)
+    expect(page.locator("#levels .superseded")).to_contain_text(before)
+    expect(page.locator("#levels .superseded h4")).to_contain_text("version 1, written ")
 
 
 def test_the_context_view_draws_the_budget_and_the_working_set(seeded, page, ui_server):

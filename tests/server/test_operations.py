@@ -6,17 +6,20 @@ filled through the engine so that every table that holds memory has rows.
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 from memvm.engine import Engine
+from memvm.engine.clock import ManualClock
 from memvm.engine.models import Level, ToolOutcome
 from memvm.engine.operations.transfer import memory_tables
+from memvm.engine.storage.open import shown
 from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 from memvm.server.cli import main
 
-from tests.conftest import assistant, long_text, note, user
+from tests.conftest import assistant, db_rows, long_text, note, user
 
 NAMESPACES = ("acme", "globex")
 
@@ -36,6 +39,11 @@ async def fill(db: Path) -> None:
             )
             stored = await engine.remember(**s, page=note(long_text(f"{ns} boiler", 30), importance=0.3))
             await engine.remember(**s, page=note("The user prefers window seats."), key="seats")
+            # A rewrite keeps the first as a superseded version; a page that expires in a month.
+            await engine.remember(**s, page=note("The user prefers window seats, aisle if not."), key="seats")
+            await engine.remember(
+                **s, page=note("Gate code 4471 for the trip."), key="gate", ttl_seconds=30 * 86_400
+            )
             await engine.page_fault(**s, page_id=stored.page_id, target_level=Level.REDUCED)
             await engine.pin_page(**s, page_id=stored.page_id, pinned=True)
             await engine.bind_value(
@@ -184,6 +192,37 @@ def test_doctor_reports_a_healthy_file(filled, capsys):
         "rows": "ok",
         "search_index": "ok",
     }
+
+
+def test_gc_deletes_the_expired_pages_that_doctor_counts(db_url, capsys):
+    async def write_an_hour_ago() -> None:
+        engine = await Engine.open(db_url, clock=ManualClock(time.time() - 3600))
+        try:
+            for key in ("parking", "wifi-code"):
+                await engine.remember(namespace="acme", session="s", page=note(key), key=key, ttl_seconds=60)
+            await engine.remember(namespace="acme", session="s", page=note("lasting"), key="lasting")
+            await engine.remember(
+                namespace="acme", session="s", page=note("for a day"), key="day", ttl_seconds=86_400
+            )
+        finally:
+            await engine.close()
+
+    anyio.run(write_an_hour_ago)
+    assert run("doctor", "--db", db_url, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["expired_waiting"] == 2
+    assert run("doctor", "--db", db_url) == 0
+    assert "4 pages (2 expired, waiting for memvm gc)" in capsys.readouterr().out
+    assert run("gc", "--db", db_url) == 0
+    assert capsys.readouterr().out == f"deleted 2 expired pages from {shown(db_url)}\n"
+    assert sorted(db_rows(db_url, "SELECT page_id FROM pages")) == [("day",), ("lasting",)]
+    assert run("gc", "--db", db_url) == 0
+    assert capsys.readouterr().out.startswith("deleted 0 expired pages")
+
+
+def test_gc_on_a_missing_file_says_so_in_one_line(tmp_path, capsys):
+    assert run("gc", "--db", tmp_path / "none.db") == 2
+    assert capsys.readouterr().err.strip() == f"memvm: there is no database at {tmp_path / 'none.db'}"
+    assert not (tmp_path / "none.db").exists()
 
 
 def break_search_index(conn: sqlite3.Connection) -> None:

@@ -3,7 +3,7 @@ import json
 import pytest
 from memvm.server.settings import ToolProfile
 
-from tests.server.conftest import call, call_error
+from tests.server.conftest import call, call_error, read
 
 pytestmark = pytest.mark.anyio
 
@@ -56,6 +56,8 @@ async def test_remember_search_and_fault_through_the_client(connect):
         "tokens": stored["tokens"],
         "mapped": None,  # not pinned
         "reason": None,
+        "version": 1,
+        "expires_at": None,
     }
     assert found["results"][0]["page_id"] == "spare_key"
     assert found["results"][0]["tokens"] == stored["tokens"]
@@ -165,3 +167,21 @@ async def test_a_made_up_argument_name_is_not_echoed_back(connect):
     for message in (nested, top):
         assert "\n" not in message and len(message) < 200
         assert "<key> is not an accepted argument" in message
+
+
+async def test_a_rewrite_keeps_history_and_a_ttl_sets_expiry_through_the_client(connect):
+    async with connect() as client:
+        await call(client, "remember", content="The wifi password is on the fridge.", key="wifi")
+        second = await call(
+            client, "remember", content="The wifi password is on the router.", key="wifi", ttl_seconds=3600
+        )
+        page = json.loads(await read(client, "memvm://pages/wifi"))
+        found = await call(client, "search_pages", query="wifi password fridge")
+        refused = await call_error(client, "remember", content="x", key="k", ttl_seconds=0)
+    assert second["version"] == 2 and second["created"] is False and second["expires_at"] is not None
+    assert page["levels"]["0"] == "The wifi password is on the router."
+    assert page["version"] == 2 and page["expires_at"] == second["expires_at"]
+    assert [version["content"] for version in page["versions"]] == ["The wifi password is on the fridge."]
+    assert [hit["page_id"] for hit in found["results"]] == ["wifi"]
+    assert "fridge" not in found["results"][0]["snippet"]
+    assert "ttl_seconds" in refused and "Traceback" not in refused

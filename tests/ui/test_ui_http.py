@@ -12,7 +12,7 @@ import anyio
 import httpx2
 import pytest
 from memvm.engine import Engine, EngineConfig
-from memvm.engine.models import IngestMessage, Role
+from memvm.engine.models import IngestMessage, NewPage, PageType, Role
 
 from tests.conftest import db_rows
 from tests.ui.seed import seed
@@ -280,3 +280,29 @@ def test_read_only_shows_memory_and_refuses_every_change(tmp_path):
         process.terminate()
         process.wait(timeout=30)
     assert db.read_bytes() == before
+
+
+def test_an_edit_keeps_the_notes_expiry_and_shows_what_it_replaced(served):
+    base, token, db = served
+
+    async def remember_expiring() -> float | None:
+        engine = await Engine.open(db)
+        try:
+            page = NewPage(content="Door code 1234 this week.", type=PageType.NOTE, provenance="model")
+            stored = await engine.remember(namespace=NS, session="s", page=page, key="door", ttl_seconds=3600)
+            return stored.expires_at
+        finally:
+            await engine.close()
+
+    expires_at = anyio.run(remember_expiring)
+    with client(base, token) as user:
+        opened = user.get("/api/pages/door").json()
+        change = {"content": "Door code 9876 this week.", "was": opened["fingerprint"]}
+        assert user.post("/api/pages/door/edit", json=change, headers={"origin": base}).status_code == 200
+        edited = user.get("/api/pages/door").json()
+    assert opened["version"] == 1 and opened["versions"] == [] and opened["expires_at"] == expires_at
+    assert edited["version"] == 2 and [v["content"] for v in edited["versions"]] == [
+        "Door code 1234 this week."
+    ]
+    # The edit kept the expiry, give or take the moments between the two writes.
+    assert edited["expires_at"] is not None and abs(edited["expires_at"] - expires_at) < 60

@@ -329,7 +329,9 @@ async function openPage(pageId, quietly = false) {
       `${page.type}${page.role ? "/" + page.role : ""}`, `session ${page.session}`, `from ${page.provenance}`,
       `created ${when(page.created_at)}`, `last access ${when(page.last_access)}`,
       count(page.access_count, "access", "accesses"), `importance ${page.importance}`, page.pinned ? "pinned" : "not pinned",
+      `version ${page.version}`,
     ];
+    if (page.expires_at !== null) fields.push(`expires ${when(page.expires_at)}`);
     fields.forEach((field, index) => {
       if (index) meta.append(" · ");
       const part = document.createElement("bdi");
@@ -350,6 +352,19 @@ async function openPage(pageId, quietly = false) {
         body.tabIndex = 0;
         body.dataset.key = `level:${name}`;
         body.textContent = shown(text);
+        box.append(title, body);
+        levels.appendChild(box);
+      }
+      // What a rewrite replaced, newest first: history, never what search or context shows.
+      for (const version of [...page.versions].reverse()) {
+        const box = document.createElement("section");
+        box.className = "superseded";
+        const title = document.createElement("h4");
+        title.textContent = `version ${version.version}, written ${when(version.written_at)}, replaced ${when(version.superseded_at)}`;
+        const body = document.createElement("pre");
+        body.tabIndex = 0;
+        body.dataset.key = `version:${version.version}`;
+        body.textContent = shown(version.content);
         box.append(title, body);
         levels.appendChild(box);
       }
