@@ -39,10 +39,12 @@ def _conversation(path: Path, number: int, item: Any) -> Conversation:
     # An export always names its conversations; without an id, the title and start stand in.
     ident = str(ident) if ident else digest(f"{title}\n{started}")
     messages = []
+    before = started
     for node_id, node in _thread(item["mapping"], item.get("current_node")):
-        message = _message(node_id, node, started, f"{where}, message {node_id}")
+        message = _message(node_id, node, before, f"{where}, message {node_id}")
         if message is not None:
             messages.append(message)
+            before = message.created_at
     return Conversation(session=name_for(f"{SOURCE}-", ident, SESSION_CHARS), title=title, messages=messages)
 
 
@@ -76,7 +78,7 @@ def _last_leaf(mapping: dict[str, Any]) -> str | None:
     return node_id
 
 
-def _message(node_id: str, node: dict[str, Any], started: float | None, where: str) -> HistoryMessage | None:
+def _message(node_id: str, node: dict[str, Any], before: float | None, where: str) -> HistoryMessage | None:
     message = node.get("message")
     if not isinstance(message, dict):
         return None
@@ -91,7 +93,7 @@ def _message(node_id: str, node: dict[str, Any], started: float | None, where: s
     text = "\n\n".join(part for part in parts if part)
     if not text:
         return None
-    created = message_date(message.get("create_time"), started, f"{where}, create_time")
+    created = message_date(message.get("create_time"), before, f"{where}, create_time")
     return HistoryMessage(
         role=role, content=text, created_at=created, source_id=str(message.get("id") or node_id)
     )

@@ -34,21 +34,23 @@ def _conversation(path: Path, number: int, item: Any) -> Conversation:
     title = item.get("name") if isinstance(item.get("name"), str) and item.get("name") else None
     ident = str(item["uuid"]) if item.get("uuid") else digest(f"{title}\n{started}")
     messages = []
+    before = started
     for index, entry in enumerate(item["chat_messages"], start=1):
-        message = _message(entry, started, f"{where}, message {index}")
+        message = _message(entry, before, f"{where}, message {index}")
         if message is not None:
             messages.append(message)
+            before = message.created_at
     return Conversation(session=name_for(f"{SOURCE}-", ident, SESSION_CHARS), title=title, messages=messages)
 
 
-def _message(entry: Any, started: float | None, where: str) -> HistoryMessage | None:
+def _message(entry: Any, before: float | None, where: str) -> HistoryMessage | None:
     if not isinstance(entry, dict):
         raise TransferError(f"{where} is not a JSON object")
     role = _ROLES.get(str(entry.get("sender")))
     text = _text(entry)
     if role is None or not text:
         return None
-    created = message_date(entry.get("created_at"), started, f"{where}, created_at")
+    created = message_date(entry.get("created_at"), before, f"{where}, created_at")
     if not entry.get("uuid"):
         raise TransferError(f'{where} has no "uuid"')
     return HistoryMessage(role=role, content=text, created_at=created, source_id=str(entry["uuid"]))

@@ -32,9 +32,10 @@ def exported_conversations(path: Path, product: str) -> list[Any]:
     return export
 
 
-def message_date(value: Any, started: float | None, where: str) -> float:
-    """A message's date; the conversation's when the message has none."""
-    created = epoch_seconds(value, where) or started
+def message_date(value: Any, before: float | None, where: str) -> float:
+    """A message's date; when it has none, the date of what came `before` it (the message before,
+    else the conversation), which keeps it in its place."""
+    created = epoch_seconds(value, where) or before
     if created is None:
         raise TransferError(f"{where} has no date, nor has its conversation")
     return created
