@@ -13,8 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from memvm.engine.models import Role
-from memvm.engine.operations.importers.conversations import Conversation, exported_conversations, message_date
-from memvm.engine.operations.importers.keys import SESSION_CHARS, digest, name_for
+from memvm.engine.operations.importers.conversations import (
+    Conversation,
+    conversation,
+    message_date,
+    read_export,
+)
 from memvm.engine.operations.importers.sources import epoch_seconds
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.paging.history_write import HistoryMessage
@@ -25,27 +29,18 @@ _TEXT_CONTENT = {"text", "multimodal_text"}
 
 
 def read_conversations(path: Path) -> list[Conversation]:
-    export = exported_conversations(path, "ChatGPT")
-    return [_conversation(path, number, item) for number, item in enumerate(export, start=1)]
+    return read_export(path, "ChatGPT", _conversation)
 
 
-def _conversation(path: Path, number: int, item: Any) -> Conversation:
-    where = f"{path}: conversation {number}"
+def _conversation(where: str, item: Any) -> Conversation:
     if not isinstance(item, dict) or not isinstance(item.get("mapping"), dict):
         raise TransferError(f'{where} has no "mapping" of messages: not a ChatGPT export')
     started = epoch_seconds(item.get("create_time"), f"{where}, create_time")
     title = item.get("title") if isinstance(item.get("title"), str) else None
+    thread = _thread(item["mapping"], item.get("current_node"))
+    entries = ((f"{where}, message {node_id}", (node_id, node)) for node_id, node in thread)
     ident = item.get("id") or item.get("conversation_id")
-    # An export always names its conversations; without an id, the title and start stand in.
-    ident = str(ident) if ident else digest(f"{title}\n{started}")
-    messages = []
-    before = started
-    for node_id, node in _thread(item["mapping"], item.get("current_node")):
-        message = _message(node_id, node, before, f"{where}, message {node_id}")
-        if message is not None:
-            messages.append(message)
-            before = message.created_at
-    return Conversation(session=name_for(f"{SOURCE}-", ident, SESSION_CHARS), title=title, messages=messages)
+    return conversation(SOURCE, ident, title, started, entries, _message)
 
 
 def _thread(mapping: dict[str, Any], current: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -78,7 +73,8 @@ def _last_leaf(mapping: dict[str, Any]) -> str | None:
     return node_id
 
 
-def _message(node_id: str, node: dict[str, Any], before: float | None, where: str) -> HistoryMessage | None:
+def _message(entry: tuple[str, dict[str, Any]], before: float | None, where: str) -> HistoryMessage | None:
+    node_id, node = entry
     message = node.get("message")
     if not isinstance(message, dict):
         return None

@@ -11,8 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from memvm.engine.models import Role
-from memvm.engine.operations.importers.conversations import Conversation, exported_conversations, message_date
-from memvm.engine.operations.importers.keys import SESSION_CHARS, digest, name_for
+from memvm.engine.operations.importers.conversations import (
+    Conversation,
+    conversation,
+    message_date,
+    read_export,
+)
 from memvm.engine.operations.importers.sources import epoch_seconds
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.paging.history_write import HistoryMessage
@@ -22,25 +26,18 @@ _ROLES = {"human": Role.USER, "user": Role.USER, "assistant": Role.ASSISTANT}
 
 
 def read_conversations(path: Path) -> list[Conversation]:
-    export = exported_conversations(path, "Claude")
-    return [_conversation(path, number, item) for number, item in enumerate(export, start=1)]
+    return read_export(path, "Claude", _conversation)
 
 
-def _conversation(path: Path, number: int, item: Any) -> Conversation:
-    where = f"{path}: conversation {number}"
+def _conversation(where: str, item: Any) -> Conversation:
     if not isinstance(item, dict) or not isinstance(item.get("chat_messages"), list):
         raise TransferError(f'{where} has no "chat_messages": not a Claude export')
     started = epoch_seconds(item.get("created_at"), f"{where}, created_at")
-    title = item.get("name") if isinstance(item.get("name"), str) and item.get("name") else None
-    ident = str(item["uuid"]) if item.get("uuid") else digest(f"{title}\n{started}")
-    messages = []
-    before = started
-    for index, entry in enumerate(item["chat_messages"], start=1):
-        message = _message(entry, before, f"{where}, message {index}")
-        if message is not None:
-            messages.append(message)
-            before = message.created_at
-    return Conversation(session=name_for(f"{SOURCE}-", ident, SESSION_CHARS), title=title, messages=messages)
+    title = item.get("name") if isinstance(item.get("name"), str) else None
+    entries = (
+        (f"{where}, message {index}", entry) for index, entry in enumerate(item["chat_messages"], start=1)
+    )
+    return conversation(SOURCE, item.get("uuid"), title, started, entries, _message)
 
 
 def _message(entry: Any, before: float | None, where: str) -> HistoryMessage | None:
