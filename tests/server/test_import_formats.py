@@ -13,16 +13,16 @@ from tests.engine.operations.test_importers import FIXTURES
 from tests.server.test_operations import run
 
 FORMATS = [
-    ("server-memory", "memory.json", "3 entities, 2 relations: 3 pages written, 0 unchanged"),
+    ("server-memory", "memory.json", "3 entities, 2 relations: 3 written, 0 unchanged"),
     ("chatgpt", "chatgpt.json", "2 conversations, 5 messages (0 already there)"),
     ("claude", "claude.json", "2 conversations, 4 messages (0 already there)"),
-    ("markdown", "notes", "3 notes: 3 pages written, 0 unchanged"),
+    ("markdown", "notes", "3 notes: 3 written, 0 unchanged"),
 ]
 AGAIN = {
-    "server-memory": "3 entities, 2 relations: 0 pages written, 3 unchanged",
+    "server-memory": "3 entities, 2 relations: 0 written, 3 unchanged",
     "chatgpt": "2 conversations, 5 messages (5 already there)",
     "claude": "2 conversations, 4 messages (4 already there)",
-    "markdown": "3 notes: 0 pages written, 3 unchanged",
+    "markdown": "3 notes: 0 written, 3 unchanged",
 }
 
 

@@ -35,7 +35,7 @@ class ImportCounts:
 
     def summary(self) -> str:
         """e.g. `3 conversations, 41 messages (12 already there)`."""
-        pages = f"{self.written} pages written, {self.unchanged} unchanged"
+        notes = f"{self.written} written, {self.unchanged} unchanged"
         match self.counted:
             case Counted.CONVERSATIONS:
                 return (
@@ -43,7 +43,7 @@ class ImportCounts:
                     f"({self.already_there} already there)"
                 )
             case Counted.GRAPH:
-                return f"{self.entities} entities, {self.relations} relations: {pages}"
+                return f"{self.entities} entities, {self.relations} relations: {notes}"
             case Counted.NOTES:
                 empty = f", {self.empty} empty skipped" if self.empty else ""
-                return f"{self.notes} notes: {pages}{empty}"
+                return f"{self.notes} notes: {notes}{empty}"

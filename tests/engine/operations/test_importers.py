@@ -47,7 +47,7 @@ def iso(text: str) -> float:
 
 async def test_entities_become_notes_that_search_finds_with_their_relations(engine):
     counts = await run_import(engine, ImportFormat.SERVER_MEMORY, FIXTURES / "memory.json")
-    assert counts.summary() == "3 entities, 2 relations: 3 pages written, 0 unchanged"
+    assert counts.summary() == "3 entities, 2 relations: 3 written, 0 unchanged"
     found = await engine.search(namespace=NS, session="s", query="fluent Spanish")
     assert found.results[0].page_id == "entity:John_Smith"
     john = await engine.get_page(namespace=NS, page_id="entity:John_Smith")
@@ -180,7 +180,7 @@ async def test_a_claude_conversation_keeps_its_text_blocks_roles_and_dates(engin
 
 async def test_markdown_notes_get_keys_from_their_paths_or_their_front_matter(engine):
     counts = await run_import(engine, ImportFormat.MARKDOWN, FIXTURES / "notes")
-    assert counts.summary() == "3 notes: 3 pages written, 0 unchanged"  # .obsidian/ is not notes
+    assert counts.summary() == "3 notes: 3 written, 0 unchanged"  # .obsidian/ is not notes
     groceries = await engine.get_page(namespace=NS, page_id="groceries")
     assert groceries.content(Level.FULL) == "Oat milk, rye flour, and a new banneton for the sourdough."
     # Another app's front matter stays in the note; memvm's own gives the key, type and pin.
@@ -202,12 +202,12 @@ async def test_a_changed_note_is_rewritten_under_its_key_and_an_empty_one_skippe
     (notes / "groceries.md").write_text("Oat milk and eggs.\n", encoding="utf-8")
     (notes / "blank.md").write_text("\n", encoding="utf-8")
     counts = await run_import(engine, ImportFormat.MARKDOWN, notes / "groceries.md")
-    assert counts.summary() == "1 notes: 1 pages written, 0 unchanged"
+    assert counts.summary() == "1 notes: 1 written, 0 unchanged"
     assert (await engine.get_page(namespace=NS, page_id="groceries")).content(
         Level.FULL
     ) == "Oat milk and eggs."
     counts = await run_import(engine, ImportFormat.MARKDOWN, notes)
-    assert counts.summary() == "4 notes: 0 pages written, 3 unchanged, 1 empty skipped"
+    assert counts.summary() == "4 notes: 0 written, 3 unchanged, 1 empty skipped"
 
 
 async def test_a_markdown_export_imports_back_as_the_same_keys_types_and_texts(engine, tmp_path):
