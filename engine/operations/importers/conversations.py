@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memvm.engine import Engine
+from memvm.engine.errors import InvalidArgument
 from memvm.engine.operations.importers.counts import Counted, ImportCounts
 from memvm.engine.operations.importers.keys import SESSION_CHARS, digest, name_for
 from memvm.engine.operations.importers.sources import epoch_seconds, read_json
@@ -84,12 +85,15 @@ async def write_conversations(
         counts.messages += len(conversation.messages)
         if not conversation.messages:
             continue
-        written = await engine.write_history(
-            namespace=namespace,
-            session=conversation.session,
-            source=source,
-            title=conversation.title,
-            messages=conversation.messages,
-        )
+        try:
+            written = await engine.write_history(
+                namespace=namespace,
+                session=conversation.session,
+                source=source,
+                title=conversation.title,
+                messages=conversation.messages,
+            )
+        except InvalidArgument as exc:  # a message over the page limit: say which conversation
+            raise TransferError(f"conversation {conversation.session}: {exc}") from exc
         counts.already_there += written.already_there
     return counts

@@ -10,8 +10,9 @@ from enum import StrEnum
 from typing import Any
 
 from memvm.engine import Engine
-from memvm.engine.errors import PageNotFound
+from memvm.engine.errors import InvalidArgument, KeyConflict, PageNotFound
 from memvm.engine.models import Level, NewPage, PageType
+from memvm.engine.operations.transfer import TransferError
 from memvm.engine.redaction import redact
 
 
@@ -52,5 +53,8 @@ async def write_note(engine: Engine, *, namespace: str, session: str, note: Impo
         provenance=note.provenance,
         metadata=note.metadata,
     )
-    result = await engine.remember(namespace=namespace, session=session, page=page, key=note.key)
+    try:
+        result = await engine.remember(namespace=namespace, session=session, page=page, key=note.key)
+    except (InvalidArgument, KeyConflict) as exc:  # too long, or the key names a conversation's page
+        raise TransferError(f"note {note.key}: {exc}") from exc
     return NoteOutcome.CREATED if result.created else NoteOutcome.REWRITTEN

@@ -338,3 +338,12 @@ def test_a_missing_file_and_two_notes_under_one_key_are_refused(tmp_path):
     write(tmp_path, "b.md", "---\nkey: same\n---\ntwo\n")
     with pytest.raises(TransferError, match="both give the key 'same'"):
         read_source(ImportFormat.MARKDOWN, tmp_path)
+
+
+async def test_a_note_whose_key_names_a_conversation_page_is_refused_and_the_page_kept(engine, tmp_path):
+    await run_import(engine, ImportFormat.CLAUDE, FIXTURES / "claude.json")
+    forged = write(tmp_path, "forged.md", "---\nkey: msg_000001\n---\nforged words\n")
+    with pytest.raises(TransferError, match=r"note msg_000001: .* already names a transcript page"):
+        await run_import(engine, ImportFormat.MARKDOWN, forged)
+    page = await engine.get_page(namespace=NS, page_id="msg_000001")
+    assert page.type is PageType.TRANSCRIPT and "forged" not in page.content(Level.FULL)
