@@ -123,6 +123,10 @@ def one_line_refusal(capsys, says: str) -> None:
             "--namespace is for the other import formats",
         ),
         (["export", "--format", "markdown"], "name it with --out DIR"),
+        (
+            ["import", FIXTURES / "notes", "--format", "markdown", "--namespace", "my team"],
+            "is not a namespace name",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(db_url, capsys, argv, says):

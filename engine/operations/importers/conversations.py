@@ -80,20 +80,20 @@ async def write_conversations(
     engine: Engine, *, namespace: str, source: str, conversations: Iterable[Conversation]
 ) -> ImportCounts:
     counts = ImportCounts(Counted.CONVERSATIONS)
-    for conversation in conversations:
+    for talk in conversations:
         counts.conversations += 1
-        counts.messages += len(conversation.messages)
-        if not conversation.messages:
+        counts.messages += len(talk.messages)
+        if not talk.messages:
             continue
         try:
             written = await engine.write_history(
                 namespace=namespace,
-                session=conversation.session,
+                session=talk.session,
                 source=source,
-                title=conversation.title,
-                messages=conversation.messages,
+                title=talk.title,
+                messages=talk.messages,
             )
         except InvalidArgument as exc:  # a message over the page limit: say which conversation
-            raise TransferError(f"conversation {conversation.session}: {exc}") from exc
+            raise TransferError(f"conversation {talk.session}: {exc}") from exc
         counts.already_there += written.already_there
     return counts

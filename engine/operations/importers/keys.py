@@ -22,8 +22,8 @@ def digest(text: str) -> str:
 
 def name_for(prefix: str, text: str, limit: int) -> str:
     """`prefix` (letters first, e.g. "entity:") and `text` as one name of at most `limit` characters."""
-    mapped = _OUTSIDE.sub("_", text).strip("_") or digest(text)
-    name = prefix + mapped
+    # A name starts with a letter or digit: what else leads (`_draft.md`, `-x`) is dropped.
+    name = (prefix + _OUTSIDE.sub("_", text)).lstrip("_.:-").rstrip("_") or digest(text)
     if len(name) > limit:
         name = f"{name[: limit - _DIGEST_CHARS - 1]}-{digest(text)}"
     return name

@@ -261,6 +261,7 @@ async def test_a_markdown_export_refuses_a_folder_with_files_unless_forced(engin
 
 def test_names_are_mapped_into_the_key_pattern_deterministically():
     assert name_for("entity:", "John Smith / Ltd.", KEY_CHARS) == "entity:John_Smith_Ltd."
+    assert name_for("", "_drafts/-idea", KEY_CHARS) == "drafts_-idea"
     long = name_for("", "x" * 300, KEY_CHARS)
     assert len(long) == KEY_CHARS and long != name_for("", "x" * 299, KEY_CHARS)
     keys = Keys()
