@@ -48,6 +48,7 @@ from memvm.engine.models import (
 from memvm.engine.names import page_ids, session_names
 from memvm.engine.paging import faults, memory
 from memvm.engine.paging.history import known_tools, session_tools, session_transcript, standing_notes
+from memvm.engine.paging.history_write import HistoryMessage, HistoryWritten, write_history
 from memvm.engine.paging.manifest_pages import available_pages, namespace_counts
 from memvm.engine.paging.pages import get_page
 from memvm.engine.paging.search import search_pages
@@ -161,6 +162,30 @@ class Engine:
                 message.model_copy(update={"content": redact(message.content)}) for message in messages
             ]
         return await memory.ingest(self._writer, namespace=namespace, session=session, messages=messages)
+
+    async def write_history(
+        self,
+        *,
+        namespace: str,
+        session: str,
+        source: str,
+        title: str | None,
+        messages: Sequence[HistoryMessage],
+    ) -> HistoryWritten:
+        """Store a past conversation's messages as `session`'s transcript pages, each dated as
+        written and mapped nowhere; messages whose `source_id` the session holds are skipped."""
+        await self._counting()
+        if self.config.redact_secrets:
+            messages = [
+                message.model_copy(
+                    update={"content": redact(message.content), "source_id": redact(message.source_id)}
+                )
+                for message in messages
+            ]
+            title = None if title is None else redact(title)
+        return await write_history(
+            self._writer, namespace=namespace, session=session, source=source, title=title, messages=messages
+        )
 
     async def pin_page(
         self, *, namespace: str, session: str, page_id: str, pinned: bool, place: bool = True

@@ -23,13 +23,15 @@ from typing import TextIO
 
 import anyio
 from memvm.engine import Engine
-from memvm.engine.errors import DatabaseRefused, StorageError
+from memvm.engine.errors import DatabaseRefused, MemvmError, StorageError
 from memvm.engine.operations.backup import BackupError, backup
 from memvm.engine.operations.doctor import Diagnosis, Findings, diagnose, memory_line
+from memvm.engine.operations.importers.formats import ImportFormat
 from memvm.engine.operations.transfer import TransferError, export_lines, import_from
 from memvm.engine.paths import database_named
 from memvm.engine.storage.open import is_postgres_url, shown
 from memvm.engine.storage.sqlite_db import connect_blocking, writable
+from memvm.server.cli_formats import EXPORT_FORMATS, is_memory_file_command, run_memory_file_command
 
 _DB_HELP = (
     "SQLite file, or postgresql://user@host:port/dbname (default: $MEMVM_DB, else a file in the "
@@ -52,13 +54,37 @@ def add_operations(commands: "argparse._SubParsersAction[argparse.ArgumentParser
         "--out", metavar="FILE", help="where to write (default: standard output); an existing file is kept"
     )
     export.add_argument("--force", action="store_true", help="replace the --out file if it exists")
-    export.add_argument("--namespace", help="only this namespace's memory")
+    export.add_argument(
+        "--namespace", help="only this namespace's memory (markdown: default, the namespace serve uses)"
+    )
+    export.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        default="jsonl",
+        help="jsonl: every row, for memvm import; markdown: a folder (--out DIR) of session "
+        "transcripts and notes with their keys",
+    )
 
     import_ = commands.add_parser(
-        "import", help="load an export into a database that holds no memory yet, all or nothing"
+        "import",
+        help="load memvm's export into a database that holds no memory yet, all or nothing; or add "
+        "memory from another tool's files (--format)",
     )
-    import_.add_argument("file", metavar="FILE", help="the export, or - for standard input")
+    import_.add_argument(
+        "file", metavar="FILE", help="the export, or - for standard input (markdown: a folder or .md file)"
+    )
     import_.add_argument("--db", help=_DB_HELP + "; created if missing")
+    import_.add_argument(
+        "--format",
+        choices=[f.value for f in ImportFormat],
+        default=ImportFormat.JSONL.value,
+        help="jsonl: memvm's own export; server-memory: the MCP memory server's memory.json; chatgpt, "
+        "claude: their conversations.json; markdown: a folder of notes. All but jsonl add to the "
+        "database, and importing twice adds nothing",
+    )
+    import_.add_argument(
+        "--namespace", help="whose memory the imported pages join (not jsonl; default: default)"
+    )
 
     gc = commands.add_parser(
         "gc", help="delete the pages whose expiry has come, in every namespace (safe while serving)"
@@ -94,6 +120,10 @@ def run_operation(args: argparse.Namespace) -> int:
     named = database_named(args.db)
     if args.command == "gc":
         return _gc(named)
+    if is_memory_file_command(args):
+        return _memory_files(args, named)
+    if args.command == "import" and args.namespace is not None:
+        return _fail("--namespace is for the other import formats: memvm's export keeps each row's namespace")
     if is_postgres_url(named):
         return _on_postgres(args, named)
     db = Path(named)
@@ -119,9 +149,7 @@ def run_operation(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise  # the reader left: main ends quietly, as programs in a pipe do
     except OSError as exc:
-        # A folder that cannot be written, a file that cannot be read: the OS's words, one line.
-        where = f" {exc.filename}" if exc.filename else ""
-        return _fail(f"cannot use{where}: {exc.strerror or exc}")
+        return _os_failure(exc)
 
 
 def _on_postgres(args: argparse.Namespace, url: str) -> int:
@@ -168,8 +196,27 @@ def _on_postgres(args: argparse.Namespace, url: str) -> int:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        return _fail(f"cannot use{where}: {exc.strerror or exc}")
+        return _os_failure(exc)
+
+
+def _memory_files(args: argparse.Namespace, db: str) -> int:
+    """Another tool's files in, or markdown out (see cli_formats), on either backend."""
+    try:
+        if not is_postgres_url(db):
+            check_db_path(Path(db), create_folder=args.command == "import")
+        with _signals_end_cleanly():
+            print(run_memory_file_command(args, db))
+        return 0
+    except (TransferError, MemvmError, DatabasePathError) as exc:
+        return _fail(str(exc))
+    except sqlite3.DatabaseError as exc:
+        return _fail(f"cannot use {shown(db)}: {exc}")
+    except ImportError:
+        return _fail("PostgreSQL needs its driver, which is not installed: pip install 'memvm[postgres]'")
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        return _os_failure(exc)
 
 
 @contextmanager
@@ -185,6 +232,12 @@ def _signals_end_cleanly() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _os_failure(exc: OSError) -> int:
+    # A folder that cannot be written, a file that cannot be read: the OS's words, one line.
+    where = f" {exc.filename}" if exc.filename else ""
+    return _fail(f"cannot use{where}: {exc.strerror or exc}")
 
 
 def _fail(message: str) -> int:

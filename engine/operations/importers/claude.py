@@ -1,0 +1,66 @@
+"""Claude's export (`conversations.json` in the archive from Settings, Privacy, Export data).
+
+The file is a JSON array of conversations: `uuid`, `name`, `created_at` (ISO 8601) and
+`chat_messages`, each with `uuid`, `sender` (`human` or `assistant`), `created_at`, and the
+message as `content` blocks (`{"type": "text", "text": ...}`, besides tool use and others) or, in
+older exports, as `text` alone. The text blocks are kept, in the order the export lists the
+messages.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from memvm.engine.models import Role
+from memvm.engine.operations.importers.conversations import (
+    Conversation,
+    conversation,
+    message_date,
+    read_export,
+)
+from memvm.engine.operations.importers.sources import epoch_seconds
+from memvm.engine.operations.transfer import TransferError
+from memvm.engine.paging.history_write import HistoryMessage
+
+SOURCE = "claude"
+_ROLES = {"human": Role.USER, "user": Role.USER, "assistant": Role.ASSISTANT}
+
+
+def read_conversations(path: Path) -> list[Conversation]:
+    return read_export(path, "Claude", _conversation)
+
+
+def _conversation(where: str, item: Any) -> Conversation:
+    if not isinstance(item, dict) or not isinstance(item.get("chat_messages"), list):
+        raise TransferError(f'{where} has no "chat_messages": not a Claude export')
+    started = epoch_seconds(item.get("created_at"), f"{where}, created_at")
+    title = item.get("name") if isinstance(item.get("name"), str) else None
+    entries = (
+        (f"{where}, message {index}", entry) for index, entry in enumerate(item["chat_messages"], start=1)
+    )
+    return conversation(SOURCE, item.get("uuid"), title, started, entries, _message)
+
+
+def _message(entry: Any, before: float | None, where: str) -> HistoryMessage | None:
+    if not isinstance(entry, dict):
+        raise TransferError(f"{where} is not a JSON object")
+    role = _ROLES.get(str(entry.get("sender")))
+    text = _text(entry)
+    if role is None or not text:
+        return None
+    created = message_date(entry.get("created_at"), before, f"{where}, created_at")
+    if not entry.get("uuid"):
+        raise TransferError(f'{where} has no "uuid"')
+    return HistoryMessage(role=role, content=text, created_at=created, source_id=str(entry["uuid"]))
+
+
+def _text(entry: dict[str, Any]) -> str:
+    blocks = entry.get("content")
+    if isinstance(blocks, list) and blocks:
+        texts = [
+            block["text"].strip()
+            for block in blocks
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        ]
+        return "\n\n".join(text for text in texts if text)
+    text = entry.get("text")
+    return text.strip() if isinstance(text, str) else ""

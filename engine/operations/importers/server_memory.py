@@ -1,0 +1,99 @@
+"""The reference MCP memory server's `memory.json` (modelcontextprotocol/servers, src/memory).
+
+The file is JSON lines, each an entity or a relation of a knowledge graph:
+
+    {"type": "entity", "name": "John_Smith", "entityType": "person", "observations": ["Speaks Spanish"]}
+    {"type": "relation", "from": "John_Smith", "to": "Anthropic", "relationType": "works_at"}
+
+Each entity becomes one note under the key `entity:<name>`, written as text that search finds:
+its name and type, each observation, and each relation it takes part in, in either direction.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memvm.engine import Engine
+from memvm.engine.models import PageType
+from memvm.engine.operations.importers.counts import Counted, ImportCounts
+from memvm.engine.operations.importers.keys import Keys
+from memvm.engine.operations.importers.notes import ImportedNote, write_note
+from memvm.engine.operations.importers.sources import read_json_lines
+from memvm.engine.operations.transfer import TransferError
+
+SOURCE = "server-memory"
+SESSION = "server-memory"
+KEY_PREFIX = "entity:"
+_EXPECTED = "the memory server's memory.json, one entity or relation per line"
+
+
+@dataclass
+class Entity:
+    name: str
+    entity_type: str
+    observations: list[str]
+    relations: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        lines = [f"{self.name} ({self.entity_type})" if self.entity_type else self.name]
+        lines += [f"- {observation}" for observation in self.observations]
+        lines += [f"- {relation}" for relation in self.relations]
+        return "\n".join(lines)
+
+
+def read_graph(path: Path) -> tuple[dict[str, Entity], int]:
+    """The entities by name, each with the relations it takes part in, and the relations read."""
+    entities: dict[str, Entity] = {}
+    relations: list[tuple[str, str, str]] = []
+    for number, record in read_json_lines(path, _EXPECTED):
+        where = f"{path}: line {number}"
+        match record.get("type"):
+            case "entity":
+                name = _text(record, "name", where)
+                observations = record.get("observations") or []
+                if not isinstance(observations, list) or not all(isinstance(o, str) for o in observations):
+                    raise TransferError(f'{where}: "observations" is not a list of strings')
+                if name in entities:  # the server keeps names unique; a hand-edited file may not
+                    entities[name].observations += observations
+                else:
+                    entities[name] = Entity(name, str(record.get("entityType") or ""), list(observations))
+            case "relation":
+                ends = (
+                    _text(record, "from", where),
+                    _text(record, "relationType", where),
+                    _text(record, "to", where),
+                )
+                relations.append(ends)
+            case _:
+                raise TransferError(f"{where} is neither an entity nor a relation; expected {_EXPECTED}")
+    for source, kind, target in relations:
+        said = f"{source} {kind} {target}"
+        # Both ends' pages say it; an end the file holds no entity for has no page to say it on.
+        for end in dict.fromkeys((source, target)):
+            if end in entities and said not in entities[end].relations:
+                entities[end].relations.append(said)
+    return entities, len(relations)
+
+
+def _text(record: dict[str, Any], name: str, where: str) -> str:
+    value = record.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise TransferError(f'{where}: "{name}" is missing or not text')
+    return value
+
+
+async def write_graph(
+    engine: Engine, *, namespace: str, entities: dict[str, Entity], relations: int
+) -> ImportCounts:
+    counts = ImportCounts(Counted.GRAPH, entities=len(entities), relations=relations)
+    keys = Keys()
+    for entity in entities.values():
+        note = ImportedNote(
+            key=keys.key(KEY_PREFIX, entity.name),
+            content=entity.text(),
+            type=PageType.NOTE,
+            provenance="model",
+            metadata={"source": SOURCE, "entity": entity.name},
+        )
+        counts.note(await write_note(engine, namespace=namespace, session=SESSION, note=note))
+    return counts

@@ -1,0 +1,120 @@
+"""Writing history: a past conversation's messages as transcript pages, each with its own date.
+
+A conversation brought in from elsewhere (another assistant's export) is not a live session: its
+pages are stamped with the dates the messages were written, not the clock's, and mapped into no
+working set. Each page records where it came from (`source_id`), so that writing the same
+conversation again adds only the messages not stored yet: importing twice adds nothing, and a
+conversation that grew since adds its new messages.
+"""
+
+import json
+from collections.abc import Sequence
+
+from memvm.engine.models import NewPage, PageType, Role
+from memvm.engine.paging.memory import Writer, fresh_page_id
+from memvm.engine.paging.pages import insert_page
+from memvm.engine.sessions import touch_session
+from memvm.engine.storage.api import Reads
+from pydantic import BaseModel, Field
+
+# Metadata keys a history page carries: who it came from, the message's id there, and the title
+# of its conversation (what a person remembers a conversation by).
+SOURCE = "source"
+SOURCE_ID = "source_id"
+CONVERSATION = "conversation"
+
+_STORED_METADATA = "SELECT metadata FROM pages WHERE namespace = ? AND session = ? AND type = ?"
+
+
+class HistoryMessage(BaseModel):
+    """One message of a past conversation, as a writer hands it over."""
+
+    role: Role
+    content: str = Field(min_length=1)
+    created_at: float
+    source_id: str = Field(min_length=1)
+
+
+class HistoryWritten(BaseModel):
+    """What writing a conversation's history did."""
+
+    page_ids: list[str]
+    already_there: int
+
+
+async def stored_source_ids(conn: Reads, namespace: str, session: str) -> set[str]:
+    """The source ids of the history pages `session` holds.
+
+    Read from the metadata column and parsed here: the same statement on both backends, and a
+    conversation's pages are few enough to read whole.
+    """
+    rows = await conn.all(_STORED_METADATA, (namespace, session, PageType.TRANSCRIPT.value))
+    found = (json.loads(row["metadata"]).get(SOURCE_ID) for row in rows)
+    return {source_id for source_id in found if isinstance(source_id, str)}
+
+
+async def write_history(
+    writer: Writer,
+    *,
+    namespace: str,
+    session: str,
+    source: str,
+    title: str | None,
+    messages: Sequence[HistoryMessage],
+) -> HistoryWritten:
+    """Store the messages of `session` not stored yet, in one write transaction."""
+    async with writer.db.read(namespace) as conn:
+        known = await stored_source_ids(conn, namespace, session)
+    new = _unique([message for message in messages if message.source_id not in known])
+    pages = [_page(message, source, title) for message in new]
+    all_levels = await writer.levels_off_loop(pages)
+    page_ids: list[str] = []
+    async with writer.db.write(namespace) as conn:
+        # Another import of the same file may have written some of them since the read above.
+        known = await stored_source_ids(conn, namespace, session)
+        state = await touch_session(
+            conn, namespace, session, writer.clock.now(), writer.config.turn_idle_seconds, by_host=True
+        )
+        for message, page, levels in zip(new, pages, all_levels, strict=True):
+            if message.source_id in known:
+                continue
+            page_id = await fresh_page_id(conn, namespace, PageType.TRANSCRIPT)
+            # `now` stamps both created_at and last_access: an old message was last used when it
+            # was written, so a large import does not crowd the recently used pages out of the
+            # manifest.
+            await insert_page(
+                conn,
+                namespace=namespace,
+                session=session,
+                page_id=page_id,
+                page=page,
+                levels=levels,
+                turn=state.turn,
+                now=message.created_at,
+            )
+            page_ids.append(page_id)
+    return HistoryWritten(page_ids=page_ids, already_there=len(messages) - len(page_ids))
+
+
+def _unique(messages: list[HistoryMessage]) -> list[HistoryMessage]:
+    """The first message of each source id: a source that repeats one is stored once."""
+    seen: set[str] = set()
+    kept = []
+    for message in messages:
+        if message.source_id not in seen:
+            seen.add(message.source_id)
+            kept.append(message)
+    return kept
+
+
+def _page(message: HistoryMessage, source: str, title: str | None) -> NewPage:
+    metadata: dict[str, str] = {SOURCE: source, SOURCE_ID: message.source_id}
+    if title:
+        metadata[CONVERSATION] = title
+    return NewPage(
+        content=message.content,
+        type=PageType.TRANSCRIPT,
+        role=message.role,
+        provenance=message.role.value,
+        metadata=metadata,
+    )

@@ -1,0 +1,77 @@
+"""Past conversations written as history: dated as written, mapped nowhere, each message once."""
+
+import pytest
+from memvm.engine.models import PageType, Role
+from memvm.engine.paging.history_write import HistoryMessage
+
+from tests.conftest import NS
+
+pytestmark = pytest.mark.anyio
+
+MAY_1 = 1_714_560_000.0
+
+
+def said(source_id: str, role: Role, content: str, at: float) -> HistoryMessage:
+    return HistoryMessage(role=role, content=content, created_at=at, source_id=source_id)
+
+
+CONVERSATION = [
+    said("m1", Role.USER, "Which ferry goes from Split to Hvar in the morning?", MAY_1),
+    said("m2", Role.ASSISTANT, "The Jadrolinija catamaran leaves Split at 7:30.", MAY_1 + 40),
+]
+
+
+async def write(engine, messages, session="chat-1"):
+    return await engine.write_history(
+        namespace=NS, session=session, source="test", title="Croatia trip", messages=messages
+    )
+
+
+async def test_history_pages_keep_their_dates_roles_and_order(engine, clock):
+    written = await write(engine, CONVERSATION)
+    assert written.already_there == 0 and len(written.page_ids) == 2
+    pages = [await engine.get_page(namespace=NS, page_id=page_id) for page_id in written.page_ids]
+    assert [(p.role, p.created_at, p.type) for p in pages] == [
+        (Role.USER, MAY_1, PageType.TRANSCRIPT),
+        (Role.ASSISTANT, MAY_1 + 40, PageType.TRANSCRIPT),
+    ]
+    assert clock.now() != MAY_1  # the dates are the messages', not the clock's
+    assert pages[0].metadata == {"source": "test", "source_id": "m1", "conversation": "Croatia trip"}
+
+
+async def test_history_is_searchable_and_mapped_into_no_working_set(engine):
+    written = await write(engine, CONVERSATION)
+    found = await engine.search(namespace=NS, session="elsewhere", query="catamaran Split")
+    assert found.results[0].page_id == written.page_ids[1]
+    assert (await engine.working_set(namespace=NS, session="chat-1")).entries == []
+
+
+async def test_writing_the_same_messages_again_adds_nothing(engine):
+    await write(engine, CONVERSATION)
+    again = await write(engine, CONVERSATION)
+    assert again.page_ids == [] and again.already_there == 2
+    assert (await engine.search(namespace=NS, session="s", query="ferry")).total_pages == 2
+
+
+async def test_a_conversation_that_grew_adds_only_its_new_message(engine):
+    await write(engine, CONVERSATION)
+    grown = await write(
+        engine, [*CONVERSATION, said("m3", Role.USER, "And back in the evening?", MAY_1 + 600)]
+    )
+    assert len(grown.page_ids) == 1 and grown.already_there == 2
+    page = await engine.get_page(namespace=NS, page_id=grown.page_ids[0])
+    assert page.content(0) == "And back in the evening?" and page.created_at == MAY_1 + 600
+
+
+async def test_the_same_source_id_in_another_session_is_another_message(engine):
+    await write(engine, CONVERSATION)
+    other = await write(engine, CONVERSATION, session="chat-2")
+    assert len(other.page_ids) == 2
+
+
+async def test_secrets_in_history_are_redacted_before_they_are_stored(engine):
+    key = "sk-ant-api03-" + "A" * 40
+    written = await write(engine, [said("m9", Role.USER, f"my key is {key}", MAY_1)])
+    page = await engine.get_page(namespace=NS, page_id=written.page_ids[0])
+    assert page.content(0) == "my key is [REDACTED:anthropic_key]"
+    assert all(key not in text for text in page.levels)
