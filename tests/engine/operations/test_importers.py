@@ -86,6 +86,8 @@ async def test_a_second_graph_import_changes_nothing_and_a_changed_entity_is_rew
     assert (changed.written, changed.unchanged) == (1, 2)
     trip = await engine.get_page(namespace=NS, page_id="entity:Lisbon_trip_2025")
     assert trip.content(Level.FULL).endswith("- Dinner at 9\n- John_Smith attends Lisbon trip 2025")
+    # What the entity said before is its superseded version, not a page search could return.
+    assert trip.version == 2 and "Dinner at 9" not in trip.versions[0].content
 
 
 # chatgpt
