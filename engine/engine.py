@@ -429,7 +429,7 @@ class Engine:
                 available=await available_pages(
                     conn, namespace, session, self.config.manifest_max_pages, self.clock.now()
                 ),
-                counts=await namespace_counts(conn, namespace, session),
+                counts=await namespace_counts(conn, namespace, session, self.clock.now()),
             )
 
     async def session_names(self, *, namespace: str, prefix: str, limit: int) -> list[str]:

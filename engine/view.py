@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import PageType
+from memvm.engine.paging.pages import expired_count_sql
 from memvm.engine.storage.api import Reads
 from pydantic import BaseModel
 
@@ -242,12 +243,13 @@ def _shown(text: str, length: int) -> str:
     return text if length <= SHOWN_CHARS else f"{text}… ({length:,} characters; the export has it all)"
 
 
-_PAGE_COUNT = "SELECT pages FROM page_counts WHERE namespace = ?"
+_PAGE_COUNT = f"""
+SELECT coalesce((SELECT pages FROM page_counts WHERE namespace = ?1), 0) - {expired_count_sql("?1", "?2")} AS pages"""
 
 
-async def page_count(conn: Reads, namespace: str) -> int:
-    """How many pages the namespace holds (kept by triggers: no scan)."""
-    row = await conn.one(_PAGE_COUNT, (namespace,))
+async def page_count(conn: Reads, namespace: str, now: float) -> int:
+    """How many pages the namespace holds, none expired by `now` (kept by triggers: no scan)."""
+    row = await conn.one(_PAGE_COUNT, (namespace, now))
     return int(row["pages"]) if row else 0
 
 

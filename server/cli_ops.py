@@ -23,7 +23,7 @@ from typing import TextIO
 
 import anyio
 from memvm.engine import Engine
-from memvm.engine.errors import DatabaseRefused, MemvmError, StorageError
+from memvm.engine.errors import DatabaseRefused, MemvmError, StorageBusy, StorageError
 from memvm.engine.operations.backup import BackupError, backup
 from memvm.engine.operations.doctor import Diagnosis, Findings, diagnose, memory_line
 from memvm.engine.operations.importers.formats import ImportFormat
@@ -395,8 +395,18 @@ def _import(db: Path, source: str) -> int:
 
 def _gc(named: str) -> int:
     """Delete every expired page through the engine, as its writes do, on either backend."""
-    if not is_postgres_url(named) and not Path(named).is_file():
-        return _fail(f"there is no database at {named}")
+    if not is_postgres_url(named):
+        try:
+            check_db_path(Path(named), create_folder=False)
+        except DatabasePathError as exc:
+            return _fail(str(exc))
+        if not Path(named).is_file():
+            return _fail(f"there is no database at {named}")
+        if not writable(named):
+            return _fail(
+                f"cannot delete pages from {named}: this user cannot write it or its folder; run memvm gc "
+                "as the user the servers run as"
+            )
 
     async def collect() -> int:
         engine = await Engine.open(named)
@@ -407,6 +417,8 @@ def _gc(named: str) -> int:
 
     try:
         deleted = anyio.run(collect)
+    except StorageBusy:
+        return _fail("the database stayed busy with another writer; run memvm gc again in a moment")
     except (DatabaseRefused, StorageError) as exc:
         return _fail(str(exc))
     print(f"deleted {deleted} expired pages from {shown(named)}")

@@ -65,7 +65,7 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
     async def overview(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
             sessions = await view.sessions(conn, namespace, before=_before(request))
-            pages = await view.page_count(conn, namespace)
+            pages = await view.page_count(conn, namespace, engine.clock.now())
         return {
             "namespace": namespace,
             "pages": pages,

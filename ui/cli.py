@@ -108,7 +108,7 @@ async def _serve(db: str, namespace: str, host: str, listener: socket.socket, re
     engine = await Engine.open(db, EngineConfig(read_only=read_only), reserve=reserved_tokens)
     try:
         async with engine.db.read(namespace) as conn:
-            empty = await view.page_count(conn, namespace) == 0
+            empty = await view.page_count(conn, namespace, engine.clock.now()) == 0
         if empty:
             # Most often a mistyped --namespace: said, and served anyway (it may fill while watched).
             print(

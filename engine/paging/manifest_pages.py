@@ -5,7 +5,7 @@ recently used pages, those that weigh most by importance, access and pinning.
 """
 
 from memvm.engine.models import ManifestPage, PageType, Role
-from memvm.engine.paging.pages import level_tokens
+from memvm.engine.paging.pages import expired_count_sql, level_tokens
 from memvm.engine.storage.api import Reads
 
 # How many recent pages are weighed at most: bounds the query at any database size.
@@ -34,12 +34,13 @@ ORDER BY p.pinned DESC, p.importance + 0.05 * CASE WHEN p.access_count < 10 THEN
 LIMIT ?
 """
 
-_COUNTS = """
+# Expired pages not yet deleted are counted out (few, on their partial index).
+_COUNTS = f"""
 SELECT
-    coalesce((SELECT pages FROM page_counts WHERE namespace = ?), 0) AS pages,
-    (SELECT count(*) FROM pages WHERE namespace = ? AND session = ?) AS session_pages,
-    (SELECT count(*) FROM working_set WHERE namespace = ? AND session = ?) AS mapped,
-    (SELECT count(*) FROM pages WHERE namespace = ? AND pinned = 1) AS pinned
+    coalesce((SELECT pages FROM page_counts WHERE namespace = ?1), 0) - {expired_count_sql("?1", "?3")} AS pages,
+    (SELECT count(*) FROM pages WHERE namespace = ?1 AND session = ?2 AND (expires_at IS NULL OR expires_at > ?3)) AS session_pages,
+    (SELECT count(*) FROM working_set WHERE namespace = ?1 AND session = ?2) AS mapped,
+    (SELECT count(*) FROM pages WHERE namespace = ?1 AND pinned = 1 AND (expires_at IS NULL OR expires_at > ?3)) AS pinned
 """
 
 
@@ -65,7 +66,8 @@ async def available_pages(
     ]
 
 
-async def namespace_counts(db: Reads, namespace: str, session: str) -> dict[str, int]:
-    row = await db.one(_COUNTS, (namespace, namespace, session, namespace, session, namespace))
+async def namespace_counts(db: Reads, namespace: str, session: str, now: float) -> dict[str, int]:
+    """The namespace's pages, the session's, those it maps and the pinned ones, none expired by `now`."""
+    row = await db.one(_COUNTS, (namespace, session, now))
     assert row is not None
     return {key: int(row[key]) for key in ("pages", "session_pages", "mapped", "pinned")}

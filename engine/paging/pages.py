@@ -59,6 +59,16 @@ _UPDATE_TEXTS = "UPDATE page_texts SET content = ?, reduced = ? WHERE namespace 
 # A page whose expiry has come is gone for every read, before a write deletes it (see expiry.py).
 LIVE = "(p.expires_at IS NULL OR p.expires_at > ?)"
 
+
+def expired_count_sql(namespace: str, now: str) -> str:
+    """A subquery counting a namespace's pages expired by a moment and not yet deleted, given the
+    placeholders of the two (few such pages, on their partial index)."""
+    return (
+        f"(SELECT count(*) FROM pages WHERE namespace = {namespace} "
+        f"AND expires_at IS NOT NULL AND expires_at <= {now})"
+    )
+
+
 _GET = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.page_id = ?"
 _GET_LIVE = f"{_GET} AND {LIVE}"
 

@@ -292,7 +292,7 @@ async def search_pages(
             hits += await _dressed(conn, scores, hits, viewer_session, words, limit)
     results = hits[:limit]
     message = None if results else _nothing_found(pages, terms, filters)
-    return SearchResult(results=results, total_pages=pages, message=message)
+    return SearchResult(results=results, total_pages=pages - len(gone), message=message)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    "command", [["serve"], ["doctor"], ["export"], ["import", "-"], ["backup", "copy.db"]]
+    "command", [["serve"], ["doctor"], ["export"], ["import", "-"], ["backup", "copy.db"], ["gc"]]
 )
 def test_a_device_as_the_database_is_refused_in_one_line(tmp_path, monkeypatch, command):
     monkeypatch.chdir(tmp_path)
@@ -181,3 +181,11 @@ def test_an_old_file_at_its_cap_that_needs_room_to_upgrade_names_the_cap_not_the
     done = memvm("serve", "--db", db, "--max-db-mb", "1")
     refused(done, "no room left under --max-db-mb 1 for this memvm's schema upgrade")
     assert "disk" not in done.stderr
+
+
+def test_gc_on_a_database_this_user_cannot_write_says_who_should_run_it():
+    with open_dir() as shared:
+        db = shared / "m.db"
+        anyio.run(create, db)
+        db.chmod(0o644)
+        refused(memvm("gc", "--db", db, as_nobody=True), "this user cannot write it or its folder")

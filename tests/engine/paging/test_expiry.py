@@ -31,9 +31,11 @@ async def test_an_expired_page_leaves_search_manifest_and_working_set_at_once(en
     found = await engine.search(namespace=NS, session="s", query="parked car bay")
     assert "parking" not in [hit.page_id for hit in found.results]
     assert (await engine.search(namespace=NS, session="s", query="parking")).results == []
+    assert found.total_pages == 1
     memory = await engine.memory_map(namespace=NS, session="s")
     assert all(entry.page_id != "parking" for entry in memory.view.entries)
     assert all(page.page_id != "parking" for page in memory.available)
+    assert (memory.counts["pages"], memory.counts["session_pages"]) == (1, 1)
     with pytest.raises(PageNotFound):
         await engine.get_page(namespace=NS, page_id="parking")
     with pytest.raises(PageNotFound):
