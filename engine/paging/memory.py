@@ -11,7 +11,15 @@ from dataclasses import dataclass
 import anyio
 from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
-from memvm.engine.errors import InvalidArgument, KeyConflict, PageChanged, PageNotFound
+from memvm.engine.errors import (
+    InvalidArgument,
+    KeyConflict,
+    PageChanged,
+    PageNotFound,
+    StorageBusy,
+    StorageFull,
+    StorageUnavailable,
+)
 from memvm.engine.guards.grounding import register_user_numbers
 from memvm.engine.models import (
     REMEMBERED_TYPES,
@@ -28,6 +36,7 @@ from memvm.engine.models import (
     RememberResult,
     Role,
 )
+from memvm.engine.paging.derived import forget_derived
 from memvm.engine.paging.levels import Levels, compute_levels
 from memvm.engine.paging.pages import (
     delete_page,
@@ -245,6 +254,8 @@ def fingerprint(text: str) -> str:
 
 
 async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) -> ForgetResult:
+    """Delete the page and what it left in other tables (see derived), in one write; then take
+    the deleted text out of storage (Database.purge_deleted), outside the write."""
     now = writer.clock.now()
     async with writer.db.write(namespace) as conn:
         await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
@@ -252,8 +263,18 @@ async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) 
         if page is None:
             raise PageNotFound(page_id)
         await _unmap_everywhere(writer, conn, namespace, page, cause="forget", kind=MutationKind.FORGET)
+        await forget_derived(conn, namespace, page)
         await delete_page(conn, namespace, page.rowid)
-    return ForgetResult(page_id=page_id, deleted=True)
+    return ForgetResult(page_id=page_id, deleted=True, purged=await _purged(writer.db))
+
+
+async def _purged(db: Database) -> bool:
+    # The page is deleted whatever happens next: a purge that cannot finish now (the disk is full,
+    # another process holds the lock) is finished by the next one, and the reply says which.
+    try:
+        return await db.purge_deleted()
+    except (StorageBusy, StorageFull, StorageUnavailable):
+        return False
 
 
 async def _unmap_everywhere(

@@ -31,7 +31,7 @@ from memvm.engine.errors import (
     StorageFull,
     StorageReadOnly,
 )
-from memvm.engine.storage import api
+from memvm.engine.storage import api, sqlite_purge
 from memvm.engine.storage.read_slots import ReadSlots
 
 # "memv" in ASCII: marks a file as memvm's, so a foreign SQLite file is never migrated over.
@@ -245,6 +245,14 @@ class Database(api.Database):
         if self._on_disk() > self._quota_bytes:
             raise StorageFull()
 
+    async def purge_deleted(self) -> bool:
+        """Take the text of deleted rows out of the file and its WAL (see sqlite_purge)."""
+        if self._shared:
+            return True  # a private in-memory database has no file to keep anything in
+        await sqlite_purge.merge_index(self.write)
+        async with self._lock:
+            return await sqlite_purge.empty_wal(self._writer, self._busy_timeout_s)
+
     def _on_disk(self) -> int:
         total = 0
         for name in (self.path, f"{self.path}-wal"):
@@ -289,6 +297,7 @@ def connect_blocking(path: str | Path, *, read_only: bool = False) -> sqlite3.Co
         conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout={EngineConfig().busy_timeout_ms}")
     conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA secure_delete=ON")  # as on the engine's connections (see _connect)
     return conn
 
 
@@ -393,10 +402,13 @@ async def _connect(target: str, config: EngineConfig, *, busy_ms: int) -> aiosql
         raise DatabaseRefused(f"cannot open the database: {exc}") from exc
     conn.row_factory = sqlite3.Row
     try:
-        # These three are per connection; only journal_mode is stored in the file.
+        # These are per connection; only journal_mode is stored in the file.
         await _pragma(conn, f"PRAGMA busy_timeout={int(busy_ms)}")
         await _pragma(conn, f"PRAGMA synchronous={config.synchronous.value}")
         await _pragma(conn, "PRAGMA foreign_keys=ON")
+        # What a delete or an update removes is overwritten with zeros, not left in free space:
+        # `forget` promises the text is gone from the file (see sqlite_purge).
+        await _pragma(conn, "PRAGMA secure_delete=ON")
     except sqlite3.Error as exc:
         await conn.close()
         raise DatabaseRefused(f"not a usable SQLite database ({exc})") from exc

@@ -117,7 +117,7 @@ async def test_host_tools_drive_turns_pins_context_and_forgetting(connect):
     assert context["text"].startswith("Be brief.") and context["tokens"] <= context["budget_tokens"]
     assert "U msg_000001: My cat is called Miso." in passive["text"]
     assert "A msg_000002" in passive["text"]
-    assert forgotten == {"page_id": "msg_000002", "deleted": True}
+    assert forgotten == {"page_id": "msg_000002", "deleted": True, "purged": True}
     assert "msg_000002" not in after["text"]
 
 
