@@ -249,7 +249,8 @@ class Database(api.Database):
         """Take the text of deleted rows out of the file and its WAL (see sqlite_purge)."""
         if self._shared:
             return True  # a private in-memory database has no file to keep anything in
-        await sqlite_purge.merge_index(self.write)
+        async with self.write() as conn:
+            await sqlite_purge.merge_index(conn)
         async with self._lock:
             return await sqlite_purge.empty_wal(self._writer, self._busy_timeout_s)
 

@@ -9,47 +9,29 @@ Deleting a row does not take its text out of the file. Three places keep it:
 - the WAL: the earlier versions of every page written stay in it until a checkpoint copies the
   newest into the file and the WAL is truncated.
 
-The merge rewrites the whole index (about 0.5 s and 15 MB of index at 100,000 pages, measured with
-tests/bench/forget_scale.py), so it runs in steps, each its own short write transaction: other
-writers wait for a step, never for the whole merge.
+The merge rewrites the whole index, in one write transaction that holds the write lock
+meanwhile (figures in the README, from tests/bench/forget_scale.py). FTS5's incremental merge
+('merge' with a negative page count) would hold it a step at a time, but it starts over whenever a
+write lands between two steps, so under a steady trickle of writes it never finished.
 """
 
 import random
 import sqlite3
 import time
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 
 import aiosqlite
 import anyio
 from memvm.engine.storage import api
 
-# Index pages (about 4 KB each) merged per write transaction: a tenth to a quarter of a second.
-MERGE_STEP_PAGES = 1_000
-
-# A negative count merges every segment, whatever its level, as 'optimize' does, but stops after
-# that many pages of output; the index keeps the merge's place for the next step.
-_MERGE_STEP = "INSERT INTO pages_fts (pages_fts, rank) VALUES ('merge', ?)"
-_CHANGES = "SELECT total_changes() AS n"
+# Every segment of the index merged into one: entries that delete markers cancel are dropped.
+_OPTIMIZE = "INSERT INTO pages_fts (pages_fts) VALUES ('optimize')"
 _TRUNCATE = "PRAGMA wal_checkpoint(TRUNCATE)"
 _PAUSE_S = 0.02
 
 
-async def merge_index(write: Callable[[], AbstractAsyncContextManager[api.Writes]]) -> int:
-    """Merge the full-text index into one segment, dropping deleted entries; returns the steps.
-
-    A step that writes (almost) nothing says the merge is complete: FTS5 itself counts a finished
-    merge as one or no changes.
-    """
-    steps = 0
-    while True:
-        async with write() as conn:
-            before = await _total_changes(conn)
-            await conn.execute(_MERGE_STEP, (-MERGE_STEP_PAGES,))
-            written = await _total_changes(conn) - before
-        steps += 1
-        if written < 2:
-            return steps
+async def merge_index(conn: api.Writes) -> None:
+    """Merge the full-text index into one segment, dropping every deleted page's terms."""
+    await conn.execute(_OPTIMIZE)
 
 
 async def empty_wal(writer: aiosqlite.Connection, timeout_s: float) -> bool:
@@ -69,9 +51,3 @@ async def empty_wal(writer: aiosqlite.Connection, timeout_s: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         await anyio.sleep(random.uniform(0, _PAUSE_S))
-
-
-async def _total_changes(conn: api.Writes) -> int:
-    row = await conn.one(_CHANGES)
-    assert row is not None  # a SELECT of a function yields one row
-    return int(row["n"])
