@@ -1,4 +1,6 @@
 import json
+import secrets
+from pathlib import Path
 
 import pytest
 from memvm.server.settings import ToolProfile
@@ -165,3 +167,23 @@ async def test_a_made_up_argument_name_is_not_echoed_back(connect):
     for message in (nested, top):
         assert "\n" not in message and len(message) < 200
         assert "<key> is not an accepted argument" in message
+
+
+@pytest.mark.sqlite_only
+async def test_forget_through_the_tool_leaves_none_of_the_text_in_the_file_or_its_wal(connect, db_url):
+    secret = "zq" + secrets.token_hex(12)
+
+    def on_disk() -> bytes:
+        wal = Path(f"{db_url}-wal")
+        return Path(db_url).read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+    async with connect() as client:
+        await call(client, "remember", content=f"The alarm code is {secret}.", key="alarm")
+        before = on_disk()
+        forgotten = await call(client, "forget", page_id="alarm")
+        found = await call(client, "search_pages", query=secret)
+        after = on_disk()
+    assert secret.encode() in before
+    assert forgotten == {"page_id": "alarm", "deleted": True, "purged": True}
+    assert found["results"] == []
+    assert secret.encode() not in after
