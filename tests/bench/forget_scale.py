@@ -1,9 +1,10 @@
 """What `forget` costs in a large memory, and what a writer beside it waits.
 
     .venv/bin/python tests/bench/forget_scale.py --pages 100000 [--forgets 5] [--dir DIR]
+                                                 [--db-url postgresql://.../EMPTY_DB]
 
 Takes the namespace search_scale.py fills (the same file in DIR, filled first if missing), copies
-it, and forgets `--forgets` of its pages one after another, while another task keeps remembering
+it, and forgets (on PostgreSQL, fills the empty migrated-or-new database --db-url names, then forgets) `--forgets` of its pages one after another, while another task keeps remembering
 notes. Reports each forget's time, the full-text index's size, the largest WAL seen, and the
 waits of the writer beside it (its longest is about how long the purge holds the write lock).
 Prints figures; nothing is asserted.
@@ -20,8 +21,9 @@ import anyio
 from measure import summary
 from memvm.engine import Engine
 from memvm.engine.models import NewPage, PageType
-from scale_memvm import NS
+from scale_memvm import NS, fill_bulk
 from search_scale import fill
+from synthetic import Corpus
 
 
 def _index_mb(db: Path) -> float:
@@ -30,7 +32,7 @@ def _index_mb(db: Path) -> float:
     return float(size) / 2**20
 
 
-async def run(pages: int, forgets: int, folder: Path) -> None:
+async def _sqlite_copy(pages: int, folder: Path) -> Path:
     source = folder / f"search-{pages}.db"
     await fill(source, pages)
     copy = folder / f"forget-{pages}.db"
@@ -38,7 +40,21 @@ async def run(pages: int, forgets: int, folder: Path) -> None:
         await anyio.Path(f"{copy}{suffix}").unlink(missing_ok=True)
     shutil.copyfile(source, copy)
     print(f"{pages:,} pages, full-text index {_index_mb(copy):.1f} MiB")
+    return copy
 
+
+async def _postgres_filled(pages: int, url: str) -> str:
+    engine = await Engine.open(url)
+    try:
+        seconds = await fill_bulk(engine, Corpus(), pages)
+    finally:
+        await engine.close()
+    print(f"{pages:,} pages on PostgreSQL, filled in {seconds:.0f} s")
+    return url
+
+
+async def run(pages: int, forgets: int, folder: Path, url: str | None) -> None:
+    copy: Path | str = await _postgres_filled(pages, url) if url else await _sqlite_copy(pages, folder)
     engine = await Engine.open(copy)
     waits: list[float] = []
     wal_peak = 0
@@ -60,7 +76,8 @@ async def run(pages: int, forgets: int, folder: Path) -> None:
             )
             waits.append(time.perf_counter() - started)
             wal = anyio.Path(f"{copy}-wal")
-            wal_peak = max(wal_peak, (await wal.stat()).st_size if await wal.exists() else 0)
+            if isinstance(copy, Path) and await wal.exists():
+                wal_peak = max(wal_peak, (await wal.stat()).st_size)
             index += 1
             await anyio.sleep(0.01)
 
@@ -81,7 +98,10 @@ async def run(pages: int, forgets: int, folder: Path) -> None:
         f"  writer beside: {beside['n']} remembers, p50 {beside['p50_ms']:.1f} ms, p95 {beside['p95_ms']:.1f} ms, "
         f"max {max(waits) * 1000:.0f} ms; largest WAL seen {wal_peak / 2**20:.1f} MiB"
     )
-    print(f"  after: full-text index {_index_mb(copy):.1f} MiB, file {copy.stat().st_size / 2**20:.0f} MiB")
+    if isinstance(copy, Path):
+        print(
+            f"  after: full-text index {_index_mb(copy):.1f} MiB, file {(await anyio.Path(copy).stat()).st_size / 2**20:.0f} MiB"
+        )
 
 
 def main() -> None:
@@ -89,9 +109,10 @@ def main() -> None:
     parser.add_argument("--pages", type=int, required=True)
     parser.add_argument("--forgets", type=int, default=5)
     parser.add_argument("--dir", type=Path, default=Path(__file__).parent / "out")
+    parser.add_argument("--db-url", help="an empty PostgreSQL database to fill and forget in")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    anyio.run(run, args.pages, args.forgets, args.dir)
+    anyio.run(run, args.pages, args.forgets, args.dir, args.db_url)
 
 
 if __name__ == "__main__":
