@@ -217,13 +217,13 @@ class Database(api.Database):
             try:
                 yield Writes(self._writer)
             except BaseException as exc:
-                await _shielded(self._writer, "ROLLBACK")
+                await _rolled_back(self._writer)
                 _raise_translated(exc)
                 raise
             try:
                 await _shielded(self._writer, "COMMIT")
             except sqlite3.Error as exc:
-                await _shielded(self._writer, "ROLLBACK")
+                await _rolled_back(self._writer)
                 _raise_translated(exc)
                 raise
 
@@ -249,10 +249,17 @@ class Database(api.Database):
         """Take the text of deleted rows out of the file and its WAL (see sqlite_purge)."""
         if self._shared:
             return True  # a private in-memory database has no file to keep anything in
-        async with self.write() as conn:
-            await sqlite_purge.merge_index(conn)
+        merged = True
+        try:
+            async with self.write() as conn:
+                await sqlite_purge.merge_index(conn)
+        except StorageFull:
+            # The merged index is written beside the old one before that is freed: at the quota or
+            # on a full disk it does not fit. The WAL is emptied all the same.
+            merged = False
         async with self._lock:
-            return await sqlite_purge.empty_wal(self._writer, self._busy_timeout_s)
+            emptied = await sqlite_purge.empty_wal(self._writer, self._busy_timeout_s)
+        return merged and emptied
 
     def _on_disk(self) -> int:
         total = 0
@@ -307,6 +314,13 @@ async def _shielded(conn: aiosqlite.Connection, sql: str) -> None:
     # while the caller believes it did not: the next BEGIN would then fail. Let it finish.
     with anyio.CancelScope(shield=True):
         await conn.execute(sql)
+
+
+async def _rolled_back(conn: aiosqlite.Connection) -> None:
+    # SQLite rolls a transaction back by itself on some errors (SQLITE_FULL in the middle of a
+    # statement, for one): a ROLLBACK then would fail and hide the error that ended it.
+    if conn.in_transaction:
+        await _shielded(conn, "ROLLBACK")
 
 
 def _raise_translated(exc: BaseException) -> None:
