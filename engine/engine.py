@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from memvm.engine import redacted_writes
 from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.config import EngineConfig
 from memvm.engine.errors import PageNotFound
@@ -136,13 +137,8 @@ class Engine:
     ) -> RememberResult:
         await self._counting()
         if self.config.redact_secrets:
-            page = page.model_copy(
-                update={
-                    "content": redact(page.content),
-                    "summary": None if page.summary is None else redact(page.summary),
-                    "metadata": redact_value(page.metadata),
-                }
-            )
+            redacted_writes.refuse_secret_name(key, "key")
+            page = redacted_writes.page(page)
         return await memory.remember(
             self._writer,
             namespace=namespace,
@@ -158,9 +154,7 @@ class Engine:
     ) -> IngestResult:
         await self._counting()
         if self.config.redact_secrets:
-            messages = [
-                message.model_copy(update={"content": redact(message.content)}) for message in messages
-            ]
+            messages = [redacted_writes.message(message) for message in messages]
         return await memory.ingest(self._writer, namespace=namespace, session=session, messages=messages)
 
     async def write_history(
@@ -258,6 +252,7 @@ class Engine:
         self, *, namespace: str, session: str, tool: str, args: Any, value: Any, name: str | None = None
     ) -> BindResult:
         if self.config.redact_secrets:
+            redacted_writes.refuse_secret_name(name, "alias")
             args, value = redact_value(args), redact_value(value)
         now = self.clock.now()
         async with self.db.write(namespace) as conn:
@@ -305,7 +300,13 @@ class Engine:
             _, state = await touch_with_allowance(
                 conn, namespace, session, host_session, now, self.config.turn_idle_seconds
             )
-            log = CallLog(conn=conn, namespace=namespace, session=state.session, turn=state.turn)
+            log = CallLog(
+                conn=conn,
+                namespace=namespace,
+                session=state.session,
+                turn=state.turn,
+                redact_reasons=self.config.redact_secrets,
+            )
             config = guards_config or self.config.guards
             return await guards.check_tool_call(log, tool=tool, args=args, config=config, now=now)
 
@@ -315,14 +316,7 @@ class Engine:
         """Log a finished call; an ad-hoc session's results count in `host_session` for the guards."""
         await self._counting()
         if self.config.redact_secrets:
-            call = call.model_copy(
-                update={
-                    "args": redact_value(call.args),
-                    "result": redact_value(call.result),
-                    "error_message": None if call.error_message is None else redact(call.error_message),
-                    "goal": None if call.goal is None else redact(call.goal),
-                }
-            )
+            call = redacted_writes.outcome(call)
         return await outcomes.record_tool_outcome(
             self._writer, namespace=namespace, session=session, call=call, host_session=host_session
         )
@@ -370,6 +364,8 @@ class Engine:
         self, *, namespace: str, host: str, session: str, digest: str, event: str, answer: str | None = None
     ) -> None:
         """Mark a host hook event handled (a second record of the same digest changes nothing)."""
+        if self.config.redact_secrets:
+            event, answer = redact(event), redacted_writes.optional(answer)
         async with self.db.write(namespace) as conn:
             await record_event(
                 conn,

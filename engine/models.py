@@ -301,6 +301,11 @@ class PageState(BaseModel):
 class ForgetResult(BaseModel):
     page_id: str
     deleted: bool
+    purged: bool = Field(
+        description="The text is also out of the storage's files: the search index merged and the "
+        "WAL emptied (SQLite), the tables vacuumed (PostgreSQL). False when that could not finish "
+        "now (a reader holding an older snapshot, a full disk); the next forget finishes it."
+    )
 
 
 class ManifestPage(BaseModel):
@@ -328,6 +333,9 @@ class ValueType(StrEnum):
     BOOLEAN = "boolean"
     LIST = "list"
     OBJECT = "object"
+    # A value taken from a tool result that was forgotten: its number stays taken, its value is
+    # gone (stored as JSON null), and a reference to it resolves to nothing.
+    FORGOTTEN = "forgotten"
 
 
 class GroundingVerdict(StrEnum):

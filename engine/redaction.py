@@ -77,6 +77,15 @@ def redact(text: str) -> str:
     return text
 
 
+_MARKED = re.compile(r"\[REDACTED:([a-z_]+)\]")
+
+
+def secret_kinds(text: str) -> list[str]:
+    """The kinds of secret `text` holds, in order of appearance, each once (none: [])."""
+    redacted = redact(text)
+    return [] if redacted == text else list(dict.fromkeys(_MARKED.findall(redacted)))
+
+
 # Keys whose string value is a secret whatever its shape (the AWS CLI's SecretAccessKey, a
 # password field): the value goes whole.
 _SECRET_KEYS = re.compile(

@@ -73,7 +73,8 @@ async def pin_page(
 
 
 async def forget(page_id: PageId, ctx: ToolContext) -> ForgetResult:
-    """Delete a page for good, from storage, search and every working set."""
+    """Delete a page for good: from storage, search and every working set, with the values bound
+    from it if it was a tool result; its text is then taken out of the database's files (`purged`)."""
     runtime = ctx.request_context.lifespan_context
     result = await runtime.engine.forget(
         namespace=runtime.namespace, session=runtime.default_session, page_id=page_id

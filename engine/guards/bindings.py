@@ -56,8 +56,12 @@ _ALIASES_OF = """
 SELECT alias FROM binding_aliases WHERE namespace = ? AND session = ? AND seq = ? ORDER BY alias
 """
 
-_VALUES_BY_SEQ = """
-SELECT seq, value FROM bindings WHERE namespace = ? AND session = ? AND seq IN ({marks})
+# A forgotten value keeps its row, so that its number is never given to another value, but is
+# never read again: every lookup of a value passes it over.
+_LIVE = f"value_type <> '{ValueType.FORGOTTEN.value}'"
+
+_VALUES_BY_SEQ = f"""
+SELECT seq, value FROM bindings WHERE namespace = ? AND session = ? AND {_LIVE} AND seq IN ({{marks}})
 """
 
 _VALUES_BY_ALIAS = """
@@ -66,17 +70,29 @@ JOIN bindings AS b ON b.namespace = a.namespace AND b.session = a.session AND b.
 WHERE a.namespace = ? AND a.session = ? AND a.alias IN ({marks})
 """
 
-_LATEST_FOR_CALL = """
+_LATEST_FOR_CALL = f"""
 SELECT seq, value FROM bindings
-WHERE namespace = ? AND session = ? AND call_hash = ? AND turn = ?
+WHERE namespace = ? AND session = ? AND call_hash = ? AND turn = ? AND {_LIVE}
 ORDER BY seq DESC LIMIT 1
 """
 
-_RECENT_VALUES = """
+_RECENT_VALUES = f"""
 SELECT value FROM bindings
-WHERE namespace = ? AND session = ? AND tool = ?
+WHERE namespace = ? AND session = ? AND tool = ? AND {_LIVE}
 ORDER BY seq DESC LIMIT ?
 """
+
+_BOUND_AT = "SELECT call_hash, value FROM bindings WHERE namespace = ? AND session = ? AND seq = ?"
+
+# The same result bound elsewhere: in the caller's own session beside an ad-hoc one, or again.
+_SAME_RESULT = "SELECT session, seq FROM bindings WHERE namespace = ? AND call_hash = ? AND value = ?"
+
+_FORGET_VALUE = f"""
+UPDATE bindings SET value = 'null', value_type = '{ValueType.FORGOTTEN.value}', number = NULL
+WHERE namespace = ? AND session = ? AND seq = ?
+"""
+_FORGET_ALIASES = "DELETE FROM binding_aliases WHERE namespace = ? AND session = ? AND seq = ?"
+_FORGET_NUMBERS = "DELETE FROM result_numbers WHERE namespace = ? AND session = ? AND seq = ?"
 
 
 @dataclass(frozen=True)
@@ -204,6 +220,23 @@ async def recent_results(conn: Reads, namespace: str, session: str, tool: str, l
     """The last `limit` values bound for `tool`, newest first."""
     rows = await conn.all(_RECENT_VALUES, (namespace, session, tool, limit))
     return [json.loads(row["value"]) for row in rows]
+
+
+async def forget_bound_result(conn: Writes, namespace: str, session: str, seq: int) -> int:
+    """Forget the value bound as `session`'s $v`seq`, and every binding of the same call with the
+    same value (the copy in the caller's own session when `session` was ad hoc); returns how many.
+
+    The rows stay, emptied, so that no later value takes their numbers: a model that still holds
+    the reference gets "unknown reference" from the guards, never another value under it.
+    """
+    bound = await conn.one(_BOUND_AT, (namespace, session, seq))
+    if bound is None or bound["value"] == "null":
+        return 0
+    same = await conn.all(_SAME_RESULT, (namespace, bound["call_hash"], bound["value"]))
+    for row in same:
+        for statement in (_FORGET_ALIASES, _FORGET_NUMBERS, _FORGET_VALUE):
+            await conn.execute(statement, (namespace, row["session"], row["seq"]))
+    return len(same)
 
 
 async def _aliases_of(conn: Writes, namespace: str, session: str, seq: int) -> list[str]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from memvm.engine.guards.guard_config import ToolKind
 from memvm.engine.models import CallVerdict, GuardReason, GuardRule
+from memvm.engine.redaction import redact
 from memvm.engine.storage.api import Writes
 
 _COUNT_KIND = """
@@ -62,6 +63,9 @@ class CallLog:
     namespace: str
     session: str
     turn: int
+    # The reasons quote the call (its tool, argument paths and values): stored redacted, as
+    # everything memvm stores, unless redaction is off.
+    redact_reasons: bool = True
 
     async def count_kind(self, kind: ToolKind) -> int:
         return await self._count(_COUNT_KIND, kind.value)
@@ -88,6 +92,8 @@ class CallLog:
         self, tool: str, verdict: CallVerdict, reasons: list[GuardReason], now: float
     ) -> None:
         """Keep the verdict and its reasons for whoever looks back (the browser view)."""
+        if self.redact_reasons:
+            reasons = [reason.model_copy(update={"message": redact(reason.message)}) for reason in reasons]
         said = json.dumps([reason.model_dump(mode="json") for reason in reasons])
         await self.conn.execute(
             _INSERT_VERDICT, (self.namespace, self.session, self.turn, tool, verdict.value, said, now)

@@ -30,6 +30,14 @@ _USER_NUMBERS_IN = """
 SELECT number FROM user_numbers WHERE namespace = ? AND session = ? AND number IN ({marks})
 """
 
+_FORGET_USER_NUMBER = "DELETE FROM user_numbers WHERE namespace = ? AND session = ? AND number = ?"
+
+# The user's other messages in the session, by the index on (namespace, session, rowid).
+_OTHER_USER_TEXTS = """
+SELECT t.content FROM pages AS p JOIN page_texts AS t ON t.rowid = p.rowid
+WHERE p.namespace = ? AND p.session = ? AND p.rowid <> ? AND p.type = 'transcript' AND p.role = 'user'
+"""
+
 _RESULT_NUMBERS_IN = """
 SELECT DISTINCT number FROM result_numbers WHERE namespace = ? AND session = ? AND number IN ({marks})
 """
@@ -56,8 +64,28 @@ ORDER BY seq DESC LIMIT 1
 
 async def register_user_numbers(conn: Writes, namespace: str, session: str, text: str) -> None:
     """Remember the numbers a user wrote, so tool calls may use them."""
-    numbers = sorted(numbers_in_text(text))[:MAX_NUMBERS_PER_MESSAGE]
-    await conn.executemany(_REGISTER_USER_NUMBER, [(namespace, session, number) for number in numbers])
+    numbers = _registered(text)
+    await conn.executemany(
+        _REGISTER_USER_NUMBER, [(namespace, session, number) for number in sorted(numbers)]
+    )
+
+
+def _registered(text: str) -> set[float]:
+    return set(sorted(numbers_in_text(text))[:MAX_NUMBERS_PER_MESSAGE])
+
+
+async def forget_user_numbers(conn: Writes, namespace: str, session: str, rowid: int, text: str) -> None:
+    """Take back the numbers of the user's message `text` (page `rowid`, being forgotten) that no
+    other message of the user in `session` holds: a number known only from a forgotten message
+    is no longer known."""
+    numbers = _registered(text)
+    if not numbers:
+        return
+    for row in await conn.all(_OTHER_USER_TEXTS, (namespace, session, rowid)):
+        numbers -= _registered(row["content"])
+        if not numbers:
+            return
+    await conn.executemany(_FORGET_USER_NUMBER, [(namespace, session, number) for number in numbers])
 
 
 async def check_ungrounded(

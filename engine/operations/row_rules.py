@@ -53,7 +53,7 @@ _AUTHORS = ("model", *(role.value for role in Role))
 _TOOL_PROVENANCE_CHARS = 200
 # What each JSON type is called in bindings.value_type.
 _VALUE_TYPES = {"number": ValueType.NUMBER, "string": ValueType.STRING, "boolean": ValueType.BOOLEAN}
-_VALUE_TYPES |= {"array": ValueType.LIST, "object": ValueType.OBJECT}
+_VALUE_TYPES |= {"array": ValueType.LIST, "object": ValueType.OBJECT, "null": ValueType.FORGOTTEN}
 
 
 def _matches(pattern: str, text: object) -> bool:

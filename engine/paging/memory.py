@@ -11,7 +11,15 @@ from dataclasses import dataclass
 import anyio
 from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
-from memvm.engine.errors import InvalidArgument, KeyConflict, PageChanged, PageNotFound
+from memvm.engine.errors import (
+    InvalidArgument,
+    KeyConflict,
+    PageChanged,
+    PageNotFound,
+    StorageBusy,
+    StorageFull,
+    StorageUnavailable,
+)
 from memvm.engine.guards.grounding import register_user_numbers
 from memvm.engine.models import (
     REMEMBERED_TYPES,
@@ -28,6 +36,7 @@ from memvm.engine.models import (
     RememberResult,
     Role,
 )
+from memvm.engine.paging.derived import forget_derived
 from memvm.engine.paging.levels import Levels, compute_levels
 from memvm.engine.paging.pages import (
     delete_page,
@@ -271,6 +280,8 @@ def fingerprint(text: str) -> str:
 
 
 async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) -> ForgetResult:
+    """Delete the page and what it left in other tables (see derived), in one write; then take
+    the deleted text out of storage (Database.purge_deleted), outside the write."""
     now = writer.clock.now()
     async with writer.db.write(namespace) as conn:
         await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
@@ -278,7 +289,16 @@ async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) 
         if page is None:
             raise PageNotFound(page_id)
         await _drop(writer, conn, namespace, page, cause="forget")
-    return ForgetResult(page_id=page_id, deleted=True)
+    return ForgetResult(page_id=page_id, deleted=True, purged=await _purged(writer.db))
+
+
+async def _purged(db: Database) -> bool:
+    # The page is deleted whatever happens next: a purge that cannot finish now (the disk is full,
+    # another process holds the lock) is finished by the next one, and the reply says which.
+    try:
+        return await db.purge_deleted()
+    except (StorageBusy, StorageFull, StorageUnavailable):
+        return False
 
 
 # Expired pages one write deletes on its way, oldest expiry first: bounded, so that the write after
@@ -319,6 +339,9 @@ async def collect_expired(writer: Writer) -> int:
             deleted += done
             if done < 500:
                 break
+    # As after a forget: the deleted texts leave the search index and the WAL (see _purged).
+    if deleted:
+        await _purged(writer.db)
     return deleted
 
 
@@ -327,8 +350,10 @@ def _expired(page: Page, now: float) -> bool:
 
 
 async def _drop(writer: Writer, conn: Writes, namespace: str, page: Page, *, cause: str) -> None:
-    """Take `page` out of every working set and delete it, with its texts and versions."""
+    """Take `page` out of every working set, forget what it left in other tables (see derived),
+    and delete it with its texts and versions."""
     await _unmap_everywhere(writer, conn, namespace, page, cause=cause, kind=MutationKind.FORGET)
+    await forget_derived(conn, namespace, page)
     await delete_page(conn, namespace, page.rowid)
 
 

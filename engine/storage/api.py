@@ -114,6 +114,15 @@ class Database(ABC):
     @abstractmethod
     async def close(self) -> None: ...
 
+    @abstractmethod
+    async def purge_deleted(self) -> bool:
+        """After a delete has committed, take the deleted rows' text out of storage as far as the
+        backend allows, outside any write transaction; False if something kept it from finishing.
+
+        SQLite: the full-text index merged and the WAL emptied, so the text is in neither the file
+        nor its WAL. PostgreSQL: the tables a page's text and derived rows live in vacuumed.
+        """
+
     async def announce(self, namespace: str, change: str) -> None:
         """Tell the other processes serving this database that `change` happened in `namespace`.
 

@@ -33,7 +33,7 @@ from memvm.engine.errors import (
     StorageReadOnly,
     StorageUnavailable,
 )
-from memvm.engine.storage import api
+from memvm.engine.storage import api, postgres_purge
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_sql import PgRow, bind, translate
 from memvm.engine.storage.read_slots import ReadSlots
@@ -274,6 +274,18 @@ class Database(api.Database):
         with anyio.CancelScope(shield=True):
             await self._pool.close()
         self._stemmer.close()
+
+    async def purge_deleted(self) -> bool:
+        """VACUUM the tables a forget deleted from (see postgres_purge)."""
+        if self._config.read_only:
+            raise StorageReadOnly()
+        try:
+            async with self._pool.connection() as conn:
+                await postgres_purge.vacuum_purged(conn)
+        except (PoolTimeout, psycopg.Error) as exc:
+            _raise_translated(exc)
+            raise
+        return True
 
     async def announce(self, namespace: str, change: str) -> None:
         """NOTIFY the other processes; best effort, as the change itself is already committed."""

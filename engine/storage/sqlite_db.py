@@ -31,7 +31,7 @@ from memvm.engine.errors import (
     StorageFull,
     StorageReadOnly,
 )
-from memvm.engine.storage import api
+from memvm.engine.storage import api, sqlite_purge
 from memvm.engine.storage.read_slots import ReadSlots
 
 # "memv" in ASCII: marks a file as memvm's, so a foreign SQLite file is never migrated over.
@@ -217,13 +217,13 @@ class Database(api.Database):
             try:
                 yield Writes(self._writer)
             except BaseException as exc:
-                await _shielded(self._writer, "ROLLBACK")
+                await _rolled_back(self._writer)
                 _raise_translated(exc)
                 raise
             try:
                 await _shielded(self._writer, "COMMIT")
             except sqlite3.Error as exc:
-                await _shielded(self._writer, "ROLLBACK")
+                await _rolled_back(self._writer)
                 _raise_translated(exc)
                 raise
 
@@ -244,6 +244,22 @@ class Database(api.Database):
             raise
         if self._on_disk() > self._quota_bytes:
             raise StorageFull()
+
+    async def purge_deleted(self) -> bool:
+        """Take the text of deleted rows out of the file and its WAL (see sqlite_purge)."""
+        if self._shared:
+            return True  # a private in-memory database has no file to keep anything in
+        merged = True
+        try:
+            async with self.write() as conn:
+                await sqlite_purge.merge_index(conn)
+        except StorageFull:
+            # The merged index is written beside the old one before that is freed: at the quota or
+            # on a full disk it does not fit. The WAL is emptied all the same.
+            merged = False
+        async with self._lock:
+            emptied = await sqlite_purge.empty_wal(self._writer, self._busy_timeout_s)
+        return merged and emptied
 
     def _on_disk(self) -> int:
         total = 0
@@ -289,6 +305,7 @@ def connect_blocking(path: str | Path, *, read_only: bool = False) -> sqlite3.Co
         conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout={EngineConfig().busy_timeout_ms}")
     conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA secure_delete=ON")  # as on the engine's connections (see _connect)
     return conn
 
 
@@ -297,6 +314,13 @@ async def _shielded(conn: aiosqlite.Connection, sql: str) -> None:
     # while the caller believes it did not: the next BEGIN would then fail. Let it finish.
     with anyio.CancelScope(shield=True):
         await conn.execute(sql)
+
+
+async def _rolled_back(conn: aiosqlite.Connection) -> None:
+    # SQLite rolls a transaction back by itself on some errors (SQLITE_FULL in the middle of a
+    # statement, for one): a ROLLBACK then would fail and hide the error that ended it.
+    if conn.in_transaction:
+        await _shielded(conn, "ROLLBACK")
 
 
 def _raise_translated(exc: BaseException) -> None:
@@ -393,10 +417,13 @@ async def _connect(target: str, config: EngineConfig, *, busy_ms: int) -> aiosql
         raise DatabaseRefused(f"cannot open the database: {exc}") from exc
     conn.row_factory = sqlite3.Row
     try:
-        # These three are per connection; only journal_mode is stored in the file.
+        # These are per connection; only journal_mode is stored in the file.
         await _pragma(conn, f"PRAGMA busy_timeout={int(busy_ms)}")
         await _pragma(conn, f"PRAGMA synchronous={config.synchronous.value}")
         await _pragma(conn, "PRAGMA foreign_keys=ON")
+        # What a delete or an update removes is overwritten with zeros, not left in free space:
+        # `forget` promises the text is gone from the file (see sqlite_purge).
+        await _pragma(conn, "PRAGMA secure_delete=ON")
     except sqlite3.Error as exc:
         await conn.close()
         raise DatabaseRefused(f"not a usable SQLite database ({exc})") from exc

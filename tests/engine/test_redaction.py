@@ -6,11 +6,12 @@ import string
 
 import pytest
 from memvm.engine import EngineConfig
+from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import IngestMessage, Outcome, Role, ToolOutcome
 from memvm.engine.operations.transfer import export_lines
 from memvm.engine.redaction import redact, redact_value
 
-from tests.conftest import NS, note
+from tests.conftest import NS, note, stored_state
 
 pytestmark = pytest.mark.anyio
 
@@ -205,3 +206,42 @@ def test_a_field_named_for_a_secret_loses_its_value_whatever_its_shape():
         "user": "bob",
         "nested": [{"client_secret": "[REDACTED:secret]"}],
     }
+
+
+@pytest.mark.sqlite_only
+async def test_speaker_names_error_types_guard_reasons_and_hook_answers_are_stored_redacted(engine, db_path):
+    secret = SECRETS[5][1]
+    await engine.ingest(
+        namespace=NS, session="s", messages=[IngestMessage(role=Role.USER, content="hello", name=secret)]
+    )
+    await engine.record_tool_outcome(
+        namespace=NS,
+        session="s",
+        call=ToolOutcome(tool="deploy", args={}, outcome=Outcome.FAILURE, error_type=f"Auth {secret}"),
+    )
+    # The guard's reason quotes the argument's path, here a secret.
+    checked = await engine.check_tool_call(namespace=NS, session="s", tool="pay", args={secret: 12.5})
+    assert secret in " ".join(reason.message for reason in checked.reasons)
+    await engine.record_hook_event(
+        namespace=NS,
+        host="claude-code",
+        session="s",
+        digest="d1",
+        event="PreToolUse",
+        answer=f"denied {secret}",
+    )
+    on_disk = stored_state(db_path)
+    assert secret.encode() not in on_disk
+    assert b"[REDACTED:github_token]" in on_disk
+
+
+async def test_a_key_or_alias_that_looks_like_a_secret_is_refused_and_kept_with_redaction_off(open_engine):
+    secret = SECRETS[5][1]
+    engine = await open_engine()
+    with pytest.raises(InvalidArgument, match="github_token"):
+        await engine.remember(namespace=NS, session="s", page=note("the deploy token"), key=secret)
+    with pytest.raises(InvalidArgument, match="github_token"):
+        await engine.bind_value(namespace=NS, session="s", tool="t", args={}, value=1, name=secret)
+    keeping = await open_engine(EngineConfig(redact_secrets=False))
+    stored = await keeping.remember(namespace=NS, session="s", page=note("the deploy token"), key=secret)
+    assert stored.page_id == secret

@@ -1,4 +1,6 @@
 import json
+import secrets
+from pathlib import Path
 
 import pytest
 from memvm.server.settings import ToolProfile
@@ -119,7 +121,7 @@ async def test_host_tools_drive_turns_pins_context_and_forgetting(connect):
     assert context["text"].startswith("Be brief.") and context["tokens"] <= context["budget_tokens"]
     assert "U msg_000001: My cat is called Miso." in passive["text"]
     assert "A msg_000002" in passive["text"]
-    assert forgotten == {"page_id": "msg_000002", "deleted": True}
+    assert forgotten == {"page_id": "msg_000002", "deleted": True, "purged": True}
     assert "msg_000002" not in after["text"]
 
 
@@ -185,3 +187,23 @@ async def test_a_rewrite_keeps_history_and_a_ttl_sets_expiry_through_the_client(
     assert [hit["page_id"] for hit in found["results"]] == ["wifi"]
     assert "fridge" not in found["results"][0]["snippet"]
     assert "ttl_seconds" in refused and "Traceback" not in refused
+
+
+@pytest.mark.sqlite_only
+async def test_forget_through_the_tool_leaves_none_of_the_text_in_the_file_or_its_wal(connect, db_url):
+    secret = "zq" + secrets.token_hex(12)
+
+    def on_disk() -> bytes:
+        wal = Path(f"{db_url}-wal")
+        return Path(db_url).read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+    async with connect() as client:
+        await call(client, "remember", content=f"The alarm code is {secret}.", key="alarm")
+        before = on_disk()
+        forgotten = await call(client, "forget", page_id="alarm")
+        found = await call(client, "search_pages", query=secret)
+        after = on_disk()
+    assert secret.encode() in before
+    assert forgotten == {"page_id": "alarm", "deleted": True, "purged": True}
+    assert found["results"] == []
+    assert secret.encode() not in after

@@ -1,0 +1,55 @@
+"""What each write path hands to redaction, before anything reaches storage (see redaction).
+
+Free text is redacted where it stands: a page's content, summary and metadata, a message and its
+speaker's name, a tool call's arguments, result, error and goal, a bound value, the reasons a
+guard gave and a hook's answer. A name the caller chooses to find something by again (a page's
+key, a value's alias) is not: replaced, it would name something else, or collide with another
+such name. One that looks like a secret is refused instead, saying which kind it looks like.
+Session and tool names are identifiers the host chooses, stored as given.
+"""
+
+from memvm.engine.errors import InvalidArgument
+from memvm.engine.models import IngestMessage, NewPage, ToolOutcome
+from memvm.engine.redaction import redact, redact_value, secret_kinds
+
+
+def page(new: NewPage) -> NewPage:
+    return new.model_copy(
+        update={
+            "content": redact(new.content),
+            "summary": None if new.summary is None else redact(new.summary),
+            "metadata": redact_value(new.metadata),
+        }
+    )
+
+
+def message(said: IngestMessage) -> IngestMessage:
+    return said.model_copy(
+        update={"content": redact(said.content), "name": None if said.name is None else redact(said.name)}
+    )
+
+
+def outcome(call: ToolOutcome) -> ToolOutcome:
+    return call.model_copy(
+        update={
+            "args": redact_value(call.args),
+            "result": redact_value(call.result),
+            "error_type": None if call.error_type is None else redact(call.error_type),
+            "error_message": None if call.error_message is None else redact(call.error_message),
+            "goal": None if call.goal is None else redact(call.goal),
+        }
+    )
+
+
+def optional(text: str | None) -> str | None:
+    return None if text is None else redact(text)
+
+
+def refuse_secret_name(name: str | None, what: str) -> None:
+    """Refuse a `what` (a key, an alias) that looks like a secret: a name is shown in manifests,
+    logs and exports, and cannot be redacted without becoming another name."""
+    if name is not None and (kinds := secret_kinds(name)):
+        raise InvalidArgument(
+            f"The {what} looks like a secret ({', '.join(kinds)}), and {what}s are stored as given; "
+            f"choose a {what} that says what it is, and put the secret nowhere in memory."
+        )

@@ -1,0 +1,139 @@
+"""`forget`: the page, the rows derived from it, and (SQLite) every byte of its text in the file and WAL."""
+
+import secrets
+from pathlib import Path
+
+import pytest
+from memvm.engine.models import Outcome, ToolOutcome
+
+from tests.conftest import NS, db_rows, long_text, note, user
+
+pytestmark = pytest.mark.anyio
+
+
+def token() -> str:
+    """A word that occurs nowhere else: found in the raw bytes only if the forgotten text is there."""
+    return "zq" + secrets.token_hex(12)
+
+
+def stored_bytes(db_path: Path) -> bytes:
+    """The file and its WAL as they are on disk, read past SQLite."""
+    wal = Path(f"{db_path}-wal")
+    return db_path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+def tool_result(secret: str) -> ToolOutcome:
+    """A result long enough to become a page and short enough to be bound as $vN."""
+    rows = [{"id": i, "note": f"row {i} of the customer export"} for i in range(40)]
+    rows[7]["note"] = f"account code {secret}"
+    return ToolOutcome(
+        tool="export_customers", args={"region": "north"}, outcome=Outcome.SUCCESS, result=rows
+    )
+
+
+async def fill(engine, pages: int = 30) -> None:
+    """Other pages around the forgotten one, so the index has segments of its own to merge."""
+    for i in range(pages):
+        await engine.remember(namespace=NS, session="s", page=note(long_text(f"orchard {i}", 4)))
+
+
+@pytest.mark.sqlite_only
+async def test_forgotten_text_is_gone_from_the_file_and_its_wal(engine, db_path):
+    secret = token()
+    await fill(engine)
+    stored = await engine.remember(namespace=NS, session="s", page=note(f"the vault phrase is {secret}"))
+    await fill(engine, 5)
+    await engine.page_fault(namespace=NS, session="s", page_id=stored.page_id)
+    assert secret.encode() in stored_bytes(db_path)
+    result = await engine.forget(namespace=NS, session="s", page_id=stored.page_id)
+    assert result.deleted and result.purged
+    assert secret.encode() not in stored_bytes(db_path)
+    # The pages around it are still found: the index was merged, not dropped.
+    assert (await engine.search(namespace=NS, session="s", query="orchard 3")).results
+
+
+@pytest.mark.sqlite_only
+async def test_every_earlier_text_of_a_rewritten_key_is_gone_after_forget(engine, db_path):
+    first, second = token(), token()
+    await fill(engine, 10)
+    await engine.remember(namespace=NS, session="s", page=note(f"wifi password {first}"), key="wifi")
+    await engine.remember(namespace=NS, session="s", page=note(f"wifi password {second}"), key="wifi")
+    await engine.forget(namespace=NS, session="s", page_id="wifi")
+    on_disk = stored_bytes(db_path)
+    assert first.encode() not in on_disk
+    assert second.encode() not in on_disk
+
+
+@pytest.mark.sqlite_only
+async def test_a_forgotten_tool_result_leaves_no_bytes_in_its_bound_value(engine, db_path):
+    secret = token()
+    recorded = await engine.record_tool_outcome(namespace=NS, session="s", call=tool_result(secret))
+    assert recorded.page_id is not None and recorded.ref is not None
+    assert secret.encode() in stored_bytes(db_path)
+    await engine.forget(namespace=NS, session="s", page_id=recorded.page_id)
+    assert secret.encode() not in stored_bytes(db_path)
+
+
+async def test_forgetting_a_tool_result_forgets_the_values_bound_from_it(engine, db_url):
+    secret = token()
+    await engine.begin_turn(namespace=NS, session="main")
+    # Recorded in a session the caller made up: the value is bound there and in the caller's own.
+    recorded = await engine.record_tool_outcome(
+        namespace=NS, session="side", call=tool_result(secret), host_session="main"
+    )
+    holding = "SELECT session, seq FROM bindings WHERE value LIKE ?"
+    assert len(db_rows(db_url, holding, (f"%{secret}%",))) == 2
+    await engine.forget(namespace=NS, session="main", page_id=recorded.page_id)
+
+    assert db_rows(db_url, holding, (f"%{secret}%",)) == []
+    assert db_rows(db_url, "SELECT DISTINCT value_type, value, number FROM bindings") == [
+        ("forgotten", "null", None)
+    ]
+    assert db_rows(db_url, "SELECT count(*) FROM result_numbers") == [(0,)]
+    assert db_rows(db_url, "SELECT result_page_id, ref FROM tool_calls") == [(None, recorded.ref)]
+    # The reference resolves to nothing; its number is not given to the next value.
+    check = await engine.check_ungrounded(namespace=NS, session="side", args={"rows": recorded.ref})
+    assert check.missing_refs == [recorded.ref]
+    again = await engine.bind_value(namespace=NS, session="side", tool="t", args={}, value=12)
+    assert again.ref != recorded.ref
+    assert (
+        await engine.check_tool_call(
+            namespace=NS, session="side", tool="export_customers", args={"region": "north"}
+        )
+    ).cached_result is None
+
+
+async def test_forgetting_a_user_message_takes_back_the_numbers_only_it_held(engine, db_url):
+    said = await engine.ingest(
+        namespace=NS, session="s", messages=[user("Book 4 seats for 918273."), user("Make it 4 seats.")]
+    )
+    await engine.forget(namespace=NS, session="s", page_id=said.page_ids[0])
+    numbers = db_rows(db_url, "SELECT number FROM user_numbers WHERE session = 's' ORDER BY number")
+    assert numbers == [(4.0,)]
+
+
+async def test_forget_purges_on_both_backends_and_leaves_other_rows(engine, db_url):
+    secret = token()
+    kept = await engine.remember(namespace=NS, session="s", page=note("the orchard gate code is 1234"))
+    gone = await engine.remember(namespace=NS, session="s", page=note(f"temporary phrase {secret}"))
+    result = await engine.forget(namespace=NS, session="s", page_id=gone.page_id)
+    assert result.purged
+    assert db_rows(db_url, "SELECT count(*) FROM page_texts WHERE content LIKE ?", (f"%{secret}%",)) == [(0,)]
+    assert db_rows(db_url, "SELECT page_id FROM pages") == [(kept.page_id,)]
+    assert (await engine.search(namespace=NS, session="s", query=secret)).results == []
+
+
+@pytest.mark.sqlite_only
+async def test_gc_takes_an_expired_pages_text_and_its_versions_out_of_the_file(engine, clock, db_path):
+    first, second = token(), token()
+    await fill(engine, 10)
+    page = note(f"door code {first}")
+    await engine.remember(namespace=NS, session="s", page=page, key="door", ttl_seconds=60)
+    await engine.remember(
+        namespace=NS, session="s", page=note(f"door code {second}"), key="door", ttl_seconds=60
+    )
+    assert first.encode() in stored_bytes(db_path) and second.encode() in stored_bytes(db_path)
+    clock.advance(61)
+    assert await engine.collect_expired() == 1
+    on_disk = stored_bytes(db_path)
+    assert first.encode() not in on_disk and second.encode() not in on_disk
