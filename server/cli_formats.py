@@ -7,6 +7,7 @@ redacted as on every other write. Failures are raised for cli_ops to print in on
 
 import argparse
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -28,8 +29,14 @@ def is_memory_file_command(args: argparse.Namespace) -> bool:
     return args.command in ("import", "export") and args.format not in (ImportFormat.JSONL.value, None)
 
 
-def run_memory_file_command(args: argparse.Namespace, db: str) -> str:
-    """Run the import or export; returns the line that says what it did."""
+@dataclass(frozen=True)
+class Done:
+    line: str  # what the command did
+    warnings: list[str] = field(default_factory=list)  # what it left out, one line each
+
+
+def run_memory_file_command(args: argparse.Namespace, db: str) -> Done:
+    """Run the import or export; returns the line that says what it did, and what it left out."""
     if args.namespace is not None and not re.match(NAME_PATTERN, args.namespace):
         # The pattern memvm serve holds --namespace to: a name no server could serve is refused.
         raise TransferError(
@@ -41,16 +48,18 @@ def run_memory_file_command(args: argparse.Namespace, db: str) -> str:
         if not is_postgres_url(db) and not Path(db).is_file():
             raise TransferError(f"there is no database at {db}")
         namespace = args.namespace or DEFAULT_NAMESPACE
+        if args.out == "-":
+            raise TransferError("--out - would be standard output, which cannot hold a folder: name a folder")
         out = Path(args.out).expanduser()
         done = anyio.run(_export, db, namespace, out, args.force)
-        return (
+        return Done(
             f"exported {done.sessions} sessions ({done.pages} pages) and {done.notes} notes "
             f"of namespace {namespace} to {out}"
         )
     if args.file == "-":
         raise TransferError(f"--format {args.format} reads a file or folder; name it instead of -")
     counts = anyio.run(_import, db, ImportFormat(args.format), Path(args.file).expanduser(), args.namespace)
-    return f"imported into {shown(db)}: {counts.summary()}"
+    return Done(f"imported into {shown(db)}: {counts.summary()}", counts.warnings)
 
 
 async def _import(db: str, source: ImportFormat, path: Path, namespace: str | None) -> ImportCounts:

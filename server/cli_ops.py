@@ -26,7 +26,7 @@ from memvm.engine import Engine
 from memvm.engine.errors import DatabaseRefused, MemvmError, StorageBusy, StorageError
 from memvm.engine.operations.backup import BackupError, backup
 from memvm.engine.operations.doctor import Diagnosis, Findings, diagnose, memory_line
-from memvm.engine.operations.importers.formats import ImportFormat
+from memvm.engine.operations.importers.formats import ImportFormat, check_memvm_export
 from memvm.engine.operations.transfer import TransferError, export_lines, import_from
 from memvm.engine.paths import database_named
 from memvm.engine.storage.open import is_postgres_url, shown
@@ -178,6 +178,8 @@ def _on_postgres(args: argparse.Namespace, url: str) -> int:
                 case "import":
                     if args.file != "-" and not Path(args.file).is_file():
                         return _fail(f"there is no export at {args.file}")
+                    if args.file != "-":
+                        check_memvm_export(Path(args.file))
                     anyio.run(_create, url)  # a new database gets the schema; an old one is migrated
                     if args.file == "-":
                         rows = postgres_ops.import_lines(url, sys.stdin)
@@ -205,7 +207,10 @@ def _memory_files(args: argparse.Namespace, db: str) -> int:
         if not is_postgres_url(db):
             check_db_path(Path(db), create_folder=args.command == "import")
         with _signals_end_cleanly():
-            print(run_memory_file_command(args, db))
+            done = run_memory_file_command(args, db)
+        for warning in done.warnings:
+            print(f"memvm: warning: {warning}", file=sys.stderr)
+        print(done.line)
         return 0
     except (TransferError, MemvmError, DatabasePathError) as exc:
         return _fail(str(exc))
@@ -379,6 +384,9 @@ def _export_file(lines: Callable[[], Generator[str, None, None]], target: Path, 
 def _import(db: Path, source: str) -> int:
     if source != "-" and not Path(source).is_file():
         return _fail(f"there is no export at {source}")
+    if source != "-":
+        # Before the database is created: another tool's file (a forgotten --format) makes nothing.
+        check_memvm_export(Path(source))
     anyio.run(_create, db)  # a new file gets the schema; an old one is checked and migrated
     conn = connect_blocking(db)
     try:

@@ -2,12 +2,13 @@
 
     DIR/sessions/<session>.md   each session's transcript and tool results, oldest first: a heading
                                 per page with its role and date (UTC), then its text
-    DIR/notes/<key>.md          each remembered page: front matter (key, type, created, pinned),
-                                then its text
+    DIR/notes/<key>.md          each remembered page: front matter (key, type, created, pinned,
+                                and expires for a page that will), then its text
 
 `memvm import --format markdown DIR/notes` reads the notes back under the same keys. The folder is
 written beside DIR under a name of its own and moved into place when whole, so that a failed
-export never looks like a whole one.
+export never looks like a whole one. An expired page is gone for every reader, and for the export
+too. Every folder it writes is the owner's alone (700), every file too (600): memory is private.
 """
 
 import json
@@ -24,6 +25,7 @@ from memvm.engine import Engine
 from memvm.engine.models import REMEMBERED_TYPES, PageType
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.paging.history_write import CONVERSATION
+from memvm.engine.paging.pages import LIVE
 from memvm.engine.storage.api import Row
 
 SESSIONS = "sessions"
@@ -35,19 +37,23 @@ _SESSIONS_WITH_HISTORY = """
 SELECT DISTINCT session FROM pages WHERE namespace = ? AND type IN (?, ?) ORDER BY session
 """
 
-_COLUMNS = "p.page_id, p.type, p.role, p.provenance, p.created_at, p.pinned, p.metadata, t.content"
+_COLUMNS = (
+    "p.page_id, p.type, p.role, p.provenance, p.created_at, p.pinned, p.expires_at, p.metadata, t.content"
+)
 
 _SESSION_PAGES = f"""
 SELECT {_COLUMNS} FROM pages p JOIN page_texts t ON t.rowid = p.rowid
-WHERE p.namespace = ? AND p.session = ? AND p.type IN (?, ?)
+WHERE p.namespace = ? AND p.session = ? AND p.type IN (?, ?) AND {LIVE}
 ORDER BY p.created_at, p.rowid
 """
 
 _NOTES = f"""
 SELECT {_COLUMNS} FROM pages p JOIN page_texts t ON t.rowid = p.rowid
-WHERE p.namespace = ? AND p.type IN ({", ".join("?" * len(_NOTE_TYPES))})
+WHERE p.namespace = ? AND p.type IN ({", ".join("?" * len(_NOTE_TYPES))}) AND {LIVE}
 ORDER BY p.page_id
 """
+_FOLDER_MODE = 0o700
+_FILE_MODE = 0o600
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,11 @@ def note_text(row: Row) -> str:
         f"type: {row['type']}",
         f"created: {datetime.fromtimestamp(row['created_at'], UTC).isoformat()}",
         f"pinned: {'true' if row['pinned'] else 'false'}",
+        *(
+            [f"expires: {datetime.fromtimestamp(row['expires_at'], UTC).isoformat()}"]
+            if row["expires_at"]
+            else []
+        ),
         "---",
     ]
     # One newline ends the file; the import takes exactly that one off again.
@@ -94,27 +105,36 @@ def note_text(row: Row) -> str:
 async def export_markdown(engine: Engine, *, namespace: str, out: Path, force: bool) -> MarkdownExport:
     """Write `namespace`'s sessions and notes under `out`, which must be new or empty unless `force`."""
     _check_target(out, force=force)
+    now = engine.clock.now()
     with _partial_folder(out) as partial:
         async with engine.db.read(namespace) as conn:
             sessions = [
                 row["session"] for row in await conn.all(_SESSIONS_WITH_HISTORY, (namespace, *_HISTORY_TYPES))
             ]
-        pages = 0
+        pages = written = 0
         for session in sessions:
             # One read per session: a large memory is never held in one long snapshot.
             async with engine.db.read(namespace) as conn:
-                rows = await conn.all(_SESSION_PAGES, (namespace, session, *_HISTORY_TYPES))
+                rows = await conn.all(_SESSION_PAGES, (namespace, session, *_HISTORY_TYPES, now))
+            if not rows:
+                continue  # every page of it has expired
             _write_new(partial / SESSIONS, file_name(session), session_text(session, rows))
             pages += len(rows)
+            written += 1
         async with engine.db.read(namespace) as conn:
-            notes = await conn.all(_NOTES, (namespace, *_NOTE_TYPES))
+            notes = await conn.all(_NOTES, (namespace, *_NOTE_TYPES, now))
         for row in notes:
             _write_new(partial / NOTES, file_name(row["page_id"]), note_text(row))
         _move_into_place(partial, out)
-    return MarkdownExport(sessions=len(sessions), pages=pages, notes=len(notes))
+    return MarkdownExport(sessions=written, pages=pages, notes=len(notes))
 
 
 def _check_target(out: Path, *, force: bool) -> None:
+    if str(out) == "-":
+        raise TransferError("--out - would be standard output, which cannot hold a folder; name a folder")
+    if out.is_symlink():
+        # A rename would replace the link, not fill what it points to: say so, not a temporary name.
+        raise TransferError(f"{out} is a symbolic link; name a folder (or the folder it points to)")
     if out.exists() and not out.is_dir():
         raise TransferError(f"{out} is not a folder; name a new folder for the export")
     if out.is_dir() and any(out.iterdir()) and not force:
@@ -127,7 +147,9 @@ def _write_new(folder: Path, stem: str, text: str) -> None:
     for number in range(1, 10_000):
         path = folder / (f"{stem}.md" if number == 1 else f"{stem}-{number}.md")
         try:
-            with open(path, "x", encoding="utf-8") as stream:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE)
+            # newline="": the text's own line endings (a note's \r\n) are written as they are.
+            with open(fd, "w", encoding="utf-8", newline="") as stream:
                 stream.write(text)
             return
         except FileExistsError:
@@ -143,8 +165,9 @@ def _partial_folder(out: Path) -> Iterator[Path]:
     except OSError as exc:
         raise TransferError(f"cannot write in {out.parent} ({exc.strerror})") from exc
     try:
-        (partial / SESSIONS).mkdir()
-        (partial / NOTES).mkdir()
+        os.chmod(partial, _FOLDER_MODE)
+        (partial / SESSIONS).mkdir(mode=_FOLDER_MODE)
+        (partial / NOTES).mkdir(mode=_FOLDER_MODE)
         yield partial
     finally:
         shutil.rmtree(partial, ignore_errors=True)
@@ -158,5 +181,7 @@ def _move_into_place(partial: Path, out: Path) -> None:
     # --force into a folder with files: each file replaces its namesake; other files stay.
     for path in sorted(partial.rglob("*.md")):
         target = out / path.relative_to(partial)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(mode=_FOLDER_MODE, exist_ok=True)
+        # A folder an earlier export (or the user) made is the owner's alone from now on, too.
+        os.chmod(target.parent, _FOLDER_MODE)
         os.replace(path, target)

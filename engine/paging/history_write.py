@@ -5,11 +5,17 @@ pages are stamped with the dates the messages were written, not the clock's, and
 working set. Each page records where it came from (`source_id`), so that writing the same
 conversation again adds only the messages not stored yet: importing twice adds nothing, and a
 conversation that grew since adds its new messages.
+
+A long conversation is written in transactions of at most BATCH_PAGES pages, so that a server
+using the same database waits for one batch at a time, never for the whole import; a run stopped
+between batches is completed by the next, which skips what the batches before it stored.
 """
 
 import json
+import math
 from collections.abc import Sequence
 
+from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import NewPage, PageType, Role
 from memvm.engine.paging.memory import Writer, fresh_page_id
 from memvm.engine.paging.pages import insert_page
@@ -22,6 +28,8 @@ from pydantic import BaseModel, Field
 SOURCE = "source"
 SOURCE_ID = "source_id"
 CONVERSATION = "conversation"
+
+BATCH_PAGES = 500
 
 _STORED_METADATA = "SELECT metadata FROM pages WHERE namespace = ? AND session = ? AND type = ?"
 
@@ -61,38 +69,48 @@ async def write_history(
     source: str,
     title: str | None,
     messages: Sequence[HistoryMessage],
+    batch_pages: int = BATCH_PAGES,
 ) -> HistoryWritten:
-    """Store the messages of `session` not stored yet, in one write transaction."""
+    """Store the messages of `session` not stored yet, `batch_pages` to a write transaction."""
+    for message in messages:
+        if not math.isfinite(message.created_at):
+            raise InvalidArgument(
+                f"The message {message.source_id!r} is dated {message.created_at}, which is not a time; "
+                "give each message the time it was written, in seconds since the epoch."
+            )
     async with writer.db.read(namespace) as conn:
         known = await stored_source_ids(conn, namespace, session)
     new = _unique([message for message in messages if message.source_id not in known])
     pages = [_page(message, source, title) for message in new]
+    # Every page is measured before the first is written: one over the limit writes nothing.
     all_levels = await writer.levels_off_loop(pages)
     page_ids: list[str] = []
-    async with writer.db.write(namespace) as conn:
-        # Another import of the same file may have written some of them since the read above.
-        known = await stored_source_ids(conn, namespace, session)
-        state = await touch_session(
-            conn, namespace, session, writer.clock.now(), writer.config.turn_idle_seconds, by_host=True
-        )
-        for message, page, levels in zip(new, pages, all_levels, strict=True):
-            if message.source_id in known:
-                continue
-            page_id = await fresh_page_id(conn, namespace, PageType.TRANSCRIPT)
-            # `now` stamps both created_at and last_access: an old message was last used when it
-            # was written, so a large import does not crowd the recently used pages out of the
-            # manifest.
-            await insert_page(
-                conn,
-                namespace=namespace,
-                session=session,
-                page_id=page_id,
-                page=page,
-                levels=levels,
-                turn=state.turn,
-                now=message.created_at,
+    for start in range(0, len(new), batch_pages):
+        batch = slice(start, start + batch_pages)
+        async with writer.db.write(namespace) as conn:
+            # Another import of the same file may have written some of them since the read above.
+            known = await stored_source_ids(conn, namespace, session)
+            state = await touch_session(
+                conn, namespace, session, writer.clock.now(), writer.config.turn_idle_seconds, by_host=True
             )
-            page_ids.append(page_id)
+            for message, page, levels in zip(new[batch], pages[batch], all_levels[batch], strict=True):
+                if message.source_id in known:
+                    continue
+                page_id = await fresh_page_id(conn, namespace, PageType.TRANSCRIPT)
+                # `now` stamps both created_at and last_access: an old message was last used when
+                # it was written, so a large import does not crowd the recently used pages out of
+                # the manifest.
+                await insert_page(
+                    conn,
+                    namespace=namespace,
+                    session=session,
+                    page_id=page_id,
+                    page=page,
+                    levels=levels,
+                    turn=state.turn,
+                    now=message.created_at,
+                )
+                page_ids.append(page_id)
     return HistoryWritten(page_ids=page_ids, already_there=len(messages) - len(page_ids))
 
 

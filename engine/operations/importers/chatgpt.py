@@ -18,6 +18,7 @@ from memvm.engine.operations.importers.conversations import (
     conversation,
     message_date,
     read_export,
+    text_or_none,
 )
 from memvm.engine.operations.importers.sources import epoch_seconds
 from memvm.engine.operations.transfer import TransferError
@@ -36,37 +37,54 @@ def _conversation(where: str, item: Any) -> Conversation:
     if not isinstance(item, dict) or not isinstance(item.get("mapping"), dict):
         raise TransferError(f'{where} has no "mapping" of messages: not a ChatGPT export')
     started = epoch_seconds(item.get("create_time"), f"{where}, create_time")
-    title = item.get("title") if isinstance(item.get("title"), str) else None
-    thread = _thread(item["mapping"], item.get("current_node"))
+    title = text_or_none(item, "title", where)
+    mapping = _checked_mapping(item["mapping"], where)
+    thread = _thread(mapping, item.get("current_node"))
     entries = ((f"{where}, message {node_id}", (node_id, node)) for node_id, node in thread)
-    ident = item.get("id") or item.get("conversation_id")
-    return conversation(SOURCE, ident, title, started, entries, _message)
+    ident = text_or_none(item, "id", where) or text_or_none(item, "conversation_id", where)
+    return conversation(where, SOURCE, ident, title, started, entries, _message)
 
 
-def _thread(mapping: dict[str, Any], current: Any) -> list[tuple[str, dict[str, Any]]]:
+def _checked_mapping(mapping: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
+    """The tree's nodes, each checked for the shape the walk relies on."""
+    for node_id, node in mapping.items():
+        at = f"{where}, node {node_id}"
+        if not isinstance(node, dict):
+            raise TransferError(f"{at} is not a JSON object")
+        if node.get("parent") is not None and not isinstance(node["parent"], str):
+            raise TransferError(f'{at}: "parent" is not a node id')
+        children = node.get("children")
+        if children is not None and (
+            not isinstance(children, list) or not all(isinstance(child, str) for child in children)
+        ):
+            raise TransferError(f'{at}: "children" is not a list of node ids')
+        if node.get("message") is not None and not isinstance(node["message"], dict):
+            raise TransferError(f'{at}: "message" is not a JSON object')
+    return mapping
+
+
+def _thread(mapping: dict[str, dict[str, Any]], current: Any) -> list[tuple[str, dict[str, Any]]]:
     """The nodes from the root down to `current` (else down the last child at each step)."""
     if not isinstance(current, str) or current not in mapping:
         current = _last_leaf(mapping)
     path: list[tuple[str, dict[str, Any]]] = []
     seen: set[str] = set()
-    node_id: Any = current
-    while isinstance(node_id, str) and node_id in mapping and node_id not in seen:
+    node_id: str | None = current
+    while node_id is not None and node_id in mapping and node_id not in seen:
         seen.add(node_id)  # a damaged file's cycle ends the walk instead of looping
         node = mapping[node_id]
-        if not isinstance(node, dict):
-            break
         path.append((node_id, node))
         node_id = node.get("parent")
     return path[::-1]
 
 
-def _last_leaf(mapping: dict[str, Any]) -> str | None:
-    roots = [key for key, node in mapping.items() if isinstance(node, dict) and not node.get("parent")]
+def _last_leaf(mapping: dict[str, dict[str, Any]]) -> str | None:
+    roots = [key for key, node in mapping.items() if not node.get("parent")]
     node_id = roots[0] if roots else None
     seen: set[str] = set()
     while node_id is not None and node_id not in seen:
         seen.add(node_id)
-        children = [c for c in (mapping.get(node_id) or {}).get("children") or [] if c in mapping]
+        children = [c for c in mapping[node_id].get("children") or [] if c in mapping]
         if not children:
             return node_id
         node_id = children[-1]
@@ -76,20 +94,36 @@ def _last_leaf(mapping: dict[str, Any]) -> str | None:
 def _message(entry: tuple[str, dict[str, Any]], before: float | None, where: str) -> HistoryMessage | None:
     node_id, node = entry
     message = node.get("message")
-    if not isinstance(message, dict):
+    if message is None:
         return None
-    role = _ROLES.get(str((message.get("author") or {}).get("role")))
-    metadata = message.get("metadata") or {}
-    if role is None or (isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation")):
+    author = _object(message, "author", where)
+    metadata = _object(message, "metadata", where)
+    content = _object(message, "content", where)
+    role = _ROLES.get(text_or_none(author, "role", f"{where}, author") or "")
+    if role is None or metadata.get("is_visually_hidden_from_conversation"):
         return None
-    content = message.get("content") or {}
-    if not isinstance(content, dict) or content.get("content_type", "text") not in _TEXT_CONTENT:
+    kind = text_or_none(content, "content_type", f"{where}, content") or "text"
+    if kind not in _TEXT_CONTENT:
         return None
-    parts = [part.strip() for part in content.get("parts") or [] if isinstance(part, str)]
-    text = "\n\n".join(part for part in parts if part)
+    parts = content.get("parts")
+    if parts is None:
+        parts = []
+    if not isinstance(parts, list) or not all(part is None or isinstance(part, str | dict) for part in parts):
+        raise TransferError(f'{where}: "parts" is not a list of texts and attachments')
+    texts = [part.strip() for part in parts if isinstance(part, str)]
+    text = "\n\n".join(part for part in texts if part)
     if not text:
         return None
     created = message_date(message.get("create_time"), before, f"{where}, create_time")
-    return HistoryMessage(
-        role=role, content=text, created_at=created, source_id=str(message.get("id") or node_id)
-    )
+    source_id = text_or_none(message, "id", where) or node_id
+    return HistoryMessage(role=role, content=text, created_at=created, source_id=source_id)
+
+
+def _object(item: dict[str, Any], name: str, where: str) -> dict[str, Any]:
+    """The field `name` of `item` when it is an object; empty when absent; refused otherwise."""
+    value = item.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TransferError(f'{where}: "{name}" is not a JSON object')
+    return value

@@ -16,6 +16,7 @@ from memvm.engine.operations.importers.conversations import (
     conversation,
     message_date,
     read_export,
+    text_or_none,
 )
 from memvm.engine.operations.importers.sources import epoch_seconds
 from memvm.engine.operations.transfer import TransferError
@@ -33,34 +34,37 @@ def _conversation(where: str, item: Any) -> Conversation:
     if not isinstance(item, dict) or not isinstance(item.get("chat_messages"), list):
         raise TransferError(f'{where} has no "chat_messages": not a Claude export')
     started = epoch_seconds(item.get("created_at"), f"{where}, created_at")
-    title = item.get("name") if isinstance(item.get("name"), str) else None
+    title = text_or_none(item, "name", where)
     entries = (
         (f"{where}, message {index}", entry) for index, entry in enumerate(item["chat_messages"], start=1)
     )
-    return conversation(SOURCE, item.get("uuid"), title, started, entries, _message)
+    return conversation(where, SOURCE, text_or_none(item, "uuid", where), title, started, entries, _message)
 
 
 def _message(entry: Any, before: float | None, where: str) -> HistoryMessage | None:
     if not isinstance(entry, dict):
         raise TransferError(f"{where} is not a JSON object")
-    role = _ROLES.get(str(entry.get("sender")))
-    text = _text(entry)
+    role = _ROLES.get(text_or_none(entry, "sender", where) or "")
+    text = _text(entry, where)
     if role is None or not text:
         return None
     created = message_date(entry.get("created_at"), before, f"{where}, created_at")
-    if not entry.get("uuid"):
+    source_id = text_or_none(entry, "uuid", where)
+    if source_id is None:
         raise TransferError(f'{where} has no "uuid"')
-    return HistoryMessage(role=role, content=text, created_at=created, source_id=str(entry["uuid"]))
+    return HistoryMessage(role=role, content=text, created_at=created, source_id=source_id)
 
 
-def _text(entry: dict[str, Any]) -> str:
+def _text(entry: dict[str, Any], where: str) -> str:
     blocks = entry.get("content")
-    if isinstance(blocks, list) and blocks:
-        texts = [
-            block["text"].strip()
-            for block in blocks
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-        ]
+    if blocks is not None and not isinstance(blocks, list):
+        raise TransferError(f'{where}: "content" is not a list of blocks')
+    if blocks:
+        texts = []
+        for block in blocks:
+            if not isinstance(block, dict):
+                raise TransferError(f'{where}: a "content" block is not a JSON object')
+            if block.get("type") == "text":
+                texts.append((text_or_none(block, "text", f"{where}, text block") or "").strip())
         return "\n\n".join(text for text in texts if text)
-    text = entry.get("text")
-    return text.strip() if isinstance(text, str) else ""
+    return (text_or_none(entry, "text", where) or "").strip()

@@ -1,8 +1,9 @@
 """Writing imported conversations: each one a session of dated transcript pages.
 
-The formats (chatgpt, claude) read their exports into `Conversation`s; this writes them through
-the engine, one write transaction per conversation, so that a run stopped midway leaves whole
-conversations behind and the next run completes the rest.
+The formats (chatgpt, claude) read their exports into `Conversation`s; this checks every message
+before anything is written (one over the page limit is left out, with a warning that names it) and
+writes them through the engine, which stores a long conversation in bounded transactions, so that
+a run stopped midway leaves whole batches behind and the next run completes the rest.
 """
 
 from collections.abc import Callable, Iterable
@@ -11,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from memvm.engine import Engine
-from memvm.engine.errors import InvalidArgument
 from memvm.engine.operations.importers.counts import Counted, ImportCounts
 from memvm.engine.operations.importers.keys import SESSION_CHARS, digest, name_for
+from memvm.engine.operations.importers.notes import over_the_limit, too_long
 from memvm.engine.operations.importers.sources import epoch_seconds, read_json
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.paging.history_write import HistoryMessage
@@ -24,6 +25,9 @@ class Conversation:
     session: str
     title: str | None
     messages: list[HistoryMessage]
+    where: str  # the file and the conversation's place in it
+    # Where each message is (by source id), for a warning that names it.
+    places: dict[str, str]
 
 
 def read_export(
@@ -44,9 +48,18 @@ def read_export(
 MessageReader = Callable[[Any, float | None, str], HistoryMessage | None]
 
 
+def text_or_none(item: dict[str, Any], name: str, where: str) -> str | None:
+    """The field `name` of `item` when it is text; None when absent; refused when anything else."""
+    value = item.get(name)
+    if value is None or isinstance(value, str):
+        return value or None
+    raise TransferError(f'{where}: "{name}" is not text')
+
+
 def conversation(
+    where: str,
     source: str,
-    ident: Any,
+    ident: str | None,
     title: str | None,
     started: float | None,
     entries: Iterable[tuple[str, Any]],
@@ -54,16 +67,22 @@ def conversation(
 ) -> Conversation:
     """A conversation of `source` from its `entries` (where each is, and the message as exported)."""
     # An export always names its conversations; without an id, the title and start stand in.
-    name = str(ident) if ident else digest(f"{title}\n{started}")
+    name = ident if ident else digest(f"{title}\n{started}")
     messages: list[HistoryMessage] = []
+    places: dict[str, str] = {}
     before = started
-    for where, entry in entries:
-        message = read(entry, before, where)
+    for at, entry in entries:
+        message = read(entry, before, at)
         if message is not None:
             messages.append(message)
+            places.setdefault(message.source_id, at)
             before = message.created_at
     return Conversation(
-        session=name_for(f"{source}-", name, SESSION_CHARS), title=title or None, messages=messages
+        session=name_for(f"{source}-", name, SESSION_CHARS),
+        title=title or None,
+        messages=messages,
+        where=where,
+        places=places,
     )
 
 
@@ -80,20 +99,26 @@ async def write_conversations(
     engine: Engine, *, namespace: str, source: str, conversations: Iterable[Conversation]
 ) -> ImportCounts:
     counts = ImportCounts(Counted.CONVERSATIONS)
+    checked: list[tuple[Conversation, list[HistoryMessage]]] = []
     for talk in conversations:
         counts.conversations += 1
         counts.messages += len(talk.messages)
-        if not talk.messages:
+        kept = []
+        for message in talk.messages:
+            if (tokens := await too_long(engine, message.content)) is not None:
+                counts.skip(over_the_limit(engine, talk.places[message.source_id], tokens))
+            else:
+                kept.append(message)
+        checked.append((talk, kept))
+    for talk, kept in checked:
+        if not kept:
             continue
-        try:
-            written = await engine.write_history(
-                namespace=namespace,
-                session=talk.session,
-                source=source,
-                title=talk.title,
-                messages=talk.messages,
-            )
-        except InvalidArgument as exc:  # a message over the page limit: say which conversation
-            raise TransferError(f"conversation {talk.session}: {exc}") from exc
+        written = await engine.write_history(
+            namespace=namespace,
+            session=talk.session,
+            source=source,
+            title=talk.title,
+            messages=kept,
+        )
         counts.already_there += written.already_there
     return counts

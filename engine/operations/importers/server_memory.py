@@ -5,8 +5,10 @@ The file is JSON lines, each an entity or a relation of a knowledge graph:
     {"type": "entity", "name": "John_Smith", "entityType": "person", "observations": ["Speaks Spanish"]}
     {"type": "relation", "from": "John_Smith", "to": "Anthropic", "relationType": "works_at"}
 
-Each entity becomes one note under the key `entity:<name>`, written as text that search finds:
-its name and type, each observation, and each relation it takes part in, in either direction.
+Each entity becomes one note under the key `entity:<name>` (see keys.py for names that are not
+keys as they are), written as text that search finds: its name and type, each observation, and
+each relation it takes part in, in either direction. The file says nothing of pins: a note pinned
+in memvm stays pinned.
 """
 
 from dataclasses import dataclass, field
@@ -16,8 +18,8 @@ from typing import Any
 from memvm.engine import Engine
 from memvm.engine.models import PageType
 from memvm.engine.operations.importers.counts import Counted, ImportCounts
-from memvm.engine.operations.importers.keys import Keys
-from memvm.engine.operations.importers.notes import ImportedNote, write_note
+from memvm.engine.operations.importers.keys import KEY_CHARS, name_for
+from memvm.engine.operations.importers.notes import ImportedNote, write_notes
 from memvm.engine.operations.importers.sources import read_json_lines
 from memvm.engine.operations.transfer import TransferError
 
@@ -30,6 +32,7 @@ _EXPECTED = "the memory server's memory.json, one entity or relation per line"
 @dataclass
 class Entity:
     name: str
+    where: str  # the line that first names it
     entity_type: str
     observations: list[str]
     relations: list[str] = field(default_factory=list)
@@ -50,13 +53,18 @@ def read_graph(path: Path) -> tuple[dict[str, Entity], int]:
         match record.get("type"):
             case "entity":
                 name = _text(record, "name", where)
-                observations = record.get("observations") or []
+                observations = record.get("observations")
+                if observations is None:
+                    observations = []
                 if not isinstance(observations, list) or not all(isinstance(o, str) for o in observations):
                     raise TransferError(f'{where}: "observations" is not a list of strings')
+                kind = record.get("entityType")
+                if kind is not None and not isinstance(kind, str):
+                    raise TransferError(f'{where}: "entityType" is not text')
                 if name in entities:  # the server keeps names unique; a hand-edited file may not
                     entities[name].observations += observations
                 else:
-                    entities[name] = Entity(name, str(record.get("entityType") or ""), list(observations))
+                    entities[name] = Entity(name, f"{where}, entity {name!r}", kind or "", list(observations))
             case "relation":
                 ends = (
                     _text(record, "from", where),
@@ -86,14 +94,16 @@ async def write_graph(
     engine: Engine, *, namespace: str, entities: dict[str, Entity], relations: int
 ) -> ImportCounts:
     counts = ImportCounts(Counted.GRAPH, entities=len(entities), relations=relations)
-    keys = Keys()
-    for entity in entities.values():
-        note = ImportedNote(
-            key=keys.key(KEY_PREFIX, entity.name),
+    notes = [
+        ImportedNote(
+            key=name_for(KEY_PREFIX, entity.name, KEY_CHARS),
             content=entity.text(),
             type=PageType.NOTE,
             provenance="model",
             metadata={"source": SOURCE, "entity": entity.name},
+            where=entity.where,
         )
-        counts.note(await write_note(engine, namespace=namespace, session=SESSION, note=note))
+        for entity in entities.values()
+    ]
+    await write_notes(engine, namespace=namespace, session=SESSION, notes=notes, counts=counts)
     return counts

@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from memvm.engine.errors import PageNotFound
 from memvm.engine.models import Level, PageType, Role
 from memvm.engine.operations.importers.formats import ImportFormat, read_source
-from memvm.engine.operations.importers.keys import KEY_CHARS, Keys, name_for
+from memvm.engine.operations.importers.keys import KEY_CHARS, digest, name_for
 from memvm.engine.operations.markdown_export import export_markdown
 from memvm.engine.operations.transfer import TransferError
 
@@ -23,6 +24,9 @@ pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "imports"
 CHATGPT_SESSION = "chatgpt-6a1f0c2e-0000-4000-8000-000000000001"
 CLAUDE_SESSION = "claude-0b9d5b8e-1111-4222-8333-444455556666"
+# A name that is not a key as it is gains a digest of itself.
+LISBON = f"entity:Lisbon_trip_2025-{digest('Lisbon trip 2025')}"
+ALPHA = f"projects.alpha_plan-{digest('projects.alpha plan')}"
 
 
 async def run_import(engine, source: ImportFormat, path: Path, namespace: str = NS):
@@ -36,6 +40,13 @@ def transcript(db_url, session: str) -> list[tuple]:
         "WHERE p.session = ? ORDER BY p.created_at, p.rowid",
         (session,),
     )
+
+
+def edited_fixture(folder: Path, name: str, old: str, new: str) -> Path:
+    """A copy of the fixture `name` in `folder`, with `old` replaced by `new`."""
+    edited = folder / name
+    edited.write_text((FIXTURES / name).read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    return edited
 
 
 def iso(text: str) -> float:
@@ -61,7 +72,7 @@ async def test_entities_become_notes_that_search_finds_with_their_relations(engi
         "- John_Smith attends Lisbon trip 2025",
     ]
     # The other end of a relation says it too, and a name with spaces gets a key of the pattern.
-    trip = await engine.get_page(namespace=NS, page_id="entity:Lisbon_trip_2025")
+    trip = await engine.get_page(namespace=NS, page_id=LISBON)
     assert "John_Smith attends Lisbon trip 2025" in trip.content(Level.FULL)
     found = await engine.search(namespace=NS, session="s", query="who works at Anthropic")
     assert {r.page_id for r in found.results} >= {"entity:John_Smith", "entity:Anthropic"}
@@ -75,16 +86,12 @@ async def test_a_second_graph_import_changes_nothing_and_a_changed_entity_is_rew
     again = await run_import(engine, ImportFormat.SERVER_MEMORY, FIXTURES / "memory.json")
     assert (again.written, again.unchanged) == (0, 3)
     assert db_rows(db_url, "SELECT rowid, page_id, last_access FROM pages ORDER BY rowid") == before
-    grown = tmp_path / "memory.json"
-    grown.write_text(
-        (FIXTURES / "memory.json")
-        .read_text(encoding="utf-8")
-        .replace('"Hotel near Alfama"', '"Hotel near Alfama", "Dinner at 9"'),
-        encoding="utf-8",
+    grown = edited_fixture(
+        tmp_path, "memory.json", '"Hotel near Alfama"', '"Hotel near Alfama", "Dinner at 9"'
     )
     changed = await run_import(engine, ImportFormat.SERVER_MEMORY, grown)
     assert (changed.written, changed.unchanged) == (1, 2)
-    trip = await engine.get_page(namespace=NS, page_id="entity:Lisbon_trip_2025")
+    trip = await engine.get_page(namespace=NS, page_id=LISBON)
     assert trip.content(Level.FULL).endswith("- Dinner at 9\n- John_Smith attends Lisbon trip 2025")
     # What the entity said before is its superseded version, not a page search could return.
     assert trip.version == 2 and "Dinner at 9" not in trip.versions[0].content
@@ -186,13 +193,13 @@ async def test_markdown_notes_get_keys_from_their_paths_or_their_front_matter(en
     groceries = await engine.get_page(namespace=NS, page_id="groceries")
     assert groceries.content(Level.FULL) == "Oat milk, rye flour, and a new banneton for the sourdough."
     # Another app's front matter stays in the note; memvm's own gives the key, type and pin.
-    plan = await engine.get_page(namespace=NS, page_id="projects.alpha_plan")
+    plan = await engine.get_page(namespace=NS, page_id=ALPHA)
     assert plan.content(Level.FULL).startswith("---\ntitle: Alpha plan\n")
     seats = await engine.get_page(namespace=NS, page_id="prefs.seating")
     assert (seats.type, seats.pinned) == (PageType.PREFERENCE, True)
     assert seats.content(Level.FULL) == "The user prefers window seats on trains and aisle seats on planes."
     found = await engine.search(namespace=NS, session="s", query="alpha launch suppliers")
-    assert found.results[0].page_id == "projects.alpha_plan"
+    assert found.results[0].page_id == ALPHA
     again = await run_import(engine, ImportFormat.MARKDOWN, FIXTURES / "notes")
     assert (again.written, again.unchanged) == (0, 3)
 
@@ -236,7 +243,7 @@ async def test_a_markdown_export_imports_back_as_the_same_keys_types_and_texts(e
     assert (same.written, same.unchanged) == (0, 5)
     copied = await run_import(engine, ImportFormat.MARKDOWN, out / "notes", namespace="copy")
     assert copied.written == 5
-    for name in ("drinks:tea", claim.page_id, "groceries", "prefs.seating", "projects.alpha_plan"):
+    for name in ("drinks:tea", claim.page_id, "groceries", "prefs.seating", ALPHA):
         original = await engine.get_page(namespace=NS, page_id=name)
         copy = await engine.get_page(namespace="copy", page_id=name)
         assert (copy.content(Level.FULL), copy.type, copy.pinned) == (
@@ -261,15 +268,21 @@ async def test_a_markdown_export_refuses_a_folder_with_files_unless_forced(engin
 # keys
 
 
-def test_names_are_mapped_into_the_key_pattern_deterministically():
-    assert name_for("entity:", "John Smith / Ltd.", KEY_CHARS) == "entity:John_Smith_Ltd."
-    assert name_for("", "_drafts/-idea", KEY_CHARS) == "drafts_-idea"
+def test_a_key_is_a_function_of_its_name_alone():
+    # A name that is a key already is used as it is; one that had to change gains its digest.
+    assert name_for("entity:", "John_Smith", KEY_CHARS) == "entity:John_Smith"
+    assert name_for("entity:", "John Smith / Ltd.", KEY_CHARS) == (
+        f"entity:John_Smith_Ltd.-{digest('John Smith / Ltd.')}"
+    )
+    assert name_for("", "_drafts/-idea", KEY_CHARS) == f"drafts_-idea-{digest('_drafts/-idea')}"
     long = name_for("", "x" * 300, KEY_CHARS)
     assert len(long) == KEY_CHARS and long != name_for("", "x" * 299, KEY_CHARS)
-    keys = Keys()
-    assert keys.key("entity:", "a b") == "entity:a_b"
-    assert keys.key("entity:", "a_b").startswith("entity:a_b-")  # two names never share a key
-    assert keys.key("entity:", "a b") == "entity:a_b"
+    # Two names that change into the same text never share a key, whichever comes first.
+    assert len({name_for("entity:", name, KEY_CHARS) for name in ("a b", "a_b", "a/b", "a  b")}) == 4
+    # A name holding a secret never reaches a key: its digest stands in.
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    assert name_for("entity:", token, KEY_CHARS) == f"entity:secret-{digest(token)}"
+    assert "ghp_" not in name_for("chatgpt-", f"id-{token}", 64)
 
 
 # bad input
@@ -343,10 +356,46 @@ def test_a_missing_file_and_two_notes_under_one_key_are_refused(tmp_path):
         read_source(ImportFormat.MARKDOWN, tmp_path)
 
 
-async def test_a_note_whose_key_names_a_conversation_page_is_refused_and_the_page_kept(engine, tmp_path):
+async def test_a_note_whose_key_names_a_conversation_page_is_left_out_and_the_rest_written(engine, tmp_path):
     await run_import(engine, ImportFormat.CLAUDE, FIXTURES / "claude.json")
-    forged = write(tmp_path, "forged.md", "---\nkey: msg_000001\n---\nforged words\n")
-    with pytest.raises(TransferError, match=r"note msg_000001: .* already names a transcript page"):
-        await run_import(engine, ImportFormat.MARKDOWN, forged)
+    write(tmp_path, "forged.md", "---\nkey: msg_000001\n---\nforged words\n")
+    write(tmp_path, "fine.md", "a note of its own\n")
+    counts = await run_import(engine, ImportFormat.MARKDOWN, tmp_path)
+    assert counts.summary() == "2 notes: 1 written, 0 unchanged, 1 skipped"
+    assert counts.warnings == [
+        f"{tmp_path / 'forged.md'}: its key 'msg_000001' names a transcript page of a conversation, "
+        "which a note cannot replace: left out"
+    ]
     page = await engine.get_page(namespace=NS, page_id="msg_000001")
     assert page.type is PageType.TRANSCRIPT and "forged" not in page.content(Level.FULL)
+    assert (await engine.get_page(namespace=NS, page_id="fine")).content(Level.FULL) == "a note of its own"
+
+
+# expiry
+
+
+async def test_a_markdown_export_leaves_out_expired_pages_and_dates_the_others_expiry(
+    engine, clock, tmp_path
+):
+    await engine.remember(namespace=NS, session="s", page=note("lasting"), key="lasting")
+    await engine.remember(namespace=NS, session="s", page=note("brief"), key="brief", ttl_seconds=60)
+    await engine.remember(namespace=NS, session="s", page=note("a week"), key="week", ttl_seconds=7 * 86_400)
+    clock.advance(120)
+    out = tmp_path / "export"
+    done = await export_markdown(engine, namespace=NS, out=out, force=False)
+    assert done.notes == 2 and sorted(p.name for p in (out / "notes").iterdir()) == ["lasting.md", "week.md"]
+    expires = datetime.fromtimestamp(clock.now() - 120 + 7 * 86_400, UTC).isoformat()
+    assert f"\nexpires: {expires}\n" in (out / "notes" / "week.md").read_text(encoding="utf-8")
+    assert "expires:" not in (out / "notes" / "lasting.md").read_text(encoding="utf-8")
+    # Read back, the note expires when it did; once that has passed, it is left out.
+    copied = await run_import(engine, ImportFormat.MARKDOWN, out / "notes", namespace="copy")
+    assert (copied.written, copied.expired) == (2, 0)
+    week = await engine.get_page(namespace="copy", page_id="week")
+    assert week.expires_at == pytest.approx(clock.now() - 120 + 7 * 86_400, abs=1)
+    again = await run_import(engine, ImportFormat.MARKDOWN, out / "notes", namespace="copy")
+    assert (again.written, again.unchanged) == (0, 2)
+    clock.advance(8 * 86_400)
+    late = await run_import(engine, ImportFormat.MARKDOWN, out / "notes", namespace="later")
+    assert late.summary() == "2 notes: 1 written, 0 unchanged, 1 expired skipped"
+    with pytest.raises(PageNotFound):
+        await engine.get_page(namespace="later", page_id="week")

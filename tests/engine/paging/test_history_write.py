@@ -1,10 +1,11 @@
 """Past conversations written as history: dated as written, mapped nowhere, each message once."""
 
 import pytest
+from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import PageType, Role
-from memvm.engine.paging.history_write import HistoryMessage
+from memvm.engine.paging.history_write import BATCH_PAGES, HistoryMessage
 
-from tests.conftest import NS
+from tests.conftest import NS, db_rows
 
 pytestmark = pytest.mark.anyio
 
@@ -75,3 +76,33 @@ async def test_secrets_in_history_are_redacted_before_they_are_stored(engine):
     page = await engine.get_page(namespace=NS, page_id=written.page_ids[0])
     assert page.content(0) == "my key is [REDACTED:anthropic_key]"
     assert all(key not in text for text in page.levels)
+
+
+@pytest.mark.parametrize("at", [float("inf"), float("-inf"), float("nan")])
+async def test_a_message_dated_at_no_time_is_refused_and_nothing_written(engine, db_url, at):
+    with pytest.raises(InvalidArgument, match="which is not a time"):
+        await write(engine, [*CONVERSATION, said("m3", Role.USER, "when?", at)])
+    assert db_rows(db_url, "SELECT count(*) FROM pages") == [(0,)]
+
+
+async def test_a_long_conversation_is_written_in_bounded_transactions_and_a_rerun_completes_it(
+    engine, monkeypatch
+):
+    messages = [
+        said(f"m{n}", Role.USER, f"message number {n}", MAY_1 + n) for n in range(BATCH_PAGES * 2 + 1)
+    ]
+    transactions = 0
+    write_transaction = engine.db.write
+
+    def counted(*args, **kwargs):
+        nonlocal transactions
+        transactions += 1
+        return write_transaction(*args, **kwargs)
+
+    monkeypatch.setattr(engine.db, "write", counted)
+    # A run stopped after its first batch: the next writes the rest, and only the rest.
+    first = await write(engine, messages[:BATCH_PAGES])
+    assert transactions == 1 and len(first.page_ids) == BATCH_PAGES
+    rest = await write(engine, messages)
+    assert transactions == 1 + 2  # 501 new pages: a server waits for one batch at a time
+    assert (len(rest.page_ids), rest.already_there) == (BATCH_PAGES + 1, BATCH_PAGES)
