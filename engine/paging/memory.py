@@ -283,7 +283,7 @@ async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) 
     """Delete the page and what it left in other tables (see derived), in one write; then take
     the deleted text out of storage (Database.purge_deleted), outside the write."""
     now = writer.clock.now()
-    async with writer.db.write(namespace) as conn:
+    async with writer.db.write(namespace, removal=True) as conn:
         await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
         page = await get_page(conn, namespace, page_id)
         if page is None:
@@ -334,7 +334,7 @@ async def collect_expired(writer: Writer) -> int:
     deleted = 0
     for namespace in namespaces:
         while True:
-            async with writer.db.write(namespace) as conn:
+            async with writer.db.write(namespace, removal=True) as conn:
                 done = await delete_expired(writer, conn, namespace, now, limit=500)
             deleted += done
             if done < 500:

@@ -104,11 +104,14 @@ class Database(ABC):
         """One read transaction; a read that may be slow names its `namespace` (see read_slots)."""
 
     @abstractmethod
-    def write(self, namespace: str | None = None) -> AbstractAsyncContextManager[Writes]:
+    def write(
+        self, namespace: str | None = None, *, removal: bool = False
+    ) -> AbstractAsyncContextManager[Writes]:
         """One short write transaction: commits on success, rolls back and re-raises on error.
 
         Writes of one `namespace` are serialised; a write without one (migrations, maintenance)
-        excludes every other write.
+        excludes every other write. A `removal` (forget, deleting expired pages) frees room, so a
+        quota on the database never refuses it.
         """
 
     @abstractmethod

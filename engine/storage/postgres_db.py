@@ -326,7 +326,7 @@ class Database(api.Database):
             yield Reads(conn)
 
     @asynccontextmanager
-    async def write(self, namespace: str | None = None) -> AsyncIterator[Writes]:
+    async def write(self, namespace: str | None = None, *, removal: bool = False) -> AsyncIterator[Writes]:
         if self._config.read_only:
             raise StorageReadOnly()
         wait_ms = int(self._config.busy_timeout_ms)

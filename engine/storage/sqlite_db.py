@@ -204,7 +204,7 @@ class Database(api.Database):
         return conn
 
     @asynccontextmanager
-    async def write(self, namespace: str | None = None) -> AsyncIterator[Writes]:
+    async def write(self, namespace: str | None = None, *, removal: bool = False) -> AsyncIterator[Writes]:
         """One short write transaction: commits on success, rolls back and re-raises on error.
 
         The file has one write lock, so every write excludes every other, whatever its namespace.
@@ -212,20 +212,39 @@ class Database(api.Database):
         leaves the connection out of any transaction, ready for the next one.
         """
         async with self._lock:
-            await self._check_room()
-            await self._begin()
-            try:
-                yield Writes(self._writer)
-            except BaseException as exc:
-                await _rolled_back(self._writer)
-                _raise_translated(exc)
-                raise
-            try:
-                await _shielded(self._writer, "COMMIT")
-            except sqlite3.Error as exc:
-                await _rolled_back(self._writer)
-                _raise_translated(exc)
-                raise
+            if not removal:
+                await self._check_room()
+            async with self._room_to_remove(removal):
+                await self._begin()
+                try:
+                    yield Writes(self._writer)
+                except BaseException as exc:
+                    await _rolled_back(self._writer)
+                    _raise_translated(exc)
+                    raise
+                try:
+                    await _shielded(self._writer, "COMMIT")
+                except sqlite3.Error as exc:
+                    await _rolled_back(self._writer)
+                    _raise_translated(exc)
+                    raise
+
+    @asynccontextmanager
+    async def _room_to_remove(self, removal: bool) -> AsyncIterator[None]:
+        """For a removal at the quota, the file's cap raised by a reserve meanwhile: deleting a page
+        still writes (its full-text delete markers, the mutation log), and a file filled to its cap
+        has no free page for that."""
+        if not removal or self._quota_bytes is None:
+            yield
+            return
+        page_size = int((await _pragma(self._writer, "PRAGMA page_size"))[0][0])
+        cap = self._quota_bytes // page_size
+        await _pragma(self._writer, f"PRAGMA max_page_count={cap + max(_REMOVAL_RESERVE_PAGES, cap // 20)}")
+        try:
+            yield
+        finally:
+            # Never below the file's size (SQLite keeps it there): the reserve used stays usable.
+            await _pragma(self._writer, f"PRAGMA max_page_count={cap}")
 
     async def _check_room(self) -> None:
         """Refuse a write, as "storage full", while the file and its WAL together pass the quota.
@@ -235,15 +254,29 @@ class Database(api.Database):
         over the quota first folds the WAL in (TRUNCATE) and is refused only if they still are.
         One write may take the total over the quota by its own size; the next is refused.
         """
-        if self._quota_bytes is None or self._on_disk() <= self._quota_bytes:
+        if self._quota_bytes is None or await self._in_use() <= self._quota_bytes:
             return
         try:
             await _pragma(self._writer, "PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error as exc:
             _raise_translated(exc)
             raise
-        if self._on_disk() > self._quota_bytes:
+        if await self._in_use() > self._quota_bytes:
             raise StorageFull()
+
+    async def _in_use(self) -> int:
+        """The bytes the quota counts: the file's pages less its free ones (room forget freed is
+        room again), and the WAL."""
+        page_size, pages, free = [
+            int((await _pragma(self._writer, f"PRAGMA {name}"))[0][0])
+            for name in ("page_size", "page_count", "freelist_count")
+        ]
+        return (pages - free) * page_size + self._wal_bytes()
+
+    def _wal_bytes(self) -> int:
+        with suppress(FileNotFoundError):
+            return os.path.getsize(f"{self.path}-wal")
+        return 0
 
     async def purge_deleted(self) -> bool:
         """Take the text of deleted rows out of the file and its WAL (see sqlite_purge)."""
@@ -260,13 +293,6 @@ class Database(api.Database):
         async with self._lock:
             emptied = await sqlite_purge.empty_wal(self._writer, self._busy_timeout_s)
         return merged and emptied
-
-    def _on_disk(self) -> int:
-        total = 0
-        for name in (self.path, f"{self.path}-wal"):
-            with suppress(FileNotFoundError):
-                total += os.path.getsize(name)
-        return total
 
     async def _begin(self) -> None:
         """Take the file's write lock, retrying while another process holds it (see the module)."""
@@ -428,6 +454,10 @@ async def _connect(target: str, config: EngineConfig, *, busy_ms: int) -> aiosql
         await conn.close()
         raise DatabaseRefused(f"not a usable SQLite database ({exc})") from exc
     return conn
+
+
+# Pages a removal may add past a full file's cap (or a twentieth of the cap, if more).
+_REMOVAL_RESERVE_PAGES = 64
 
 
 async def _cap_pages(writer: aiosqlite.Connection, cap_bytes: int) -> int:

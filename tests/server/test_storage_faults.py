@@ -102,3 +102,22 @@ async def test_a_read_only_database_serves_reads_refuses_writes_and_changes_noth
     report_figure(
         f"readonly: reads_served=2 error=storage_read_only unchanged=True recovered={bool(stored['page_id'])}"
     )
+
+
+@pytest.mark.sqlite_only
+async def test_at_the_quota_every_forget_works_and_what_it_frees_takes_writes_again(connect, db_path):
+    async with connect(engine=EngineConfig(max_db_mb=1)) as client:
+        kept = []
+        for i in range(2000):
+            content = f"note {i}: " + f"the shed key {i} is blue " * 40
+            result = await client.call_tool("remember", {"content": content})
+            if result.is_error:
+                break
+            kept.append(result.structured_content["page_id"])
+        assert result.is_error and result.content[0].text.startswith("Storage is full")
+        forgotten = [await call(client, "forget", page_id=page_id) for page_id in kept[:40]]
+        stored = await call(client, "remember", content="after forgetting: room again")
+    assert all(done["deleted"] for done in forgotten)
+    assert stored["page_id"]
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
