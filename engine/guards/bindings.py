@@ -82,10 +82,18 @@ WHERE namespace = ? AND session = ? AND tool = ? AND {_LIVE}
 ORDER BY seq DESC LIMIT ?
 """
 
-_BOUND_AT = "SELECT call_hash, value FROM bindings WHERE namespace = ? AND session = ? AND seq = ?"
+_BOUND_AT = (
+    "SELECT call_hash, value, created_at FROM bindings WHERE namespace = ? AND session = ? AND seq = ?"
+)
 
-# The same result bound elsewhere: in the caller's own session beside an ad-hoc one, or again.
-_SAME_RESULT = "SELECT session, seq FROM bindings WHERE namespace = ? AND call_hash = ? AND value = ?"
+# What was bound from the same call since: the result again (in the caller's own session beside an
+# ad-hoc one), or a part of it (bind_value of one field of a result the model read). A later call
+# with the same tool and arguments cannot be told apart, and its values go too: forgetting more
+# than asked is the side to err on.
+_SAME_RESULT = """
+SELECT session, seq FROM bindings
+WHERE namespace = ? AND call_hash = ? AND created_at >= ? AND value != 'null'
+"""
 
 _FORGET_VALUE = f"""
 UPDATE bindings SET value = 'null', value_type = '{ValueType.FORGOTTEN.value}', number = NULL
@@ -223,8 +231,8 @@ async def recent_results(conn: Reads, namespace: str, session: str, tool: str, l
 
 
 async def forget_bound_result(conn: Writes, namespace: str, session: str, seq: int) -> int:
-    """Forget the value bound as `session`'s $v`seq`, and every binding of the same call with the
-    same value (the copy in the caller's own session when `session` was ad hoc); returns how many.
+    """Forget the value bound as `session`'s $v`seq`, and every value bound from the same call
+    since (see _SAME_RESULT); returns how many.
 
     The rows stay, emptied, so that no later value takes their numbers: a model that still holds
     the reference gets "unknown reference" from the guards, never another value under it.
@@ -232,7 +240,7 @@ async def forget_bound_result(conn: Writes, namespace: str, session: str, seq: i
     bound = await conn.one(_BOUND_AT, (namespace, session, seq))
     if bound is None or bound["value"] == "null":
         return 0
-    same = await conn.all(_SAME_RESULT, (namespace, bound["call_hash"], bound["value"]))
+    same = await conn.all(_SAME_RESULT, (namespace, bound["call_hash"], bound["created_at"]))
     for row in same:
         for statement in (_FORGET_ALIASES, _FORGET_NUMBERS, _FORGET_VALUE):
             await conn.execute(statement, (namespace, row["session"], row["seq"]))

@@ -3,6 +3,7 @@
 import random
 import sqlite3
 import string
+import time
 
 import pytest
 from memvm.engine import EngineConfig
@@ -245,3 +246,66 @@ async def test_a_key_or_alias_that_looks_like_a_secret_is_refused_and_kept_with_
     keeping = await open_engine(EngineConfig(redact_secrets=False))
     stored = await keeping.remember(namespace=NS, session="s", page=note("the deploy token"), key=secret)
     assert stored.page_id == secret
+
+
+# Texts shaped to make a backtracking pattern rescan the rest of the text from every position:
+# each took tens of seconds to minutes when a pattern did (200 KB of "a." before a URL: 38 s).
+HOSTILE = {
+    "dots before a url": "a." * 150_000 + " http://x",
+    "jwt starts": "eyJ-" * 75_000,
+    "openai starts": "sk-" * 100_000,
+    "key blocks never ended": "-----BEGIN PRIVATE KEY-----\n" * 10_000,
+    "url users": "http://" + "u" * 300_000,
+    "passwords": "password=" * 30_000,
+    "bearers": "Bearer " * 40_000,
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=list(HOSTILE))
+def test_redaction_takes_time_linear_in_the_text_whatever_it_holds(text):
+    started = time.perf_counter()
+    redact(text)
+    # A generous bound for a busy machine: a linear pass over 300 KB takes milliseconds.
+    assert time.perf_counter() - started < 5
+
+
+MISSED_BEFORE = [
+    ('{"out": "line1\\nghp_' + (gh := chars(ALNUM, 36)) + '"}', gh),
+    ("id_AKIA" + (aws_id := chars(string.ascii_uppercase + string.digits, 16)) + " in the log", aws_id),
+    ("ghp_" + (gh2 := chars(ALNUM, 36)) + "_suffix", gh2),
+    ("redis://:" + (redis := "Hook" + chars(ALNUM, 10)) + "@cache:6379", redis),
+    ("HTTPS://alice:" + (upper := "pw" + chars(ALNUM, 10)) + "@example.com", upper),
+    ('password="correct horse battery staple"', "horse battery staple"),
+    ("password=ab,S3cretRest", "S3cretRest"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), MISSED_BEFORE)
+def test_secrets_after_escapes_prefixes_and_in_passphrases_are_redacted(text, secret):
+    assert secret not in redact(text)
+
+
+PROSE = [
+    "We need basic understanding of the basic implementation of quicksort",
+    "Basic authentication is disabled",
+    "PWD=/home/alice/project and pwd: /home/alice",
+    "password: required; reset your password: click here",
+    "The bearer instrument-of-choice",
+]
+
+
+@pytest.mark.parametrize("text", PROSE)
+def test_prose_after_words_that_precede_secrets_is_left_alone(text):
+    assert redact(text) == text
+
+
+def test_fields_named_for_secrets_lose_any_value_and_keys_are_redacted_too():
+    key = "ghp_" + chars(ALNUM, 36)
+    value = {"secret": "plain", "api_key": "x", "token": 12345678, "password": ["x"], key: "keyed"}
+    assert redact_value(value) == {
+        "secret": "[REDACTED:secret]",
+        "api_key": "[REDACTED:secret]",
+        "token": "[REDACTED:secret]",
+        "password": "[REDACTED:password]",
+        "[REDACTED:github_token]": "keyed",
+    }

@@ -103,6 +103,23 @@ async def test_forgetting_a_tool_result_forgets_the_values_bound_from_it(engine,
     ).cached_result is None
 
 
+async def test_a_part_of_a_forgotten_result_bound_under_a_name_is_forgotten_too(engine, db_url):
+    secret = token()
+    call = tool_result(secret)
+    recorded = await engine.record_tool_outcome(namespace=NS, session="s", call=call)
+    part = {"note": f"account code {secret}"}
+    named = await engine.bind_value(
+        namespace=NS, session="s", tool=call.tool, args=call.args, value=part, name="account_row"
+    )
+    assert named.ref != recorded.ref
+    await engine.forget(namespace=NS, session="s", page_id=recorded.page_id)
+    assert db_rows(db_url, "SELECT count(*) FROM bindings WHERE value LIKE ?", (f"%{secret}%",)) == [(0,)]
+    check = await engine.check_tool_call(
+        namespace=NS, session="s", tool="send", args={"text": "$account_row"}
+    )
+    assert secret not in str(check.resolved_args)
+
+
 async def test_forgetting_a_user_message_takes_back_the_numbers_only_it_held(engine, db_url):
     said = await engine.ingest(
         namespace=NS, session="s", messages=[user("Book 4 seats for 918273."), user("Make it 4 seats.")]
