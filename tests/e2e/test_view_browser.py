@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.slow
 NS = "default"
+EXPECT_TIMEOUT_MS = 20_000
 HOSTILE = "our staging cluster is heron <img src=x onerror=\"document.title='owned'\">"
 
 
@@ -37,6 +38,9 @@ def expect(target: Any) -> Any:
     # and the browser fixtures say why a test cannot run (skipped, or failed where it must run).
     from playwright.sync_api import expect as playwright_expect
 
+    # Playwright waits 5 s by default: a busy shared machine (Chromium, the view's server and
+    # PostgreSQL on two cores) once took longer to open a page, and a wait is not what is tested.
+    playwright_expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     return playwright_expect(target)
 
 
