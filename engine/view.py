@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import PageType
-from memvm.engine.paging.pages import expired_count_sql
+from memvm.engine.paging.pages import expired_count_sql, live
 from memvm.engine.storage.api import Reads
 from pydantic import BaseModel
 
@@ -197,7 +197,7 @@ async def pages(
     where = ["namespace = ?"]
     params: list[Any] = [namespace]
     if now is not None:
-        where.append("(expires_at IS NULL OR expires_at > ?)")
+        where.append(live())
         params.append(now)
     if session is not None:
         where.append("session = ?")

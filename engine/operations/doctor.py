@@ -13,6 +13,7 @@ from typing import Any
 from memvm.engine.hosts.hook_report import HookSession, hook_sessions, stopped
 from memvm.engine.operations.row_rules import violations
 from memvm.engine.operations.transfer import memory_tables
+from memvm.engine.paging.pages import expired
 from memvm.engine.storage.sqlite_db import APPLICATION_ID, connect_blocking, wal_in_header, writable
 from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 
@@ -49,11 +50,8 @@ def memory_line(found: Findings) -> str:
 
 
 # Expired pages not deleted yet, at the moment given, on either backend.
-EXPIRED_WAITING = "SELECT count(*) FROM pages WHERE expires_at IS NOT NULL AND expires_at <= {now!r}"
-
-
 def expired_waiting_sql() -> str:
-    return EXPIRED_WAITING.format(now=time.time())
+    return f"SELECT count(*) FROM pages WHERE {expired(repr(time.time()))}"
 
 
 # The per-namespace page counts and lengths (search statistics) are kept by triggers; they must

@@ -25,7 +25,7 @@ from memvm.engine import Engine
 from memvm.engine.models import REMEMBERED_TYPES, PageType
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.paging.history_write import CONVERSATION
-from memvm.engine.paging.pages import LIVE
+from memvm.engine.paging.pages import live
 from memvm.engine.storage.api import Row
 
 SESSIONS = "sessions"
@@ -43,13 +43,13 @@ _COLUMNS = (
 
 _SESSION_PAGES = f"""
 SELECT {_COLUMNS} FROM pages p JOIN page_texts t ON t.rowid = p.rowid
-WHERE p.namespace = ? AND p.session = ? AND p.type IN (?, ?) AND {LIVE}
+WHERE p.namespace = ? AND p.session = ? AND p.type IN (?, ?) AND {live(table="p")}
 ORDER BY p.created_at, p.rowid
 """
 
 _NOTES = f"""
 SELECT {_COLUMNS} FROM pages p JOIN page_texts t ON t.rowid = p.rowid
-WHERE p.namespace = ? AND p.type IN ({", ".join("?" * len(_NOTE_TYPES))}) AND {LIVE}
+WHERE p.namespace = ? AND p.type IN ({", ".join("?" * len(_NOTE_TYPES))}) AND {live(table="p")}
 ORDER BY p.page_id
 """
 _FOLDER_MODE = 0o700

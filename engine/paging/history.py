@@ -6,6 +6,7 @@ read is bounded: by an index and a limit, never a scan that grows with the names
 """
 
 from memvm.engine.models import REMEMBERED_TYPES, PageType, Role, StandingNote, TranscriptText
+from memvm.engine.paging.pages import live
 from memvm.engine.storage.api import Reads
 
 # How many recently used pages are looked through for remembered notes: bounds the query at any
@@ -16,7 +17,7 @@ _CALL_WINDOW = 200
 
 _COLUMNS = "rowid, page_id, type, role, session, created_at, pinned, abstract, last_access"
 
-_LIVE = "(expires_at IS NULL OR expires_at > ?)"
+_LIVE = live()
 
 _STANDING = f"""
 SELECT page_id, type, role, session, created_at, pinned, abstract FROM (

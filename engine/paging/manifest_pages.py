@@ -5,16 +5,16 @@ recently used pages, those that weigh most by importance, access and pinning.
 """
 
 from memvm.engine.models import ManifestPage, PageType, Role
-from memvm.engine.paging.pages import expired_count_sql, level_tokens
+from memvm.engine.paging.pages import expired_count_sql, level_tokens, live
 from memvm.engine.storage.api import Reads
 
 # How many recent pages are weighed at most: bounds the query at any database size.
 _RECENT_WINDOW = 500
 
-_CANDIDATE = """
+_CANDIDATE = f"""
     SELECT rowid, namespace, page_id, type, role, session, reference, importance, pinned, access_count,
            last_access, tokens_full, tokens_reduced, tokens_abstract, tokens_reference
-    FROM pages WHERE namespace = ? AND (expires_at IS NULL OR expires_at > ?)
+    FROM pages WHERE namespace = ? AND {live()}
 """
 
 # Pinned pages are candidates however long ago they were used (on their partial index), beside the
@@ -38,9 +38,9 @@ LIMIT ?
 _COUNTS = f"""
 SELECT
     coalesce((SELECT pages FROM page_counts WHERE namespace = ?1), 0) - {expired_count_sql("?1", "?3")} AS pages,
-    (SELECT count(*) FROM pages WHERE namespace = ?1 AND session = ?2 AND (expires_at IS NULL OR expires_at > ?3)) AS session_pages,
+    (SELECT count(*) FROM pages WHERE namespace = ?1 AND session = ?2 AND {live("?3")}) AS session_pages,
     (SELECT count(*) FROM working_set WHERE namespace = ?1 AND session = ?2) AS mapped,
-    (SELECT count(*) FROM pages WHERE namespace = ?1 AND pinned = 1 AND (expires_at IS NULL OR expires_at > ?3)) AS pinned
+    (SELECT count(*) FROM pages WHERE namespace = ?1 AND pinned = 1 AND {live("?3")}) AS pinned
 """
 
 

@@ -40,6 +40,7 @@ from memvm.engine.paging.derived import forget_derived
 from memvm.engine.paging.levels import Levels, compute_levels
 from memvm.engine.paging.pages import (
     delete_page,
+    expired,
     get_page,
     insert_page,
     next_page_id,
@@ -174,7 +175,8 @@ async def remember(
                 now=now,
                 expires_at=expires_at,
             )
-        version = await current_version(conn, stored.rowid)
+        # A page made now has no versions: it is 1 without asking.
+        version = 1 if existing is None else await current_version(conn, stored.rowid)
         placement = None
         if page.pinned:
             placement = await working_set.place(
@@ -305,10 +307,7 @@ async def _purged(db: Database) -> bool:
 # a mass expiry stays quick. `memvm gc` deletes every one (Engine.collect_expired).
 EXPIRED_PER_WRITE = 50
 
-_EXPIRED = """
-SELECT page_id FROM pages WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at <= ?
-ORDER BY expires_at LIMIT ?
-"""
+_EXPIRED = f"SELECT page_id FROM pages WHERE namespace = ? AND {expired()} ORDER BY expires_at LIMIT ?"
 
 
 async def delete_expired(
@@ -323,7 +322,10 @@ async def delete_expired(
     return len(rows)
 
 
-_NAMESPACES_EXPIRED = "SELECT DISTINCT namespace FROM pages WHERE expires_at IS NOT NULL AND expires_at <= ?"
+_NAMESPACES_EXPIRED = f"SELECT DISTINCT namespace FROM pages WHERE {expired()}"
+
+# Expired pages each of gc's writes deletes: more than a page write's, still one short write each.
+EXPIRED_PER_GC_WRITE = 500
 
 
 async def collect_expired(writer: Writer) -> int:
@@ -335,9 +337,9 @@ async def collect_expired(writer: Writer) -> int:
     for namespace in namespaces:
         while True:
             async with writer.db.write(namespace, removal=True) as conn:
-                done = await delete_expired(writer, conn, namespace, now, limit=500)
+                done = await delete_expired(writer, conn, namespace, now, limit=EXPIRED_PER_GC_WRITE)
             deleted += done
-            if done < 500:
+            if done < EXPIRED_PER_GC_WRITE:
                 break
     # As after a forget: the deleted texts leave the search index and the WAL (see _purged).
     if deleted:

@@ -56,21 +56,30 @@ WHERE namespace = ? AND rowid = ?
 
 _UPDATE_TEXTS = "UPDATE page_texts SET content = ?, reduced = ? WHERE namespace = ? AND rowid = ?"
 
-# A page whose expiry has come is gone for every read, before a write deletes it (see expiry.py).
-LIVE = "(p.expires_at IS NULL OR p.expires_at > ?)"
+# A page whose expiry has come is gone for every read, before a write deletes it
+# (memory.delete_expired). The two conditions every read and every deletion of them use, given the
+# placeholder of the moment (and the pages' table alias, where the query has one):
+
+
+def live(now: str = "?", table: str = "") -> str:
+    """SQL that holds for a page not expired by `now`."""
+    column = f"{table}.expires_at" if table else "expires_at"
+    return f"({column} IS NULL OR {column} > {now})"
+
+
+def expired(now: str = "?") -> str:
+    """SQL that holds for a page expired by `now` (few such pages, on their partial index)."""
+    return f"expires_at IS NOT NULL AND expires_at <= {now}"
 
 
 def expired_count_sql(namespace: str, now: str) -> str:
     """A subquery counting a namespace's pages expired by a moment and not yet deleted, given the
-    placeholders of the two (few such pages, on their partial index)."""
-    return (
-        f"(SELECT count(*) FROM pages WHERE namespace = {namespace} "
-        f"AND expires_at IS NOT NULL AND expires_at <= {now})"
-    )
+    placeholders of the two."""
+    return f"(SELECT count(*) FROM pages WHERE namespace = {namespace} AND {expired(now)})"
 
 
 _GET = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.page_id = ?"
-_GET_LIVE = f"{_GET} AND {LIVE}"
+_GET_LIVE = f"{_GET} AND {live(table='p')}"
 
 _GET_BY_ROWID = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.rowid = ?"
 

@@ -20,7 +20,7 @@ from memvm.engine.config import SearchTuning
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
 from memvm.engine.paging import tiers
 from memvm.engine.paging.levels import collapse
-from memvm.engine.paging.pages import level_tokens
+from memvm.engine.paging.pages import expired, level_tokens
 from memvm.engine.paging.snippets import searched, snippet, window_sql
 from memvm.engine.paging.stopwords import STOPWORDS
 from memvm.engine.paging.terms import query_terms, words
@@ -448,9 +448,7 @@ async def _exact_ids(
 
 
 # Pages whose expiry has come and that no write has deleted yet: few, on their partial index.
-_EXPIRED = (
-    "SELECT page_id, rowid FROM pages WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at <= ?"
-)
+_EXPIRED = f"SELECT page_id, rowid FROM pages WHERE namespace = ? AND {expired()}"
 
 
 async def _expired(conn: Reads, namespace: str, now: float | None) -> dict[str, int]:

@@ -23,7 +23,7 @@ from memvm.engine.models import (
 )
 from memvm.engine.paging.framing import neutralise
 from memvm.engine.paging.levels import collapse
-from memvm.engine.paging.pages import level_texts
+from memvm.engine.paging.pages import level_texts, live
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.storage.api import Reads, Row, Writes
 
@@ -137,10 +137,10 @@ INSERT INTO mutation_log (namespace, session, page_id, turn, kind, level_before,
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
-_VIEW = """
+_VIEW = f"""
 SELECT w.level, w.line_tokens, p.page_id, p.type, p.role, t.content, t.reduced, p.abstract, p.reference
 FROM working_set w JOIN pages p ON p.rowid = w.page_rowid JOIN page_texts t ON t.rowid = w.page_rowid
-WHERE w.namespace = ? AND w.session = ? AND (p.expires_at IS NULL OR p.expires_at > ?)
+WHERE w.namespace = ? AND w.session = ? AND {live(table="p")}
 ORDER BY p.created_at, p.rowid
 """
 
