@@ -122,6 +122,9 @@ def _take_lock(path: Path) -> int | None:
 
 
 async def _serve(args: argparse.Namespace) -> None:
+    # What this process runs, read before it listens: a change made once a client can see the
+    # socket is then always a change, never taken for the build the process started with.
+    build = build_id()
     db = str(args.db)
     if not is_postgres_url(db):
         Path(db).parent.mkdir(parents=True, exist_ok=True)
@@ -140,7 +143,7 @@ async def _serve(args: argparse.Namespace) -> None:
             socket_identity=ours,
             idle_s=args.idle,
             last_event=time.monotonic(),
-            build=build_id(),
+            build=build,
             build_checked=time.monotonic(),
         )
         async with listener, anyio.create_task_group() as tasks:

@@ -3,12 +3,12 @@ start, and those processes are stopped when it ends."""
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.hooks.runner import stop_background
+from tests.hooks.runner import Answer, run_hook, run_hook_process, stop_background
 
 
 @pytest.fixture(autouse=True)
@@ -19,3 +19,10 @@ def hook_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield folder
     stop_background(folder)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+def hook_runner(request: pytest.FixtureRequest) -> Callable[..., Answer]:
+    """Each test that takes it runs twice: through the hook's entry point in this process, and
+    (end-to-end stage) through the real `memvm hook` process with its background process."""
+    return run_hook if request.param == "in_process" else run_hook_process

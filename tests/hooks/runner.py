@@ -1,26 +1,74 @@
-"""Running the real `memvm hook HOST` process, and reading what it stored."""
+"""Running `memvm hook HOST` on one event, and reading what it stored.
+
+`run_hook` runs the hook's own entry point in this process (`memvm.hooks.entry.main`, the function
+the `memvm` script calls), with the event on stdin and the answer read from stdout: the code the
+host's process runs, without a Python start and the engine's imports per event. It answers each
+event itself (`--background-idle 0`), as the real process does for the first event of a database.
+`run_hook_process` starts the real process, for the tests of the process itself (the background
+process, stdin, exit codes), which run in the end-to-end stage.
+"""
 
 import contextlib
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from memvm.hooks.entry import main as memvm_main
 
 from tests.conftest import db_rows
 
 MEMVM = Path(sys.executable).with_name("memvm")
 
+Answer = tuple[dict[str, Any], list[str]]
 
-def run_hook(host: str, db: Path | str, event: Any, *extra: str) -> tuple[dict[str, Any], list[str]]:
-    """The answer (parsed stdout) and the stderr lines of one hook run, which must exit 0."""
-    raw = event if isinstance(event, bytes) else json.dumps(event).encode()
+
+def _event_bytes(event: Any) -> bytes:
+    return event if isinstance(event, bytes) else json.dumps(event).encode()
+
+
+def run_hook(host: str, db: Path | str, event: Any, *extra: str) -> Answer:
+    """The answer (parsed stdout) and the stderr lines of one hook event, handled in this process.
+
+    Flags in `extra` come after the defaults, so a test's own `--background-idle` wins.
+    """
+    code, out, err = run_in_process(
+        ["hook", host, "--db", str(db), "--background-idle", "0", *extra], _event_bytes(event)
+    )
+    assert code == 0, err
+    return json.loads(out), err.splitlines()
+
+
+def run_in_process(argv: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `memvm ARGV` run through the script's own main in this process.
+
+    Stdin is a real file, as a host's pipe is: the hook reads it by file descriptor.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    with tempfile.TemporaryFile() as given:
+        given.write(stdin)
+        given.seek(0)
+        saved = sys.stdin
+        sys.stdin = given  # type: ignore[assignment]
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = memvm_main(argv)
+        finally:
+            sys.stdin = saved
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_hook_process(host: str, db: Path | str, event: Any, *extra: str) -> Answer:
+    """As `run_hook`, through the real `memvm hook` process with its background process."""
     done = subprocess.run(
         [str(MEMVM), "hook", host, "--db", str(db), *extra],
-        input=raw,
+        input=_event_bytes(event),
         capture_output=True,
         timeout=60,
         check=False,
@@ -76,3 +124,11 @@ def stop_background(runtime: Path) -> None:
     for pid in background_pids(runtime):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
+
+
+def verdicts(db: Path | str) -> list[tuple[str, str]]:
+    """(tool, verdict) of every call the guards decided, oldest first: what an empty answer meant."""
+    return [
+        (tool, verdict)
+        for tool, verdict in rows(db, "SELECT tool, verdict FROM guard_verdicts ORDER BY rowid")
+    ]

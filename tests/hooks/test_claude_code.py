@@ -1,4 +1,5 @@
-"""`memvm hook claude-code`, run as the real process the host starts, on documented events."""
+"""`memvm hook claude-code` on documented events, through the hook's own entry point; a few tests run
+through the real process the host starts too (end-to-end stage)."""
 
 import json
 import sqlite3
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.hooks import claude_code_events as cc
-from tests.hooks.runner import MEMVM, rows, run_hook, transcript
+from tests.hooks.runner import MEMVM, rows, run_hook, run_in_process, transcript, verdicts
 
 NS = "default"
 
@@ -19,14 +20,20 @@ def hook(db: Path, event: Any, *extra: str) -> tuple[dict[str, Any], list[str]]:
     return run_hook("claude-code", db, event, *extra)
 
 
-def test_an_allowed_call_gets_an_empty_answer(tmp_path):
+def test_an_allowed_call_gets_an_empty_answer_and_its_verdict_is_kept(tmp_path):
     db = tmp_path / "m.db"
     assert hook(db, cc.prompt("run the tests")) == ({}, [])
     assert hook(db, cc.pre_tool({"command": "npm test"}, "toolu_1")) == ({}, [])
+    assert transcript(db) == [(cc.SESSION, "user", "run the tests")]
+    assert verdicts(db) == [("Bash", "allow")]
 
 
-def test_a_repeated_identical_call_is_warned_then_denied_until_the_next_prompt(tmp_path):
+def test_a_repeated_identical_call_is_warned_then_denied_until_the_next_prompt(tmp_path, hook_runner):
     db = tmp_path / "m.db"
+
+    def hook(db: Path, event: Any) -> tuple[dict[str, Any], list[str]]:
+        return hook_runner("claude-code", db, event)
+
     hook(db, cc.prompt("what is the weather in Oslo"))
     tool, call = "mcp__weather__get_forecast", {"city": "Oslo"}
     assert hook(db, cc.pre_tool(call, "toolu_1", tool=tool))[0] == {}
@@ -165,10 +172,23 @@ def test_bad_input_or_a_broken_database_answers_empty_with_one_stderr_line(tmp_p
 
 
 def test_a_known_event_memvm_has_nothing_to_do_for_is_answered_quietly(tmp_path):
-    assert hook(tmp_path / "m.db", cc.session_end()) == ({}, [])
+    db = tmp_path / "m.db"
+    hook(db, cc.prompt("hello"))
+    # A session end without a transcript to read: nothing to add, and no line on stderr.
+    assert hook(db, cc.session_end()) == ({}, [])
+    hook(db, cc.prompt("hello again"))
+    assert transcript(db) == [(cc.SESSION, "user", "hello"), (cc.SESSION, "user", "hello again")]
 
 
 def test_a_mistyped_hook_command_answers_empty_instead_of_blocking(tmp_path):
+    code, out, err = run_in_process(["hook", "claude-codee"], b"{}")
+    assert (code, json.loads(out)) == (0, {})
+    (line,) = err.splitlines()
+    assert "invalid choice: 'claude-codee'" in line and "goes on without memvm" in line
+
+
+@pytest.mark.slow
+def test_a_mistyped_hook_command_run_by_the_host_exits_0_with_an_empty_answer(tmp_path):
     done = subprocess.run(
         [str(MEMVM), "hook", "claude-codee"], input=b"{}", capture_output=True, timeout=60, check=False
     )
@@ -176,6 +196,7 @@ def test_a_mistyped_hook_command_answers_empty_instead_of_blocking(tmp_path):
     assert len(done.stderr.decode().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_the_hook_path_imports_neither_the_mcp_sdk_nor_the_server(tmp_path):
     script = (
         "import io, sys, json\n"
@@ -195,4 +216,7 @@ def test_every_other_documented_event_is_answered_quietly_and_stores_nothing(tmp
     db = tmp_path / "m.db"
     for event in cc.others():
         assert hook(db, event) == ({}, [])
-    assert transcript(db) == [] and rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]
+    # The same hook still captures what it is for: only the prompt after them is stored.
+    hook(db, cc.prompt("and now the real question"))
+    assert transcript(db) == [(cc.SESSION, "user", "and now the real question")]
+    assert rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]

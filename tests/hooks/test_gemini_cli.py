@@ -1,4 +1,4 @@
-"""`memvm hook gemini-cli`, run as the real process the host starts, on documented events."""
+"""`memvm hook gemini-cli` on documented events, through the hook's own entry point."""
 
 import json
 from pathlib import Path
@@ -7,15 +7,19 @@ from typing import Any
 import pytest
 
 from tests.hooks import gemini_cli_events as gc
-from tests.hooks.runner import rows, run_hook, transcript
+from tests.hooks.runner import rows, run_hook, transcript, verdicts
 
 
 def hook(db: Path, event: Any, *extra: str) -> tuple[dict[str, Any], list[str]]:
     return run_hook("gemini-cli", db, event, *extra)
 
 
-def test_a_prompt_is_stored_and_a_later_session_recalls_it_as_before_agent_context(tmp_path):
+def test_a_prompt_is_stored_and_a_later_session_recalls_it_as_before_agent_context(tmp_path, hook_runner):
     db = tmp_path / "m.db"
+
+    def hook(db: Path, event: Any) -> tuple[dict[str, Any], list[str]]:
+        return hook_runner("gemini-cli", db, event)
+
     assert hook(db, gc.before_agent("the staging cluster is called heron and deploys go through argo")) == (
         {},
         [],
@@ -48,6 +52,7 @@ def test_a_repeated_identical_call_is_denied_with_decision_deny_until_the_next_p
     assert hook(db, at(call, 1)) == ({}, [])
     # The guard warns on the second call, but BeforeTool takes no context: the call just runs.
     assert hook(db, at(call, 2)) == ({}, [])
+    assert verdicts(db) == [("web_fetch", "allow"), ("web_fetch", "warn")]
 
     denied, _ = hook(db, at(call, 3))
     assert set(denied) == {"decision", "reason"}
@@ -58,6 +63,7 @@ def test_a_repeated_identical_call_is_denied_with_decision_deny_until_the_next_p
     assert hook(db, at(call, 3))[0] == denied
     hook(db, at(gc.before_agent("and once more, please"), 4))
     assert hook(db, at(call, 5)) == ({}, [])
+    assert verdicts(db)[-1] == ("web_fetch", "allow")
 
 
 def test_a_failure_then_a_fix_is_learned_from_after_tool(tmp_path):
@@ -121,11 +127,15 @@ def test_lifecycle_events_are_answered_quietly_and_store_nothing(tmp_path):
     db = tmp_path / "m.db"
     for event in gc.lifecycle():
         assert hook(db, event) == ({}, [])
-    assert transcript(db) == []
+    # The same hook still captures what it is for: only the prompt after them is stored.
+    hook(db, gc.before_agent("and now the real question"))
+    assert transcript(db) == [(gc.SESSION, "user", "and now the real question")]
 
 
 def test_model_events_are_answered_quietly_and_store_nothing(tmp_path):
     db = tmp_path / "m.db"
     for event in gc.model_events():
         assert hook(db, event) == ({}, [])
-    assert transcript(db) == []
+    hook(db, gc.before_agent("and now the real question"))
+    assert transcript(db) == [(gc.SESSION, "user", "and now the real question")]
+    assert rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]

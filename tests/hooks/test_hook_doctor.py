@@ -1,22 +1,20 @@
 """`memvm doctor` on what the hooks did: when capture last wrote per host session, and the events
-memvm stood aside for (a pre-tool one is a guard that failed open), through the real commands."""
+memvm stood aside for (a pre-tool one is a guard that failed open), through the commands' own
+entry point."""
 
 import json
 import sqlite3
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from tests.hooks import claude_code_events as cc
 from tests.hooks import gemini_cli_events as gm
-from tests.hooks.runner import MEMVM, run_hook
+from tests.hooks.runner import run_hook, run_in_process
 
 
 def doctor(db: Path, *extra: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [str(MEMVM), "doctor", "--db", str(db), *extra], capture_output=True, timeout=120, check=False
-    )
-    return done.returncode, done.stdout.decode()
+    code, out, _ = run_in_process(["doctor", "--db", str(db), *extra])
+    return code, out
 
 
 def doctor_json(db: Path) -> tuple[int, dict[str, Any]]:

@@ -1,11 +1,11 @@
 """The host's own tools on the user's files and shell meet caps only, and the guard settings of
-`memvm serve` (`--guards`, `--guard-config`) decide the rest, through the real `memvm hook`."""
+`memvm serve` (`--guards`, `--guard-config`) decide the rest, through the hook's own entry point."""
 
 import json
 
 from tests.hooks import claude_code_events as cc
 from tests.hooks import gemini_cli_events as gc
-from tests.hooks.runner import run_hook
+from tests.hooks.runner import run_hook, verdicts
 
 
 def decisions(answers):
@@ -55,6 +55,7 @@ def test_gemini_cli_workspace_tools_are_not_stopped_either(tmp_path):
         }
         event["timestamp"] = f"2025-12-01T10:31:{n:02d}Z"
         assert run_hook("gemini-cli", db, event) == ({}, [])
+    assert verdicts(db) == [("read_file", "allow")] * 10
 
 
 def test_a_cap_named_for_a_host_tool_still_applies(tmp_path):

@@ -1,4 +1,5 @@
-"""Events built to slip past the guards or to break the hook, through the real `memvm hook`."""
+"""Events built to slip past the guards or to break the hook, through the hook's own entry point;
+those about the process itself (stdin, the background process) through the real `memvm hook`."""
 
 import json
 import os
@@ -7,10 +8,11 @@ import time
 from pathlib import Path
 
 import memvm.hooks.recall
+import pytest
 from memvm.engine.hosts.hook_journal import journal_path, skipped_events
 
 from tests.hooks import claude_code_events as cc
-from tests.hooks.runner import MEMVM, background_pids, run_hook, wait_for_background
+from tests.hooks.runner import MEMVM, background_pids, run_hook, run_hook_process, wait_for_background
 from tests.hooks.test_hook_doctor import doctor, doctor_json
 
 
@@ -23,11 +25,21 @@ def _nested(depth: int) -> dict:
     return value
 
 
-def test_arguments_too_deep_to_check_are_denied_not_waved_through(tmp_path, hook_runtime):
+def test_arguments_too_deep_to_check_are_denied_not_waved_through(tmp_path):
     db = tmp_path / "m.db"
     run_hook("claude-code", db, cc.prompt("clean up the tables"))
-    pid = wait_for_background(hook_runtime)
     answer, _ = run_hook("claude-code", db, cc.pre_tool(_nested(40), "toolu_1", tool="mcp__db__drop_table"))
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "cannot be checked" in answer["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+@pytest.mark.slow
+def test_arguments_too_deep_are_denied_by_the_background_process_which_stays(tmp_path, hook_runtime):
+    db = tmp_path / "m.db"
+    run_hook_process("claude-code", db, cc.prompt("clean up the tables"))
+    pid = wait_for_background(hook_runtime)
+    event = cc.pre_tool(_nested(40), "toolu_1", tool="mcp__db__drop_table")
+    answer, _ = run_hook_process("claude-code", db, event)
     assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert "cannot be checked" in answer["hookSpecificOutput"]["permissionDecisionReason"]
     # A bad event says nothing about the database: the background process stays.
@@ -43,8 +55,24 @@ def test_json_nested_past_the_parser_is_skipped_and_journaled(tmp_path):
         + "]" * depth
         + "}}"
     ).encode()
+    answer, errors = run_hook("claude-code", db, event)
+    assert answer == {} and len(errors) == 1
+    [skipped] = skipped_events(db)
+    assert "RecursionError" in skipped.reason and skipped.reason in errors[0]
+
+
+@pytest.mark.slow
+def test_json_nested_past_the_parser_is_skipped_by_the_process_and_its_background_one(tmp_path):
+    db = tmp_path / "m.db"
+    depth = 1_100
+    event = (
+        '{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"mcp__x__y","tool_input":{"a":'
+        + "[" * depth
+        + "]" * depth
+        + "}}"
+    ).encode()
     for _ in range(2):  # in its own process, then in the background process
-        answer, errors = run_hook("claude-code", db, event)
+        answer, errors = run_hook_process("claude-code", db, event)
         assert answer == {} and len(errors) == 1
     assert len(skipped_events(db)) == 2
 
@@ -57,6 +85,7 @@ def test_a_session_id_with_a_lone_surrogate_is_a_session_like_any_other(tmp_path
     assert code == 0 and found["hook_sessions"][0]["session"].startswith("abc-")
 
 
+@pytest.mark.slow
 def test_stdin_left_open_gets_an_answer_within_seconds(tmp_path):
     db = tmp_path / "m.db"
     started = time.monotonic()
@@ -120,9 +149,10 @@ def test_doctor_prints_a_hand_edited_journal_as_plain_lines(tmp_path):
     assert "evil?]0;title??healthy" in text
 
 
+@pytest.mark.slow
 def test_a_changed_memvm_retires_the_background_process(tmp_path, hook_runtime):
     db = tmp_path / "m.db"
-    run_hook("claude-code", db, cc.prompt("hello"))
+    run_hook_process("claude-code", db, cc.prompt("hello"))
     pid = wait_for_background(hook_runtime)
     source = Path(memvm.hooks.recall.__file__)
     seen = source.stat()

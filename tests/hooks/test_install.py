@@ -1,7 +1,8 @@
-"""`memvm hooks install HOST`, run as the real process: memvm's entries merged into the host's
+"""`memvm hooks install HOST`, through the command's entry point: memvm's entries merged into the host's
 settings file beside everything already there."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.hooks.runner import MEMVM
+from tests.hooks.runner import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"claude-code": ".claude", "gemini-cli": ".gemini"}
@@ -18,15 +19,20 @@ HOSTS = sorted(FOLDERS)
 
 
 def install(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(MEMVM), "hooks", "install", *args],
-        cwd=cwd,
-        env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    """`memvm hooks install ARGS` run from `cwd` with `home` as HOME, through the command's entry point."""
+    argv = ["hooks", "install", *args]
+    saved_cwd, saved_home = os.getcwd(), os.environ.get("HOME")
+    os.chdir(cwd)
+    os.environ["HOME"] = str(home)
+    try:
+        code, out, err = run_in_process(argv)
+    finally:
+        os.chdir(saved_cwd)
+        if saved_home is None:
+            del os.environ["HOME"]
+        else:
+            os.environ["HOME"] = saved_home
+    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 def readme_entries(host: str) -> dict[str, Any]:
@@ -213,6 +219,7 @@ def test_a_file_memvm_cannot_merge_into_is_refused_untouched(places, host, conte
     assert sorted(p.name for p in path.parent.iterdir()) == ["settings.json"]
 
 
+@pytest.mark.slow
 def test_hooks_install_does_not_import_the_server_or_mcp():
     code = (
         "import sys\n"

@@ -1,5 +1,5 @@
-"""A whole recorded Claude Code session played through the real `memvm hook` process, then a later
-session on the same database: every answer is checked, and the database after.
+"""A whole recorded Claude Code session played through `memvm hook` (in this process, and through the
+real process in the end-to-end stage), then a later session on the same database: every answer is checked, and the database after.
 
 The first session: it starts on an empty memory; the user states a fact and asks for the tests;
 the agent mistypes the command (a failure) and fixes it; it fetches a forecast through an MCP tool
@@ -11,13 +11,16 @@ The second session starts with the learned fix, recalls the fact, and may call t
 import json
 import random
 import string
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conftest import backend_of, stored_state
 from tests.hooks import claude_code_events as cc
 from tests.hooks import claude_code_transcripts as ct
-from tests.hooks.runner import rows, run_hook, transcript
+from tests.hooks.runner import rows, transcript
 from tests.hooks.test_hook_doctor import doctor_json
 
 LATER = "def456"
@@ -29,10 +32,14 @@ def _stripe_key() -> str:
     return "sk_live_" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(24))
 
 
-def hook(db: Path | str, event: dict[str, Any]) -> dict[str, Any]:
-    answer, errors = run_hook("claude-code", db, event)
-    assert errors == [], errors
-    return answer
+@pytest.fixture
+def hook(hook_runner: Callable[..., Any]) -> Callable[[Path | str, dict[str, Any]], dict[str, Any]]:
+    def answer_of(db: Path | str, event: dict[str, Any]) -> dict[str, Any]:
+        answer, errors = hook_runner("claude-code", db, event)
+        assert errors == [], errors
+        return dict(answer)
+
+    return answer_of
 
 
 def context(answer: dict[str, Any], event: str) -> str:
@@ -41,7 +48,7 @@ def context(answer: dict[str, Any], event: str) -> str:
     return output["additionalContext"]
 
 
-def test_a_recorded_session_and_the_next_one(db_url, tmp_path, report_figure):
+def test_a_recorded_session_and_the_next_one(db_url, tmp_path, report_figure, hook):
     db = db_url
     key = _stripe_key()
     tests_fail = {"command": "npm tset"}
