@@ -34,7 +34,7 @@ class _Event:
     timeout: int | None = None
 
 
-# The events each host sends that memvm answers (see the README's Host hooks section).
+# The events each host sends that memvm answers (see docs/hooks.md).
 _EVENTS: dict[Host, tuple[_Event, ...]] = {
     Host.CLAUDE_CODE: (
         _Event("SessionStart", any_tool=False),

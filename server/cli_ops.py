@@ -191,7 +191,7 @@ def _on_postgres(args: argparse.Namespace, url: str) -> int:
                 case _:
                     return _fail(
                         "memvm backup copies a SQLite file; back up a PostgreSQL database with pg_dump "
-                        "(see the README, Run it for a team)"
+                        "(see docs/postgres.md, Backups)"
                     )
     except (TransferError, DatabaseRefused, StorageError) as exc:
         return _fail(str(exc))

@@ -1,4 +1,4 @@
-"""What the README promises about settings holds for the code."""
+"""What the README and docs/reference.md promise about settings holds for the code."""
 
 import json
 import re
@@ -11,11 +11,12 @@ from memvm.engine.guards.guard_config import GuardConfig, GuardPreset
 
 README_PATH = Path(__file__).parent.parent / "README.md"
 README = README_PATH.read_text(encoding="utf-8")
+REFERENCE = (README_PATH.parent / "docs" / "reference.md").read_text(encoding="utf-8")
 
 
 def test_the_guard_config_example_is_a_valid_override():
     (example,) = [
-        block for block in re.findall(r"```json\n(.*?)```", README, re.S) if "polling_tools" in block
+        block for block in re.findall(r"```json\n(.*?)```", REFERENCE, re.S) if "polling_tools" in block
     ]
     config = GuardConfig.model_validate({**GuardConfig().model_dump(), **json.loads(example)})
     assert "job_status" in config.polling_tools and config.cap_for("send_email") == 1
@@ -24,7 +25,7 @@ def test_the_guard_config_example_is_a_valid_override():
 def test_the_preset_table_matches_the_presets():
     rows = {
         line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:5]]
-        for line in README.splitlines()
+        for line in REFERENCE.splitlines()
         if line.startswith("| `") and line.count("|") == 5
     }
     presets = [GuardConfig.preset(preset) for preset in GuardPreset]
@@ -39,7 +40,7 @@ def test_the_preset_table_matches_the_presets():
 @pytest.mark.slow
 def test_the_agent_loop_example_runs_as_written(tmp_path):
     (example,) = [
-        block for block in re.findall(r"```python\n(.*?)```", README, re.S) if "anyio.run(main)" in block
+        block for block in re.findall(r"```python\n(.*?)```", REFERENCE, re.S) if "anyio.run(main)" in block
     ]
     script = tmp_path / "agent_loop.py"
     script.write_text(example, encoding="utf-8")

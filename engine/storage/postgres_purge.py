@@ -4,7 +4,7 @@ A DELETE leaves the old row in its table as a dead tuple, and its index entries,
 removes them; VACUUM does not run inside a transaction, so this runs after the forget commits, on
 a connection of its own. What VACUUM frees is marked for reuse, not overwritten at once, and the
 server's WAL (pg_wal, and any archive of it) keeps the deleted text until its segments are
-recycled: the README says so where it states what `forget` promises.
+recycled: docs/storage.md says so where it states what `forget` promises.
 """
 
 from typing import Any

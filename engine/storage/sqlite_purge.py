@@ -10,7 +10,7 @@ Deleting a row does not take its text out of the file. Three places keep it:
   newest into the file and the WAL is truncated.
 
 The merge rewrites the whole index, in one write transaction that holds the write lock
-meanwhile (figures in the README, from tests/bench/forget_scale.py). FTS5's incremental merge
+meanwhile (figures in docs/storage.md, from tests/bench/forget_scale.py). FTS5's incremental merge
 ('merge' with a negative page count) would hold it a step at a time, but it starts over whenever a
 write lands between two steps, so under a steady trickle of writes it never finished.
 """

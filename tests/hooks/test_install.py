@@ -36,8 +36,8 @@ def install(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[st
 
 
 def readme_entries(host: str) -> dict[str, Any]:
-    """The settings entries the README shows for the host."""
-    blocks = re.findall(r"```json\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    """The settings entries docs/hooks.md shows for the host."""
+    blocks = re.findall(r"```json\n(.*?)```", (ROOT / "docs" / "hooks.md").read_text(), flags=re.S)
     [block] = [b for b in blocks if f'"command": "memvm hook {host}"' in b]
     return json.loads(block)
 
@@ -132,7 +132,7 @@ def test_install_merges_beside_foreign_hooks_and_settings_and_keeps_them_all(pla
             assert merged["hooks"][key][: len(value)] == value
         else:
             assert merged["hooks"][key] == value
-    # memvm's groups come after them, exactly as the README shows.
+    # memvm's groups come after them, exactly as docs/hooks.md shows.
     for event, groups in readme_entries(host)["hooks"].items():
         assert merged["hooks"][event][-1:] == groups
     assert len(ours(merged, host)) == len(readme_entries(host)["hooks"])

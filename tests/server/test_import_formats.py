@@ -149,7 +149,7 @@ def test_markdown_export_of_a_missing_database_is_refused(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-# What a review of the importers found: each refused, left out or kept as the README says.
+# What a review of the importers found: each refused, left out or kept as docs/operations.md says.
 
 
 def chatgpt_export(*, create_time: object = 1714560000.0, message: dict | None = None, ident="c1") -> str:
