@@ -25,9 +25,26 @@ from memvm.engine.storage.open import is_postgres_url
 NS = "default"
 
 # Property tests check behaviour: hypothesis's 200 ms deadline per example and its too-slow health
-# check are timings, which a busy machine fails.
-settings.register_profile("memvm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("memvm")
+# check are timings, which a busy machine fails. The fast stage tries a fifth of the examples (a
+# developer runs it many times a day); the end-to-end stage runs every property test again with all
+# of them (`examples`).
+_QUIET = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("fast", max_examples=20, **_QUIET)
+settings.register_profile("thorough", max_examples=100, **_QUIET)
+settings.load_profile("fast")
+_THOROUGH = "MEMVM_THOROUGH_PROPERTIES"
+
+
+def examples(thorough: int) -> int:
+    """How many examples a property test with its own count tries in this run."""
+    return thorough if os.environ.get(_THOROUGH) == "1" else max(10, thorough // 5)
+
+
+def _runs_slow_tests(config: pytest.Config) -> bool:
+    """Whether this run's -m selects the end-to-end stage (`slow`, `slow or not slow`)."""
+    expression = (config.option.markexpr or "").strip()
+    return "slow" in expression and expression != "not slow"
+
 
 EngineFactory = Callable[..., Awaitable[Engine]]
 
@@ -47,7 +64,9 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memvm.db"
 
 
-_TEMPLATE = "memvm_template"
+# One template per parallel worker: each worker has its own session, and with MEMVM_TEST_POSTGRES
+# they share one server.
+_TEMPLATE = f"memvm_template_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 _numbers = itertools.count(1)
 _created: list[str] = []
 
@@ -96,22 +115,41 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "sqlite_only: the test is about SQLite itself (its file, WAL, pragmas); not run on PostgreSQL",
     )
+    config.addinivalue_line(
+        "markers",
+        "properties: a property test whose @given is inside it; run again in the end-to-end stage, "
+        "as every hypothesis test is, with all its examples",
+    )
+    if _runs_slow_tests(config):
+        # Set before the test modules are imported, whose @settings call `examples`; parallel
+        # workers configure themselves from the same command line.
+        os.environ[_THOROUGH] = "1"
+        settings.load_profile("thorough")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave out the PostgreSQL run of tests about SQLite itself; run the rest with the end-to-end
     stage (`-m slow`), so that a developer's plain `pytest` stays quick and needs no server."""
+    thorough = _runs_slow_tests(config)
     kept, dropped = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         on_postgres = params.get("backend") == "postgresql"
-        if on_postgres:
+        if on_postgres or (thorough and _is_property_test(item)):
             item.add_marker(pytest.mark.slow)
         (dropped if on_postgres and item.get_closest_marker("sqlite_only") else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def _is_property_test(item: pytest.Item) -> bool:
+    function = getattr(item, "obj", None)
+    return (
+        bool(getattr(function, "is_hypothesis_test", False))
+        or item.get_closest_marker("properties") is not None
+    )
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -246,13 +284,23 @@ def long_text(topic: str, sentences: int = 12) -> str:
 
 
 # Figure lines of the reliability tests ("crash: trials=20 ... lost=0"), printed at the end of
-# every run, passed or failed, where pytest would otherwise swallow a test's output.
+# every run, passed or failed, where pytest would otherwise swallow a test's output. They travel
+# in the test's report, so a parallel worker's figures reach the process that prints the summary.
+_FIGURE = "memvm_figure"
 _FIGURES: list[str] = []
 
 
 @pytest.fixture
-def report_figure() -> Callable[[str], None]:
-    return _FIGURES.append
+def report_figure(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    def report(line: str) -> None:
+        request.node.user_properties.append((_FIGURE, line))
+
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "teardown":
+        _FIGURES.extend(str(value) for name, value in report.user_properties if name == _FIGURE)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

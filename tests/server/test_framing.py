@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio.from_thread
+import pytest
 from anyio.from_thread import BlockingPortal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +20,7 @@ from memvm.resources.rules import RuleMode, rules_text
 from memvm.server.app import build_server
 from memvm.server.settings import ServerSettings, ToolProfile
 
+from tests.conftest import examples
 from tests.framing import INJECTION, hostile_text, tags
 from tests.server.conftest import call, read
 
@@ -94,6 +96,7 @@ def store_hostile(portal: BlockingPortal, client: Client, n: int, texts: list[st
     run("record_tool_outcome", tool="probe", args={"q": d, "extra": b}, outcome="success", goal=c[:500])
 
 
+@pytest.mark.properties
 def test_stored_text_never_opens_or_closes_memvms_blocks(tmp_path, report_figure):
     db = tmp_path / "memvm.db"
     totals = {
@@ -105,7 +108,7 @@ def test_stored_text_never_opens_or_closes_memvms_blocks(tmp_path, report_figure
         "broken_hints": 0,
     }
     with served(db) as (portal, client):
-        examples = iter(range(10**6))
+        numbers = iter(range(10**6))
 
         def tally(text: str, *, rules: RuleMode | None, manifest: bool) -> None:
             extra, body = extra_blocks(text, rules=rules, manifest=manifest)
@@ -113,10 +116,10 @@ def test_stored_text_never_opens_or_closes_memvms_blocks(tmp_path, report_figure
             totals["extra_blocks"] += extra
             totals["forged_lines"] += forged_lines(text, body, loaded_pages(db))
 
-        @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(texts=st.lists(hostile_text, min_size=4, max_size=4))
         def check(texts: list[str]) -> None:
-            store_hostile(portal, client, next(examples), texts)
+            store_hostile(portal, client, next(numbers), texts)
             totals["hostile_pages"] += 4
             totals["outcomes"] += 2
             for mode in RuleMode:

@@ -25,6 +25,8 @@ from mcp import Client
 from memvm.server.app import build_server
 from memvm.server.settings import ServerSettings, ToolProfile
 
+from tests.conftest import examples
+
 # FTS5 syntax that breaks an unquoted MATCH or names a column (the schema would leak).
 FTS_PROBES = [
     "alpha OR",
@@ -176,7 +178,7 @@ def test_every_tool_answers_any_arguments_with_a_result_or_one_sentence(tmp_path
             client.call_tool, "remember", {"content": "A page for the probes to find.", "key": "probe"}
         )
 
-        @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(
             st.sampled_from(sorted(schemas)).flatmap(lambda name: st.tuples(st.just(name), strategies[name]))
         )
@@ -221,6 +223,7 @@ def test_fts_syntax_in_a_query_is_searched_as_words(tmp_path):
         assert [hit["page_id"] for hit in hits["results"]] == ["a"]
 
 
+@pytest.mark.properties
 def test_the_guards_give_a_verdict_on_any_json_arguments(tmp_path):
     db = tmp_path / "memvm.db"
     with served(db, ToolProfile.MODEL) as (portal, client):
@@ -231,7 +234,7 @@ def test_the_guards_give_a_verdict_on_any_json_arguments(tmp_path):
         # Results are mostly scalars; st.recursive alone rarely draws one at the top.
         results = st.one_of(json_scalars, st.text(min_size=1, max_size=40), json_values)
 
-        @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(
             st.sampled_from(["check_ungrounded", "check_tool_call", "bind_value"]),
             tool_names,

@@ -8,6 +8,7 @@ from memvm.engine.paging.framing import neutralise
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import context_line, line_body, line_head
 
+from tests.conftest import examples
 from tests.framing import BRACKETS, INJECTION, TAG_LOOKALIKES, hostile_text, tags
 
 
@@ -119,7 +120,7 @@ def test_a_long_text_of_brackets_and_invisible_runs_is_read_once():
     assert neutralise(text) == text[:-10] + "&lt;VM:RULES>"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=hostile_text)
 def test_a_context_line_holds_no_tag_and_no_second_line(text):
     line = context_line("note_000001", PageType.NOTE, None, text)
@@ -128,7 +129,7 @@ def test_a_context_line_holds_no_tag_and_no_second_line(text):
     assert line.startswith("N note_000001: ")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=hostile_text, encoding=st.sampled_from(["o200k_base", "cl100k_base"]))
 def test_an_escaped_line_still_costs_its_head_plus_its_body(text, encoding):
     counter = TokenCounter(encoding)

@@ -4,7 +4,7 @@ from memvm.engine.models import PageType, Role
 from memvm.engine.paging.levels import compute_levels, is_negation
 from memvm.engine.paging.tokens import TokenCounter
 
-from tests.conftest import long_text
+from tests.conftest import examples, long_text
 
 COUNTER = TokenCounter()
 
@@ -51,7 +51,7 @@ def test_a_short_page_keeps_its_text_at_the_finer_levels():
     assert levels.tokens.reference <= levels.tokens.abstract <= levels.tokens.full
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     content=st.text(min_size=1, max_size=3000),
     summary=st.one_of(st.none(), st.text(min_size=1, max_size=500)),
@@ -86,7 +86,7 @@ NEGATED = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     first=NEGATED,
     after=st.lists(st.sampled_from(long_text("harbour", 30).split(". ")), max_size=12),

@@ -11,7 +11,7 @@ from memvm.engine.paging.search import EXACT_ID_SCORE, addressed_role, search_pa
 from memvm.engine.paging.terms import query_terms
 from memvm.engine.storage.tokenizer import match_expression
 
-from tests.conftest import NS, assistant, long_text, note, user
+from tests.conftest import NS, assistant, examples, long_text, note, user
 from tests.engine.old_schema import add_page, add_session, file_at
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +43,10 @@ async def test_fts_syntax_in_a_query_is_searched_as_words_never_as_operators(eng
     assert [r.page_id for r in hit.results] == ["note_000001"]
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=examples(200),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(text=st.text(max_size=200))
 def test_the_match_expression_quotes_every_term(text):
     terms = query_terms(text)

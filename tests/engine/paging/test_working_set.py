@@ -15,7 +15,7 @@ from memvm.engine.paging.working_set import (
     retention,
 )
 
-from tests.conftest import NS, assistant, db_rows, long_text, note, user
+from tests.conftest import NS, assistant, db_rows, examples, long_text, note, user
 
 pytestmark = pytest.mark.anyio
 
@@ -232,7 +232,7 @@ async def test_eviction_chooses_what_the_reference_model_chooses(open_engine, cl
     assert checked >= 20
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     page_id=st.from_regex(r"[A-Za-z0-9_.:\-]{1,40}", fullmatch=True),
     text=st.text(max_size=200),
