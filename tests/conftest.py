@@ -8,6 +8,7 @@ MEMVM_REQUIRE_POSTGRES=1 (CI) it fails instead.
 
 import itertools
 import os
+import shutil
 import sqlite3
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -165,8 +166,36 @@ def db_url(backend: str, db_path: Path, request: pytest.FixtureRequest) -> str:
     return fresh_postgres_database(request.getfixturevalue("postgres"))
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per session (per worker), copied for each test that opens one."""
+    path = tmp_path_factory.mktemp("template") / "memvm.db"
+    import anyio
+
+    async def migrate() -> None:
+        engine = await Engine.open(path)
+        await engine.close()
+
+    anyio.run(migrate)
+    return path
+
+
 @pytest.fixture
-async def open_engine(db_url: str, clock: ManualClock) -> AsyncIterator[EngineFactory]:
+def migrated(db_url: str, sqlite_template: Path) -> Callable[[], str]:
+    """The test's database when memvm opens it, migrated already: when the test has not made the
+    SQLite file itself, a copy of the session's template (a PostgreSQL database is copied from its
+    own template either way). Tests of what opening a new or missing file does use `db_url`."""
+
+    def url() -> str:
+        if backend_of(db_url) == "sqlite" and not Path(db_url).exists():
+            shutil.copyfile(sqlite_template, db_url)
+        return db_url
+
+    return url
+
+
+@pytest.fixture
+async def open_engine(migrated: Callable[[], str], clock: ManualClock) -> AsyncIterator[EngineFactory]:
     """Open engines on the test's database file; all are closed at the end of the test.
 
     Always open through here: an engine left open keeps its connection threads alive, and a test
@@ -175,7 +204,7 @@ async def open_engine(db_url: str, clock: ManualClock) -> AsyncIterator[EngineFa
     opened: list[Engine] = []
 
     async def factory(config: EngineConfig | None = None, **fields: Any) -> Engine:
-        engine = await Engine.open(db_url, config or EngineConfig(**fields), clock=clock)
+        engine = await Engine.open(migrated(), config or EngineConfig(**fields), clock=clock)
         opened.append(engine)
         return engine
 

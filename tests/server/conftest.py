@@ -15,10 +15,10 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def connect(db_url, mode) -> Callable[..., Any]:
+def connect(migrated, mode) -> Callable[..., Any]:
     @asynccontextmanager
     async def open_client(tools: ToolProfile = ToolProfile.ALL, **settings: Any) -> AsyncIterator[Client]:
-        server = build_server(ServerSettings(db=db_url, tools=tools, **settings))
+        server = build_server(ServerSettings(db=migrated(), tools=tools, **settings))
         async with Client(server, mode=mode) as client:
             yield client
 
