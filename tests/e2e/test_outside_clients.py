@@ -5,6 +5,7 @@ installed once into a cache directory. Without npm the tests skip, unless
 MEMVM_REQUIRE_OUTSIDE_CLIENTS is set (as `.ci/run` does), in which case they fail.
 """
 
+import fcntl
 import json
 import os
 import platform
@@ -38,20 +39,23 @@ def node_tools() -> Path:
     """The directory holding node_modules/.bin with node 22, mcp-inspector and conformance."""
     cache = Path(os.environ.get("MEMVM_NODE_TOOLS", Path.home() / ".cache" / "memvm-node-tools"))
     binaries = cache / "node_modules" / ".bin"
-    if not (binaries / "conformance").exists() or not (binaries / "mcp-inspector").exists():
-        if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
-            _unavailable("the pinned Node 22 package is for Linux x86-64")
-        cache.mkdir(parents=True, exist_ok=True)
-        try:
-            subprocess.run(
-                ["npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund", *PACKAGES],
-                check=True,
-                capture_output=True,
-                timeout=600,
-                stdin=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            _unavailable(f"cannot install the Node tools with npm: {exc}")
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        _unavailable("the pinned Node 22 package is for Linux x86-64")
+    cache.mkdir(parents=True, exist_ok=True)
+    # Parallel workers each ask for the tools: one installs while the others wait, then find them.
+    with (cache / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (binaries / "conformance").exists() or not (binaries / "mcp-inspector").exists():
+            try:
+                subprocess.run(
+                    ["npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund", *PACKAGES],
+                    check=True,
+                    capture_output=True,
+                    timeout=600,
+                    stdin=subprocess.DEVNULL,
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                _unavailable(f"cannot install the Node tools with npm: {exc}")
     return cache
 
 
