@@ -302,11 +302,12 @@ async function search(text, keep = false) {
     query.delete("limit");
     query.set("q", text);
     const found = await api(`api/search?${query}`);
-    drawPages(found.results.map((hit) => ({
+    // The results may arrive after a key press moved focus into the list: it stays on its page.
+    keepingFocus(() => drawPages(found.results.map((hit) => ({
       page_id: hit.page_id, type: hit.type, role: hit.role, session: hit.session, created_at: hit.created_at,
       last_access: null, access_count: "", pinned: hit.pinned, abstract: hit.snippet,
       tokens: { full: hit.tokens["0"], reduced: hit.tokens["1"], abstract: hit.tokens["2"], reference: hit.tokens["3"] },
-    })));
+    }))));
     $("more-pages").hidden = true;
     const matched = found.results.length;
     say(matched >= found.limit
