@@ -7,7 +7,8 @@ through one and three `memvm serve --transport streamable-http` processes.
 Without --db-url a throwaway PostgreSQL server is started on loopback (tests/postgres_server.py;
 it needs the server binaries, as the tests do); with it, a fresh database is created on that
 server per size and dropped after. Each size fills one namespace with seeded synthetic
-conversation (`synthetic.py`) through `ingest`, 100 messages a call, then times `search_pages`
+conversation (`synthetic.py`) through `ingest`, 100 messages a call (above `--bulk-above` pages,
+through `write_history`, as scale_memvm.py --bulk), then times `search_pages`
 and `remember` (a single write: one page, committed) `--samples` times each, in process. The
 throughput part starts the server processes on a fresh database of each backend, and counts the
 writes (remember, ingest and record_tool_outcome in turn, as the multi-process test does) that
@@ -66,7 +67,7 @@ async def timings(target: str, pages: int, samples: int, bulk: bool) -> dict[str
     engine = await Engine.open(target)
     corpus = Corpus()
     try:
-        # Above --bulk-above, the page rows of ingest written in large transactions (scale_memvm).
+        # Above --bulk-above, the same messages written as past conversations (scale_memvm.fill_bulk).
         seconds = await (fill_bulk(engine, corpus, pages) if bulk else fill(engine, corpus, pages))
         queries = [corpus.query() for _ in range(samples)]
         durations = []

@@ -7,13 +7,13 @@ For each size, a fresh process fills memvm with that many pages of seeded synthe
 (`synthetic.py`) through `ingest`, then times ingest of one message, page_fault, search_pages,
 build_context (the developer message), bind_value, check_ungrounded, check_tool_call,
 record_tool_outcome and get_procedural_hints (`scale_memvm.py`). Above `--bulk-above` pages the
-fill uses bulk inserts of the same page rows (ingest alone would take an hour at a million); the
-table says which. Another fresh process does the
-same on chuk-ai-session-manager 0.11.2 (`scale_predecessor.py`), installed from PyPI into a
-virtual environment this program creates under ~/.cache/memvm-bench. Each prints p50/p95 and
-serial ops/s per operation, the fill rate, database size and peak RSS; the table gives the
-predecessor's p50 over memvm's per operation (above 1: memvm is faster). JSON goes to --out and a
-plot beside it.
+same messages are written as past conversations (`write_history`: the same pages, in large
+transactions, mapped into no working set), as ingest alone would take hours at a million; the
+table says which. Another fresh process does the same on chuk-ai-session-manager 0.11.2
+(`scale_predecessor.py`), installed from PyPI into a virtual environment this program creates
+under ~/.cache/memvm-bench. Each prints p50/p95 and serial ops/s per operation, the fill rate,
+database size and peak RSS; the table gives the predecessor's p50 over memvm's per operation
+(above 1: memvm is faster). JSON goes to --out and a plot beside it.
 """
 
 import argparse
@@ -142,7 +142,7 @@ def main() -> None:
         "--bulk-above",
         type=int,
         default=100_000,
-        help="larger sizes fill memvm with bulk inserts, not ingest",
+        help="larger sizes fill memvm through write_history, not ingest",
     )
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="seconds per worker")
     parser.add_argument(

@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/bench/search_scale.py --pages 1000000 [--samples 150] [--dir DIR]
 
-Fills a namespace with the scale benchmark's synthetic conversation (bulk inserts, as
+Fills a namespace with the scale benchmark's synthetic conversation (through write_history, as
 `scale_memvm.py --bulk`), keeping the file in DIR (default tests/bench/out) for the next run, then
 searches it with the scale benchmark's queries at limit 10. Search in a namespace of more than
 tiers.EXACT_PAGES pages reads a bounded part of the index (engine/paging/tiers.py); the same queries
