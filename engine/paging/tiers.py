@@ -75,6 +75,9 @@ async def bounded_postings(
         rare.append(term)
         read += counted[term]
     common = [term for term in terms if counted[term] and term not in rare]
+    if not rare and not common:
+        # No page holds any of the terms (and an empty match is a syntax error to FTS5).
+        return [], {}
     found: list[Posting] = []
     if rare:
         found = await index.postings(

@@ -1,17 +1,18 @@
 """SQLite against PostgreSQL in one run: search and single writes at each size, and write throughput
 through one and three `memvm serve --transport streamable-http` processes.
 
-    .venv/bin/python tests/bench/backends.py [--sizes 10000,100000] [--samples 300]
-                                             [--db-url postgresql://...] [--out FILE]
+    .venv/bin/python tests/bench/backends.py [--sizes 10000,100000] [--samples 300] [--seconds 20]
+                                             [--processes 1,3] [--db-url postgresql://...] [--out FILE]
 
 Without --db-url a throwaway PostgreSQL server is started on loopback (tests/postgres_server.py;
 it needs the server binaries, as the tests do); with it, a fresh database is created on that
 server per size and dropped after. Each size fills one namespace with seeded synthetic
-conversation (`synthetic.py`) through `ingest`, 100 messages a call, then times `search_pages`
-and `remember` (a single write: one page, committed) `--samples` times each, in process. The
-throughput part starts the server processes on a fresh database of each backend, and counts the
-writes (remember, ingest and record_tool_outcome in turn, as the multi-process test does) that
-four clients per process complete in `--seconds`. The database server here runs with
+conversation (`synthetic.py`) through `ingest`, 100 messages a call (above `--bulk-above` pages,
+through `write_history`, as scale_memvm.py --bulk), then times `search_pages` and `remember` (a
+single write: one page, committed) `--samples` times each, in process. The throughput part starts
+one and three server processes (`--processes`) on a fresh database of each backend, and counts
+the writes (remember, ingest and record_tool_outcome in turn, as the multi-process test does)
+that four clients per process complete in `--seconds`. The database server here runs with
 synchronous_commit=off and fsync=off (a test server); SQLite runs with its defaults
 (synchronous=FULL), so write figures favour PostgreSQL by what a flush costs: compare searches
 freely, and writes knowing that.
@@ -66,7 +67,7 @@ async def timings(target: str, pages: int, samples: int, bulk: bool) -> dict[str
     engine = await Engine.open(target)
     corpus = Corpus()
     try:
-        # Above --bulk-above, the page rows of ingest written in large transactions (scale_memvm).
+        # Above --bulk-above, the same messages written as past conversations (scale_memvm.fill_bulk).
         seconds = await (fill_bulk(engine, corpus, pages) if bulk else fill(engine, corpus, pages))
         queries = [corpus.query() for _ in range(samples)]
         durations = []
@@ -132,6 +133,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each throughput run")
+    parser.add_argument("--processes", default="1,3", help="server processes of each throughput run")
     parser.add_argument("--bulk-above", type=int, default=10_000, help="larger sizes are filled in bulk")
     parser.add_argument("--db-url", help="a PostgreSQL server to use (default: a throwaway one)")
     parser.add_argument("--out", type=Path, default=HERE / "out" / "backends.json")
@@ -153,7 +155,7 @@ def main() -> None:
                     )
                 results["sizes"].append(row)
                 print(json.dumps(row), file=sys.stderr)
-            for processes in (1, 3):
+            for processes in [int(n) for n in options.processes.split(",")]:
                 for backend in ("sqlite", "postgresql"):
                     target = (
                         str(Path(folder) / f"writes-{processes}.db")

@@ -1,13 +1,14 @@
 """Procedural hints over a million logged calls: how long one get_procedural_hints takes.
 
-Run on purpose: `.venv/bin/python tests/bench/bench_procedures.py [calls]`. The log is filled with
-the recorder's own SQL statements in bulk (the per-call path would take an hour for a million
-calls); the last 2,000 calls go through `record_tool_outcome` itself, fixes and all. The baseline,
-in the same run, computes the same per-tool figures from the log with GROUP BY: what hints would
-cost without the running aggregates.
+Run on purpose: `.venv/bin/python tests/bench/bench_procedures.py [calls] [--tail N]`. Every call
+is logged through `record_tool_outcome`, as a host logs it: calls of 40 tools in sessions of 50,
+one in five failing, then the last `--tail` (2,000) on five tools, every fourth a failure that the
+next call fixes. Logging a million calls one by one takes a while (a quarter of an hour on a
+2-core machine). The baseline, in the same run, computes the same per-tool figures from the log
+with GROUP BY: what hints would cost without the running aggregates.
 """
 
-import json
+import argparse
 import random
 import statistics
 import sys
@@ -16,62 +17,33 @@ import time
 from pathlib import Path
 
 import anyio
-from memvm.engine import Engine
-from memvm.engine.guards.literals import call_hash, canonical_json
+from memvm.engine import Engine, EngineConfig
+from memvm.engine.config import Synchronous
 from memvm.engine.models import Outcome, ToolOutcome
-from memvm.engine.procedures import outcomes
 from memvm.resources.procedural import render_hints
 
 TOOLS = [f"tool_{i:02d}" for i in range(40)]
-ERRORS = ["timeout after <n>s", "invalid date <q>", "user <n> not found", "rate limited", "BadIban"]
+ERRORS = ["timeout after {n}s", "invalid date '{n}/05'", "user {n} not found", "rate limited", "BadIban"]
 NS = "bench"
-BATCH = 20_000
+SESSION_CALLS = 50
 
 
 async def fill(engine: Engine, calls: int) -> None:
     rng = random.Random(7)
-    now = time.time()
-    async with engine.db.write() as conn:
-        await conn.execute(
-            "INSERT INTO sessions (namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, created_at) "
-            "VALUES (?, 'bulk', 0, 0, ?, ?, ?)",
-            (NS, now, now, now),
+    started = time.perf_counter()
+    for index in range(calls):
+        failed = rng.random() < 0.2
+        call = ToolOutcome(
+            tool=rng.choice(TOOLS),
+            args={"id": rng.randrange(10_000), "mode": rng.choice(["fast", "safe", "full"])},
+            outcome=Outcome.FAILURE if failed else Outcome.SUCCESS,
+            error_message=rng.choice(ERRORS).format(n=rng.randint(1, 60)) if failed else None,
+            duration_ms=rng.uniform(5, 900),
         )
-    for start in range(0, calls, BATCH):
-        rows, stats, errors, values = [], [], [], []
-        for index in range(start, min(calls, start + BATCH)):
-            tool = rng.choice(TOOLS)
-            args = {"id": rng.randrange(10_000), "mode": rng.choice(["fast", "safe", "full"])}
-            failed = rng.random() < 0.2
-            signature = rng.choice(ERRORS) if failed else None
-            duration = rng.uniform(5, 900)
-            rows.append(
-                (
-                    NS,
-                    "bulk",
-                    index // 50,
-                    tool,
-                    canonical_json(args),
-                    call_hash(tool, args),
-                    "failure" if failed else "success",
-                    signature,
-                    None,
-                    duration,
-                    None,
-                    None,
-                    now,
-                )
-            )
-            stats.append((NS, tool, int(not failed), duration, now, index + 1))
-            if failed:
-                errors.append((NS, tool, signature, "example", now, index + 1))
-            else:
-                values.append((NS, tool, "", "mode", json.dumps(args["mode"]), now, index + 1))
-        async with engine.db.write() as conn:
-            await conn.executemany(outcomes._INSERT_CALL.replace("RETURNING call_id", ""), rows)
-            await conn.executemany(outcomes._UPSERT_STATS, stats)
-            await conn.executemany(outcomes._UPSERT_ERROR, errors)
-            await conn.executemany(outcomes._UPSERT_VALUE, values)
+        await engine.record_tool_outcome(namespace=NS, session=f"bulk-{index // SESSION_CALLS}", call=call)
+        if (index + 1) % max(1, calls // 10) == 0:
+            rate = (index + 1) / (time.perf_counter() - started)
+            print(f"  {index + 1:,} calls logged, {rate:,.0f}/s", file=sys.stderr)
 
 
 async def record_tail(engine: Engine, calls: int) -> None:
@@ -105,13 +77,14 @@ def report(name: str, times: list[float]) -> None:
     )
 
 
-async def main(calls: int) -> None:
+async def run(calls: int, tail: int) -> None:
     with tempfile.TemporaryDirectory() as scratch:
-        engine = await Engine.open(Path(scratch) / "bench.db")
+        # A million commits: NORMAL spares each its flush to disk (what is timed only reads).
+        engine = await Engine.open(Path(scratch) / "bench.db", EngineConfig(synchronous=Synchronous.NORMAL))
         try:
             started = time.perf_counter()
-            await fill(engine, calls - 2_000)
-            await record_tail(engine, 2_000)
+            await fill(engine, calls - tail)
+            await record_tail(engine, tail)
             async with engine.db.read() as conn:
                 (logged,) = await conn.one("SELECT count(*) FROM tool_calls")
             print(f"logged calls: {logged:,} (filled in {time.perf_counter() - started:.0f} s)")
@@ -147,5 +120,15 @@ async def main(calls: int) -> None:
             await engine.close()
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("calls", type=int, nargs="?", default=1_000_000, help="calls in the log")
+    parser.add_argument(
+        "--tail", type=int, default=2_000, help="the last calls: five tools, failures and their fixes"
+    )
+    options = parser.parse_args()
+    anyio.run(run, options.calls, min(options.tail, options.calls))
+
+
 if __name__ == "__main__":
-    anyio.run(main, int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000)
+    main()

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,10 @@ async def fill(client: Client, corpus: Corpus, pages: int) -> None:
         await checked(client, "ingest", {"messages": messages, "session": f"conv-{start // 200}"})
 
 
+# A tool call: the tool, its arguments, and a call to make first, untimed (or None).
+Call = tuple[str, dict[str, Any], tuple[str, dict[str, Any]] | None]
+
+
 async def latencies(client: Client, calls: int, pages: int) -> dict[str, dict[str, float]]:
     corpus, rng = Corpus(seed=99), random.Random(5)
     await checked(client, "bind_value", {"tool": "get_rate", "args": {"pair": "EUR/USD"}, "value": 1.0842})
@@ -105,33 +109,53 @@ async def latencies(client: Client, calls: int, pages: int) -> dict[str, dict[st
 
     faults = itertools.count()
 
-    def page_fault(_: int) -> tuple[str, dict[str, Any]]:
-        # A fresh session every three faults stays within the per-turn allowance.
-        session = f"agent-{next(faults) // 3}"
+    def page_fault(_: int) -> Call:
+        # A fresh session every three faults, whose turn the host starts (untimed): a session no
+        # host started would charge its faults to the server's own, whose allowance of three a
+        # turn would then run out.
+        number = next(faults)
+        session = f"agent-{number // 3}"
         page_id = f"msg_{rng.randint(1, pages):06d}"
-        return "page_fault", {"page_id": page_id, "target_level": rng.randrange(4), "session": session}
+        turn = ("begin_turn", {"session": session}) if number % 3 == 0 else None
+        return "page_fault", {"page_id": page_id, "target_level": rng.randrange(4), "session": session}, turn
 
-    workload = {
-        "noop": lambda i: ("noop", {}),
-        "page_fault": page_fault,
-        "search_pages": lambda i: ("search_pages", {"query": corpus.query(), "limit": 5}),
-        "bind_value": lambda i: ("bind_value", {"tool": "get_rate", "args": {"n": i}, "value": i + 0.5}),
-        "check_ungrounded": lambda i: ("check_ungrounded", {"tool": "convert", "args": arguments}),
-        "check_tool_call": lambda i: (
+    guarded = itertools.count()
+
+    def check_tool_call(index: int) -> Call:
+        # Ten calls a turn, in a session of their own, as the scale benchmark checks them.
+        number = next(guarded)
+        session = f"guard-{number // 10}"
+        turn = ("begin_turn", {"session": session}) if number % 10 == 0 else None
+        return (
             "check_tool_call",
-            {"tool": "convert", "args": {"amount": "$v1", "fee": i}, "session": f"guard-{i // 10}"},
+            {"tool": "convert", "args": {"amount": "$v1", "fee": index}, "session": session},
+            turn,
+        )
+
+    workload: dict[str, Callable[[int], Call]] = {
+        "noop": lambda i: ("noop", {}, None),
+        "page_fault": page_fault,
+        "search_pages": lambda i: ("search_pages", {"query": corpus.query(), "limit": 5}, None),
+        "bind_value": lambda i: (
+            "bind_value",
+            {"tool": "get_rate", "args": {"n": i}, "value": i + 0.5},
+            None,
         ),
+        "check_ungrounded": lambda i: ("check_ungrounded", {"tool": "convert", "args": arguments}, None),
+        "check_tool_call": check_tool_call,
     }
     figures = {}
     for name, make in workload.items():
-        for index in range(5):  # warm-up: first calls load code paths and caches
-            await checked(client, *make(index))
         durations = []
-        for index in range(calls):
-            tool, args = make(index)
+        # The first five calls warm up (they load code paths and caches) and are not timed.
+        for index in range(-5, calls):
+            tool, args, before = make(index)
+            if before is not None:
+                await checked(client, *before)
             start = time.perf_counter()
             await checked(client, tool, args)
-            durations.append(time.perf_counter() - start)
+            if index >= 0:
+                durations.append(time.perf_counter() - start)
         figures[name] = summary(durations)
     return figures
 

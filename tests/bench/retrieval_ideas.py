@@ -1,7 +1,7 @@
 """Each search idea measured honestly: chosen on some folds of the development data, scored on the others.
 
     python tests/bench/retrieval_ideas.py --locomo PATH/locomo_dev.json \\
-        --longmemeval PATH/longmemeval_s_dev.json.gz [--limit N] [--keep DIR] [--out FILE]
+        --longmemeval PATH/longmemeval_s_dev.json.gz [--limit N] [--questions N] [--keep DIR] [--out FILE]
 
 The protocol is retrieval.py's (one page per turn through memvm's ingest, a fresh database per
 conversation or haystack, one search per question), at a depth of 10 (R@5 and R@10). The
@@ -17,18 +17,22 @@ cannot act on one of them (LongMemEval has no
 speaker names; LoCoMo's questions are in the third person, so no pronoun names a role). Then the whole procedure is cross-validated: each fold gets every idea's value chosen
 without it, all together, and is searched with them. That is the held-out estimate to quote;
 the defaults' own figure on all of the data is the development figure, fitted to it.
-`--keep DIR` keeps the ingested databases there and reuses them on the next run.
+`--keep DIR` keeps the ingested databases there and reuses them on the next run. `--limit` and
+`--questions` take the first haystacks of each dataset and the first questions of each: a sample
+too small to choose anything on, which runs the whole procedure quickly (a fold with no question
+counts for nothing).
 """
 
 import argparse
 import hashlib
 import json
+import math
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,9 +177,16 @@ async def searched_per_fold(store: Haystacks, tunings: list[SearchTuning]) -> li
     return asked
 
 
+def mean(values: Iterable[float]) -> float:
+    """The mean, or NaN for none (a sample of the data may leave a fold or category empty)."""
+    listed = list(values)
+    return statistics.fmean(listed) if listed else math.nan
+
+
 def recall(asked: list[Asked], variant: str, k: int = 10, folds: set[int] | None = None) -> float:
-    values = [a.scores[variant].recall[k] for a in asked if a.counted and (folds is None or a.fold in folds)]
-    return statistics.fmean(values) if values else float("nan")
+    return mean(
+        a.scores[variant].recall[k] for a in asked if a.counted and (folds is None or a.fold in folds)
+    )
 
 
 def per_fold(asked: list[Asked], variant: str) -> list[float]:
@@ -209,7 +220,7 @@ def held_out(results: dict[str, list[Asked]], choices: list[str]) -> dict[str, l
 def overall(asked: list[Asked], folds_scores: list[float]) -> float:
     """The folds' figures weighted by their questions: the whole data's figure."""
     sizes = [sum(1 for a in asked if a.counted and a.fold == fold) for fold in range(FOLDS)]
-    return sum(s * n for s, n in zip(folds_scores, sizes, strict=True)) / max(1, sum(sizes))
+    return sum(s * n for s, n in zip(folds_scores, sizes, strict=True) if n) / max(1, sum(sizes))
 
 
 def variant_names(idea: str) -> list[str]:
@@ -233,18 +244,26 @@ def cross_validated_tuning(choices: dict[str, list[str]], fold: int) -> SearchTu
 
 
 def spread(values: list[float]) -> str:
-    return f"{min(values):.3f}-{max(values):.3f}"
+    known = [value for value in values if not math.isnan(value)]
+    return f"{min(known):.3f}-{max(known):.3f}" if known else "-"
 
 
 def both_datasets(arguments: argparse.Namespace, folder: Path) -> dict[str, Haystacks]:
     """The development data of both datasets, ingested into (or found in) `folder`."""
-    limit = arguments.limit or None
     return {
-        "LoCoMo": Haystacks("LoCoMo", list(locomo(Path(arguments.locomo)))[:limit], folder),
+        "LoCoMo": Haystacks("LoCoMo", sample(locomo(Path(arguments.locomo)), arguments), folder),
         "LongMemEval_S": Haystacks(
-            "LongMemEval_S", list(longmemeval(Path(arguments.longmemeval)))[:limit], folder
+            "LongMemEval_S", sample(longmemeval(Path(arguments.longmemeval)), arguments), folder
         ),
     }
+
+
+def sample(haystacks: Iterable[Haystack], arguments: argparse.Namespace) -> list[Haystack]:
+    """The first --limit haystacks, each with its first --questions questions (0: all)."""
+    kept = list(haystacks)[: arguments.limit or None]
+    for haystack in kept:
+        haystack.questions = haystack.questions[: arguments.questions or None]
+    return kept
 
 
 def data_arguments(description: str) -> argparse.ArgumentParser:
@@ -253,6 +272,9 @@ def data_arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--locomo", required=True, help="path to locomo_dev.json (read in place)")
     parser.add_argument("--longmemeval", required=True, help="path to longmemeval_s_dev.json.gz")
     parser.add_argument("--limit", type=int, default=0, help="only the first N haystacks of each")
+    parser.add_argument(
+        "--questions", type=int, default=0, help="only the first N questions of each haystack"
+    )
     parser.add_argument("--keep", type=Path, help="keep the ingested databases here, and reuse them")
     return parser
 
@@ -273,9 +295,7 @@ async def measure(arguments: argparse.Namespace, folder: Path) -> dict[str, Any]
     print(f"\n{'development figures (R@10 on all of the data)':<58} {'LoCoMo':>8} {'multi':>7} {'LME_S':>8}")
     for name in variants:
         lo, lme = results["LoCoMo"], results["LongMemEval_S"]
-        multi = statistics.fmean(
-            a.scores[name].recall[10] for a in lo if a.counted and a.category == "1 multi-hop"
-        )
+        multi = mean(a.scores[name].recall[10] for a in lo if a.counted and a.category == "1 multi-hop")
         print(f"{name:<58} {recall(lo, name):>8.3f} {multi:>7.3f} {recall(lme, name):>8.3f}")
     print(
         f"\n{'held-out figures (R@10, folds min-max)':<32} {'LoCoMo off':>11} {'chosen':>20} {'LME off':>9} {'chosen':>20}  kept"
@@ -325,7 +345,7 @@ async def measure(arguments: argparse.Namespace, folder: Path) -> dict[str, Any]
             multi = [
                 a.scores["held out"].recall[10] for a in asked if a.counted and a.category == "1 multi-hop"
             ]
-            figures["multi_hop_R@10"] = round(statistics.fmean(multi), 3)
+            figures["multi_hop_R@10"] = round(mean(multi), 3)
         dev = {
             "R@5": round(recall(results[dataset], "defaults", 5), 3),
             "R@10": round(recall(results[dataset], "defaults"), 3),

@@ -2,18 +2,20 @@
 
     .venv/bin/python tests/bench/scale.py [--sizes 10000,100000,1000000] [--samples 300]
                                           [--predecessor-max 1000000] [--out FILE]
+    .venv/bin/python tests/bench/scale.py --install-predecessor
 
 For each size, a fresh process fills memvm with that many pages of seeded synthetic conversation
 (`synthetic.py`) through `ingest`, then times ingest of one message, page_fault, search_pages,
 build_context (the developer message), bind_value, check_ungrounded, check_tool_call,
 record_tool_outcome and get_procedural_hints (`scale_memvm.py`). Above `--bulk-above` pages the
-fill uses bulk inserts of the same page rows (ingest alone would take an hour at a million); the
-table says which. Another fresh process does the
-same on chuk-ai-session-manager 0.11.2 (`scale_predecessor.py`), installed from PyPI into a
-virtual environment this program creates under ~/.cache/memvm-bench. Each prints p50/p95 and
-serial ops/s per operation, the fill rate, database size and peak RSS; the table gives the
-predecessor's p50 over memvm's per operation (above 1: memvm is faster). JSON goes to --out and a
-plot beside it.
+same messages are written as past conversations (`write_history`: the same pages, in large
+transactions, mapped into no working set), as ingest alone would take hours at a million; the
+table says which. Another fresh process does the same on chuk-ai-session-manager 0.11.2
+(`scale_predecessor.py`), installed from PyPI into a virtual environment this program creates
+under ~/.cache/memvm-bench on first use (or with `--install-predecessor`, which does only that).
+Each prints p50/p95 and serial ops/s per operation, the fill rate,
+database size and peak RSS; the table gives the predecessor's p50 over memvm's per operation
+(above 1: memvm is faster). JSON goes to --out and a plot beside it.
 """
 
 import argparse
@@ -29,9 +31,12 @@ PREDECESSOR = "chuk-ai-session-manager==0.11.2"
 PREDECESSOR_VENV = Path.home() / ".cache" / "memvm-bench" / PREDECESSOR.replace("==", "-")
 
 
+PREDECESSOR_PYTHON = PREDECESSOR_VENV / "bin" / "python"
+
+
 def predecessor_python() -> Path:
     """The predecessor's interpreter, creating its virtual environment on first use."""
-    python = PREDECESSOR_VENV / "bin" / "python"
+    python = PREDECESSOR_PYTHON
     if not python.exists():
         print(f"creating {PREDECESSOR_VENV} with {PREDECESSOR}", file=sys.stderr)
         venv.create(PREDECESSOR_VENV, with_pip=True)
@@ -142,7 +147,7 @@ def main() -> None:
         "--bulk-above",
         type=int,
         default=100_000,
-        help="larger sizes fill memvm with bulk inserts, not ingest",
+        help="larger sizes fill memvm through write_history, not ingest",
     )
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="seconds per worker")
     parser.add_argument(
@@ -150,7 +155,13 @@ def main() -> None:
         help="run memvm on PostgreSQL: a server's URL (a fresh database per size), or 'auto' for a throwaway one",
     )
     parser.add_argument("--out", type=Path, default=HERE / "out" / "scale.json")
+    parser.add_argument(
+        "--install-predecessor", action="store_true", help="create the predecessor's environment and exit"
+    )
     options = parser.parse_args()
+    if options.install_predecessor:
+        print(predecessor_python())
+        return
     sizes = [int(size) for size in options.sizes.split(",")]
     runs = []
     for pages in sizes:

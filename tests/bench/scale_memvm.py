@@ -1,9 +1,10 @@
 """One size of the scale benchmark on memvm: fill N pages through ingest, then time each operation.
 
-    .venv/bin/python tests/bench/scale_memvm.py --pages N [--samples S] [--dir DIR] [--db-url URL]
+    .venv/bin/python tests/bench/scale_memvm.py --pages N [--samples S] [--bulk] [--dir DIR] [--db-url URL]
 
 Run by `scale.py`, once per size in a fresh process, so that the process's peak RSS belongs to
-this size alone. Prints one JSON object on stdout; progress goes to stderr.
+this size alone. `--bulk` fills through `write_history` instead (see fill_bulk). Prints one JSON
+object on stdout; progress goes to stderr.
 """
 
 import argparse
@@ -20,8 +21,8 @@ import anyio
 from fresh_postgres import Databases
 from measure import OPERATIONS, peak_rss_mb, rss_mb, summary
 from memvm.engine import Engine
-from memvm.engine.models import IngestMessage, Level, NewPage, Outcome, PageType, Role, ToolOutcome
-from memvm.engine.paging import pages as pages_module
+from memvm.engine.models import IngestMessage, Level, Outcome, Role, ToolOutcome
+from memvm.engine.paging.history_write import HistoryMessage
 from memvm.resources.context import render_developer_message
 from memvm.resources.procedural import render_hints
 from memvm.resources.rules import RuleMode
@@ -66,65 +67,39 @@ async def fill(engine: Engine, corpus: Corpus, pages: int) -> float:
 
 
 async def fill_bulk(engine: Engine, corpus: Corpus, pages: int) -> float:
-    """The same pages, written with the page INSERT of `ingest` in large transactions; seconds taken.
+    """The same messages, written as past conversations through `Engine.write_history`; seconds taken.
 
-    Levels and token counts come from the engine's own Writer, so every page row, its four
-    levels and its full-text entry are what ingest would store; only the conversations'
-    working sets and mutation logs are skipped. For sizes where ingest itself would take hours.
+    write_history stores each message as the transcript page ingest would store (its four levels,
+    token counts and full-text entry), in transactions of hundreds of pages, and maps it into no
+    working set: only the bookkeeping of a live conversation (its working set and mutation log) is
+    skipped. For sizes where ingest itself would take hours. The messages are dated a second apart,
+    the last one now, and get ids msg_000001 onwards, as ingest would give them in a new namespace.
     """
     start = time.perf_counter()
-    writer = engine._writer
-    for first in range(0, pages, 5_000):
-        rows = []
-        now = time.time()
-        for index in range(first, min(pages, first + 5_000)):
-            role = Role.USER if index % 2 == 0 else Role.ASSISTANT
-            page = NewPage(
-                content=corpus.message(), type=PageType.TRANSCRIPT, role=role, provenance=role.value
+    first_at = time.time() - pages
+    next_report = pages // 10
+    for first in range(0, pages, CONVERSATION):
+        messages = [
+            HistoryMessage(
+                role=Role.USER if index % 2 == 0 else Role.ASSISTANT,
+                content=corpus.message(),
+                created_at=first_at + index,
+                source_id=str(index),
             )
-            levels = writer.levels(page)
-            rows.append(
-                (
-                    NS,
-                    f"msg_{index + 1:06d}",
-                    f"conv-{index // CONVERSATION}",
-                    "transcript",
-                    role.value,
-                    "text",
-                    0.5,
-                    0,
-                    role.value,
-                    now,
-                    now,
-                    0,
-                    "{}",
-                    *levels.texts,
-                    *levels.tokens.as_dict().values(),
-                )
-            )
-        sessions = sorted({(NS, row[2], now, now, now) for row in rows})
-        async with engine.db.write() as conn:
-            await conn.executemany(
-                "INSERT INTO sessions (namespace, session, turn, faults_this_turn, turn_started_at, "
-                "last_call_at, created_at) VALUES (?, ?, 0, 0, ?, ?, ?) ON CONFLICT DO NOTHING",
-                sessions,
-            )
-            rowids = []
-            for row in rows:
-                # The page row, then its long levels (page_texts), as insert_page writes them.
-                content, reduced, abstract, reference = row[13:17]
-                stored = await conn.one(pages_module._INSERT, (*row[:13], abstract, reference, *row[17:]))
-                assert stored is not None
-                await conn.execute(pages_module._INSERT_TEXTS, (stored["rowid"], NS, content, reduced))
-                rowids.append(stored["rowid"])
-            await conn.index_pages(rowids)
-            await conn.execute(
-                "INSERT INTO id_counters (namespace, prefix, last) VALUES (?, 'msg', ?) "
-                "ON CONFLICT (namespace, prefix) DO UPDATE SET last = excluded.last",
-                (NS, first + len(rows)),
-            )
-        if (first // 5_000) % 20 == 19:
-            print(f"  memvm (bulk): {first + len(rows):,} pages", file=sys.stderr)
+            for index in range(first, min(pages, first + CONVERSATION))
+        ]
+        await engine.write_history(
+            namespace=NS,
+            session=f"conv-{first // CONVERSATION}",
+            source="bench",
+            title=None,
+            messages=messages,
+        )
+        written = first + len(messages)
+        if written >= next_report:
+            elapsed = time.perf_counter() - start
+            print(f"  memvm (bulk): {written:,} pages, {written / elapsed:,.0f} pages/s", file=sys.stderr)
+            next_report += max(1, pages // 10)
     return time.perf_counter() - start
 
 
@@ -230,7 +205,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, required=True)
     parser.add_argument("--samples", type=int, default=300)
-    parser.add_argument("--bulk", action="store_true", help="fill with bulk inserts instead of ingest")
+    parser.add_argument(
+        "--bulk", action="store_true", help="fill through write_history (past conversations), not ingest"
+    )
     parser.add_argument("--dir", type=Path, help="where the database goes (default: a temporary folder)")
     parser.add_argument(
         "--db-url", help="run on PostgreSQL: a server's URL (a fresh database), or 'auto' for a throwaway one"

@@ -1,15 +1,17 @@
 """search_pages in one large namespace: time, and agreement of its top 10 with exact ranking.
 
     .venv/bin/python tests/bench/search_scale.py --pages 1000000 [--samples 150] [--dir DIR]
+                                                 [--tiers EXACT_PAGES,POSTINGS,CANDIDATES]
 
-Fills a namespace with the scale benchmark's synthetic conversation (bulk inserts, as
+Fills a namespace with the scale benchmark's synthetic conversation (through write_history, as
 `scale_memvm.py --bulk`), keeping the file in DIR (default tests/bench/out) for the next run, then
 searches it with the scale benchmark's queries at limit 10. Search in a namespace of more than
 tiers.EXACT_PAGES pages reads a bounded part of the index (engine/paging/tiers.py); the same queries
 are then ranked on every occurrence of every term, which is exact and slow, and the share of the
 exact top 10 that the bounded search also returned is the agreement: with the default re-scoring,
 and with BM25 alone (neighbour and session bonuses off, which reach pages the bounded search did
-not score). Prints figures; nothing is asserted.
+not score). `--tiers` sets the three caps of tiers.py for the run: smaller ones measure the
+bounded search on a small namespace. Prints figures; nothing is asserted.
 """
 
 import argparse
@@ -36,6 +38,15 @@ def _queries(samples: int) -> list[str]:
 
 
 PLAIN = SearchTuning(neighbour_weight=0.0, session_weight=0.0)
+# The caps of engine/paging/tiers.py, which search reads at each call.
+TIERS = ("EXACT_PAGES", "POSTINGS", "CANDIDATES")
+
+
+def set_tiers(text: str) -> None:
+    for name, value in zip(TIERS, (int(part) for part in text.split(",")), strict=True):
+        if not hasattr(tiers, name):
+            raise SystemExit(f"engine/paging/tiers.py has no {name}: update TIERS in {__file__}")
+        setattr(tiers, name, value)
 
 
 async def ranked(engine: Engine, query: str, tuning: SearchTuning) -> tuple[list[str], float]:
@@ -98,7 +109,8 @@ async def run(pages: int, samples: int, folder: Path) -> None:
         summary([s for _, s in found["default"]]),
         summary([s for _, s in found["exact default"]]),
     )
-    print(f"{pages:,} pages, {samples} searches at limit 10")
+    caps = ", ".join(f"{name} {getattr(tiers, name):,}" for name in TIERS)
+    print(f"{pages:,} pages, {samples} searches at limit 10 ({caps})")
     print(f"  search_pages:          p50 {timing['p50_ms']:.1f} ms  p95 {timing['p95_ms']:.1f} ms")
     print(
         f"  exact ranking:         p50 {exact_timing['p50_ms']:.1f} ms  p95 {exact_timing['p95_ms']:.1f} ms"
@@ -112,7 +124,13 @@ def main() -> None:
     parser.add_argument("--pages", type=int, required=True)
     parser.add_argument("--samples", type=int, default=150)
     parser.add_argument("--dir", type=Path, default=Path(__file__).parent / "out")
+    parser.add_argument(
+        "--tiers",
+        help="EXACT_PAGES,POSTINGS,CANDIDATES for this run (default: engine/paging/tiers.py's own)",
+    )
     options = parser.parse_args()
+    if options.tiers:
+        set_tiers(options.tiers)
     options.dir.mkdir(parents=True, exist_ok=True)
     anyio.run(run, options.pages, options.samples, options.dir)
 

@@ -1,21 +1,20 @@
 """How fast the browser view's first screen answers on a large memory: `memvm ui` on a file of
 100,000 pages, beside the same on 1,000 pages built in the same run.
 
-    .venv/bin/python tests/bench/ui_first_render.py [--pages 100000]
+    .venv/bin/python tests/bench/ui_first_render.py [--pages 100000] [--baseline-pages 1000] [--runs 7]
 
 For each file: the first page load (the HTML, its script and styles, the overview and the first
 screen of pages, as the browser asks for them), a screen deep in the list (after paging through
-to it by cursor), a search, and a session's context. Prints the median of 7 runs of each.
+to it by cursor), a search, and a session's context. Prints the median of `--runs` runs of each.
 
-With Playwright and Chromium installed (`pip install -e '.[ui-test]'`, `apt-get install chromium`)
-it also times the first render in a real browser: from navigation until the first screen of
-pages is drawn. And it exports the whole namespace through the view, printing how long that took
-and the server's peak memory before and after (the export is streamed, so the peak should not
-grow with the namespace).
+With Playwright and Chromium installed (`pip install -e '.[ui-test]'`, `apt-get install chromium`;
+MEMVM_CHROMIUM names another binary, as for the browser tests) it also times the first render in
+a real browser: from navigation until the first screen of pages is drawn. And it exports the
+whole namespace through the view, printing how long that took and the server's peak memory
+before and after (the export is streamed, so the peak should not grow with the namespace).
 """
 
 import argparse
-import os
 import re
 import statistics
 import subprocess
@@ -28,6 +27,10 @@ import anyio
 import httpx2
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.models import IngestMessage, Role
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.e2e.browser import CHROMIUM, CHROMIUM_ARGS
 
 MEMVM = Path(sys.executable).with_name("memvm")
 WORDS = [
@@ -70,7 +73,7 @@ def _timed(call) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter() - started
 
 
-def _measure(db: Path) -> dict[str, float]:
+def _measure(db: Path, repeats: int) -> dict[str, float]:
     process = subprocess.Popen([str(MEMVM), "ui", "--db", str(db)], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
@@ -104,7 +107,7 @@ def _measure(db: Path) -> dict[str, float]:
                 "search": [],
                 "context": [],
             }
-            for _ in range(7):
+            for _ in range(repeats):
                 runs["first load"].append(_timed(first_load))
                 runs["5 screens of 200"].append(_timed(paging))
                 runs["screen 9/10 down"].append(_timed(deep_screen))
@@ -112,7 +115,7 @@ def _measure(db: Path) -> dict[str, float]:
                     _timed(lambda: client.get("/api/search", params={"q": "heron release"}))
                 )
                 runs["context"].append(_timed(lambda: client.get("/api/sessions/s0/context")))
-            browser = _browser_first_render(f"{base}/#token={token}")
+            browser = _browser_first_render(f"{base}/#token={token}", repeats)
             if browser is not None:
                 runs["first render in Chromium"] = browser
             peak_before = _peak_rss_mb(process.pid)
@@ -137,22 +140,21 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def _browser_first_render(url: str) -> list[float] | None:
-    """Seconds from navigation to the first screen of pages drawn, 7 fresh tabs; None without a browser."""
-    chromium = Path(os.environ.get("MEMVM_CHROMIUM", "/usr/bin/chromium"))
+def _browser_first_render(url: str, repeats: int) -> list[float] | None:
+    """Seconds from navigation to the first screen of pages drawn, in fresh tabs; None without a browser."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         print("  (no Playwright: the first render in a browser is not timed)", flush=True)
         return None
-    if not chromium.exists():
-        print(f"  (no Chromium at {chromium}: the first render in a browser is not timed)", flush=True)
+    if not CHROMIUM.exists():
+        print(f"  (no Chromium at {CHROMIUM}: the first render in a browser is not timed)", flush=True)
         return None
     times = []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            for _ in range(7):
+            for _ in range(repeats):
                 context = browser.new_context()
                 page = context.new_page()
                 started = time.perf_counter()
@@ -169,19 +171,23 @@ def _browser_first_render(url: str) -> list[float] | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=100_000)
-    pages = parser.parse_args().pages
+    parser.add_argument("--baseline-pages", type=int, default=1_000, help="the small file beside it")
+    parser.add_argument("--runs", type=int, default=7, help="runs of each request (the median is printed)")
+    options = parser.parse_args()
+    sizes = {"baseline": options.baseline_pages, "large": options.pages}
     with tempfile.TemporaryDirectory() as folder:
         results = {}
-        for size in (1_000, pages):
-            db = Path(folder) / f"{size}.db"
+        for name, size in sizes.items():
+            db = Path(folder) / f"{name}.db"
             started = time.perf_counter()
             anyio.run(_fill, db, size)
             print(f"built {size} pages in {time.perf_counter() - started:.0f} s", flush=True)
-            results[size] = _measure(db)
-        for name in results[pages]:
-            small, large = results[1_000][name], results[pages][name]
+            results[name] = _measure(db, options.runs)
+        small_pages, pages = sizes["baseline"], sizes["large"]
+        for name in results["large"]:
+            small, large = results["baseline"][name], results["large"][name]
             print(
-                f"{name:20} {1_000:>7} pages {small * 1000:7.1f} ms   {pages:>7} pages {large * 1000:7.1f} ms"
+                f"{name:20} {small_pages:>7} pages {small * 1000:7.1f} ms   {pages:>7} pages {large * 1000:7.1f} ms"
             )
 
 

@@ -489,6 +489,17 @@ async def test_a_query_of_common_terms_only_ranks_the_newest_pages_holding_all_o
     assert len(mixed.results) == 5 and {hit.page_id for hit in mixed.results} <= newest
 
 
+async def test_in_a_large_namespace_a_query_of_words_on_no_page_finds_nothing(engine, monkeypatch):
+    monkeypatch.setattr(tiers, "EXACT_PAGES", 5)
+    for n in range(6):
+        await engine.remember(namespace=NS, session="s", page=note(f"The ferry number {n} is late."))
+    missing = await engine.search(namespace=NS, session="s", query="submarine periscope")
+    assert missing.results == [] and "No page matches" in (missing.message or "")
+    # One word on no page beside one on every page: the common word alone is ranked.
+    found = await engine.search(namespace=NS, session="s", query="submarine ferry")
+    assert len(found.results) == 5
+
+
 async def test_pinned_only_finds_a_pinned_page_ranked_below_the_limit(engine):
     for i in range(60):
         await engine.remember(

@@ -1,0 +1,285 @@
+"""Every benchmark in tests/bench, run as the real process at a small size: it exits 0 and prints
+its figures in their usual shape. The figures themselves are not checked (a benchmark reports
+them; these tests check that it still can), so a change that breaks a benchmark fails here and
+not on the day someone needs its numbers.
+
+What a benchmark needs beyond memvm: PostgreSQL is the session's throwaway server (the `postgres`
+fixture); the predecessor of the scale benchmark runs from the environment that `scale.py
+--install-predecessor` creates, and its test skips without it (fails with
+MEMVM_REQUIRE_PREDECESSOR=1); the retrieval data is read in place from $MEMVM_BENCH_DATA, else
+../shared/bench beside the project, and those tests skip without it; the browser view's benchmark
+times Chromium's first render only where Playwright and Chromium are installed (and must with
+MEMVM_REQUIRE_BROWSER=1).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bench.measure import OPERATIONS
+from tests.bench.scale import PREDECESSOR, PREDECESSOR_PYTHON
+from tests.conftest import fresh_postgres_database
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "tests" / "bench"
+DATA = Path(os.environ.get("MEMVM_BENCH_DATA", ROOT.parent / "shared" / "bench"))
+LOCOMO = DATA / "locomo_dev.json"
+ORACLE = DATA / "longmemeval_oracle_dev.json.gz"
+NEEDS_DATA = pytest.mark.skipif(
+    not (LOCOMO.exists() and ORACLE.exists()),
+    reason=f"no retrieval data at {DATA} (MEMVM_BENCH_DATA names the folder): retrieval benchmarks skipped",
+)
+
+# A figure as the benchmarks print them: 12, 1,234, 0.875, 12.5.
+NUM = r"\d[\d,]*(?:\.\d+)?"
+# A recall that a small sample can leave undefined (no question in a fold or category).
+RECALL = rf"(?:{NUM}|nan)"
+
+
+def bench(script: str, *args: Any, python: Path | str = sys.executable) -> str:
+    """The standard output of `script` run with `args`, once it has exited 0."""
+    done = subprocess.run(
+        [str(python), script, *map(str, args)],
+        cwd=BENCH,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, f"{script} exited with {done.returncode}:\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def lines(pattern: str, out: str) -> list[str]:
+    """The whole lines of `out` that match `pattern`."""
+    return re.findall(rf"^{pattern}$", out, re.MULTILINE)
+
+
+def last_json(out: str) -> Any:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def postgres_url(request: pytest.FixtureRequest) -> str:
+    """The session's PostgreSQL server, where a benchmark makes (and drops) databases of its own."""
+    return str(request.getfixturevalue("postgres").url)
+
+
+def test_scale_memvm_fills_in_bulk_and_times_every_operation(backend, request):
+    on_postgres = ["--db-url", postgres_url(request)] if backend == "postgresql" else []
+    result = last_json(bench("scale_memvm.py", "--pages", 300, "--samples", 5, "--bulk", *on_postgres))
+    assert (result["system"], result["backend"], result["fill"], result["pages"]) == (
+        "memvm",
+        backend,
+        "bulk",
+        300,
+    )
+    assert list(result["ops"]) == list(OPERATIONS)
+    figures = ("p50_ms", "p95_ms", "ops_per_s")
+    assert all(
+        op["n"] == 5 and all(isinstance(op[f], float) for f in figures) for op in result["ops"].values()
+    )
+    assert isinstance(result["ingest_pages_per_s"], float)
+    assert result["db_bytes"] > 0 and result["peak_rss_mb"] > 0
+
+
+def test_scale_tables_memvm_against_its_predecessor_at_each_size(tmp_path):
+    installed = PREDECESSOR_PYTHON.exists()
+    out_file = tmp_path / "scale.json"
+    # 100 pages through ingest, 200 through write_history.
+    out = bench(
+        "scale.py",
+        *("--sizes", "100,200", "--samples", 5, "--bulk-above", 150, "--out", out_file),
+        *([] if installed else ["--predecessor-max", 0]),
+    )
+    theirs = rf"{NUM} / +{NUM} +{NUM}x" if installed else "— +—"
+    for pages in (100, 200):
+        for operation in OPERATIONS:
+            row = rf" +{pages} +{re.escape(operation)} +{NUM} / +{NUM} +{theirs}"
+            assert len(lines(row, out)) == 1, f"no row for {operation} at {pages} pages:\n{out}"
+    assert lines(rf" +100 +fill \(pages/s\) +{NUM} +(?:{NUM}|—)", out)
+    assert lines(rf" +200 +bulk fill \(pages/s\) +{NUM} +(?:{NUM}|—)", out)
+    assert lines(rf"scale pages=200 search_p50_ms={NUM} fault_p50_ms={NUM} peak_rss_mb={NUM}", out)
+    runs = json.loads(out_file.read_text())["runs"]
+    assert [run["pages"] for run in runs] == [100, 200]
+    assert [run["memvm"]["fill"] for run in runs] == ["ingest", "bulk"]
+
+
+def test_scale_predecessor_times_the_same_operations_on_the_predecessor():
+    if not PREDECESSOR_PYTHON.exists():
+        reason = f"no {PREDECESSOR} environment: tests/bench/scale.py --install-predecessor creates it"
+        if os.environ.get("MEMVM_REQUIRE_PREDECESSOR") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    out = bench("scale_predecessor.py", "--pages", 300, "--samples", 5, python=PREDECESSOR_PYTHON)
+    result = last_json(out)
+    assert (result["system"], result["pages"]) == ("chuk-ai-session-manager", 300)
+    assert list(result["ops"]) == list(OPERATIONS)
+    assert all(op["n"] == 5 for op in result["ops"].values())
+
+
+def test_search_scale_reports_its_times_and_agreement_with_exact_ranking(tmp_path):
+    # Caps this small make a namespace of 300 pages large: the bounded search is what runs.
+    out = bench("search_scale.py", "--pages", 300, "--samples", 20, "--dir", tmp_path, "--tiers", "50,10,5")
+    assert lines(r"300 pages, 20 searches at limit 10 \(EXACT_PAGES 50, POSTINGS 10, CANDIDATES 5\)", out)
+    for name in ("search_pages", "exact ranking"):
+        assert lines(rf"  {name}: +p50 {NUM} ms  p95 {NUM} ms", out), out
+    for name in ("top-10 agreement", "the same, BM25 alone"):
+        assert lines(rf"  {name}: +mean [01]\.\d{{3}}, searches at 90% or more \d+%", out), out
+    # The filled file is kept for the next run.
+    assert (tmp_path / "search-300.filled").exists()
+
+
+def test_forget_scale_forgets_beside_a_writer_and_reports_what_it_waited(backend, tmp_path, request):
+    # On PostgreSQL it fills an empty database of its own, where SQLite copies search_scale's file.
+    on_postgres = []
+    if backend == "postgresql":
+        on_postgres = ["--db-url", fresh_postgres_database(request.getfixturevalue("postgres"))]
+    out = bench("forget_scale.py", "--pages", 300, "--forgets", 2, "--dir", tmp_path, *on_postgres)
+    assert len(lines(rf"  forget msg_\d{{6}}: {NUM} s, purged=(?:True|False)", out)) == 2, out
+    beside = rf"  writer beside: \d+ remembers, p50 {NUM} ms, p95 {NUM} ms, max {NUM} ms"
+    if backend == "sqlite":
+        assert lines(rf"300 pages, full-text index {NUM} MiB", out), out
+        assert lines(rf"{beside}; largest WAL seen {NUM} MiB", out), out
+        assert lines(rf"  after: full-text index {NUM} MiB, file {NUM} MiB", out), out
+    else:
+        assert lines(rf"300 pages on PostgreSQL, filled in {NUM} s", out), out
+        assert lines(beside, out), out
+
+
+def test_e2e_times_each_tool_against_noop_on_both_transports_and_the_start(tmp_path):
+    out = bench("e2e.py", "--calls", 5, "--pages", 100, "--starts", 1, "--out", tmp_path / "e2e.json")
+    tools = ("noop", "page_fault", "search_pages", "bind_value", "check_ungrounded", "check_tool_call")
+    for transport in ("stdio", "streamable-http"):
+        for tool in tools:
+            added = "—" if tool == "noop" else rf"[+-]{NUM} ms"
+            assert lines(rf"{transport} +{tool} +{NUM} +{NUM} +{added}", out), f"{transport} {tool}:\n{out}"
+    for server in ("memvm", "minimal MCPServer"):
+        assert lines(rf"start to first result, {server}: median {NUM} ms, p95 {NUM} ms", out), out
+    assert lines(rf"e2e stdio_search_p50_ms={NUM} .* minimal_startup_ms={NUM}", out), out
+    assert json.loads((tmp_path / "e2e.json").read_text())["calls"] == 5
+
+
+def test_hook_latency_times_each_hook_beside_a_bare_python_start():
+    out = bench("hook_latency.py", "--runs", 2)
+    for way in (
+        "python -c pass",
+        "PreToolUse, background",
+        "UserPromptSubmit, background",
+        "PreToolUse, own process",
+        "UserPromptSubmit, own process",
+    ):
+        assert lines(rf"{re.escape(way)} +median +{NUM} ms  p90 +{NUM} ms  \({NUM} bare starts\)", out), out
+
+
+def test_large_pages_times_the_manifest_against_schema_6():
+    out = bench("large_pages.py", 20, 20_000)
+    for name in ("memvm", "schema6"):
+        figures = (
+            rf"large_pages\[{name}\]: pages=20 chars_each=20000 manifest_s={NUM} other_search_p50_ms={NUM}"
+        )
+        assert lines(figures, out), out
+    assert "speedup_manifest" in last_json(out)
+
+
+def test_bench_procedures_times_hints_against_a_group_by_over_the_log():
+    out = bench("bench_procedures.py", 600, "--tail", 200)
+    assert lines(rf"logged calls: 600 \(filled in {NUM} s\)", out), out
+    for name in (
+        r"get_procedural_hints \(latest tools\)",
+        r"get_procedural_hints \(tools=5 named\)",
+        r"get_procedural_hints \(error_type\)",
+        r"baseline: the same figures from the log \(GROUP BY\)",
+    ):
+        assert lines(rf"{name} +median +{NUM} ms   p95 +{NUM} ms", out), out
+
+
+def test_ui_first_render_times_the_view_on_a_small_and_a_larger_file():
+    out = bench("ui_first_render.py", "--pages", 200, "--baseline-pages", 100, "--runs", 2)
+    requests = [
+        "first load",
+        "5 screens of 200",
+        "screen 9/10 down",
+        "search",
+        "context",
+        "export (whole namespace)",
+    ]
+    if os.environ.get("MEMVM_REQUIRE_BROWSER") or "the first render in a browser is not timed" not in out:
+        requests.append("first render in Chromium")
+    for request in requests:
+        row = rf"{re.escape(request)} +100 pages +{NUM} ms +200 pages +{NUM} ms"
+        assert lines(row, out), f"no row for {request}:\n{out}"
+    assert len(lines(rf"  export: server peak memory {NUM} MB before, {NUM} MB after", out)) == 2, out
+
+
+@NEEDS_DATA
+def test_retrieval_scores_longmemeval_by_its_own_protocol(tmp_path):
+    out = bench(
+        "retrieval.py",
+        *("--dataset", "longmemeval", "--data", ORACLE, "--turns", "user", "--limit", 4),
+        *("--out", tmp_path / "retrieval.json"),
+    )
+    assert lines(rf"overall +\d+( +{NUM}){{6}}( +{NUM}){{2}}", out), out
+    summary = rf"overall R@5={NUM} R@10={NUM} MRR={NUM} sessions_all@5={NUM} sessions_all@10={NUM} p95_ms={NUM} n=\d+"
+    assert lines(summary, out), out
+
+
+@NEEDS_DATA
+def test_retrieval_scores_the_same_through_mcp_on_postgresql(tmp_path, request):
+    out = bench(
+        "retrieval.py",
+        *("--dataset", "longmemeval", "--data", ORACLE, "--limit", 3, "--via", "mcp"),
+        *("--db-url", postgres_url(request), "--out", tmp_path / "retrieval.json"),
+    )
+    assert lines(rf"overall R@5={NUM} R@10={NUM} MRR={NUM} .*p95_ms={NUM} n=\d+", out), out
+    result = json.loads((tmp_path / "retrieval.json").read_text())
+    assert result["dataset"] == "longmemeval via mcp on postgresql"
+
+
+@NEEDS_DATA
+def test_retrieval_ideas_cross_validates_every_idea_on_a_sample(tmp_path):
+    out = bench(
+        "retrieval_ideas.py",
+        *("--locomo", LOCOMO, "--longmemeval", ORACLE, "--limit", 2, "--questions", 3),
+        *("--out", tmp_path / "ideas.json"),
+    )
+    for idea in ("neighbours", "speaker names", "session", "second round"):
+        assert lines(rf"{idea} +{RECALL} +{RECALL} \(.*\) +{RECALL} +{RECALL} \(.*\)  (?:yes|no)", out), out
+    for dataset in ("LoCoMo", "LongMemEval_S"):
+        assert lines(rf"  {dataset} +R@5 {RECALL}  R@10 {RECALL} \(folds .*\).*", out), out
+    assert set(json.loads((tmp_path / "ideas.json").read_text())["cross_validated"]) == {
+        "LoCoMo",
+        "LongMemEval_S",
+    }
+
+
+@NEEDS_DATA
+def test_retrieval_dense_weighs_a_bag_of_words_in_place_of_a_model():
+    out = bench(
+        "retrieval_dense.py",
+        *("--locomo", LOCOMO, "--longmemeval", ORACLE, "--limit", 2, "--questions", 3, "--model", "words"),
+    )
+    for dataset in ("LoCoMo", "LongMemEval_S"):
+        assert lines(rf"{dataset}( +{RECALL}){{7}}", out), out
+        assert lines(rf"  {dataset} +cross-validated R@10 {RECALL} \(search alone {RECALL}\).*", out), out
+
+
+def test_backends_compares_sqlite_with_postgresql(tmp_path, request):
+    # 100 pages through ingest, 200 through write_history; one server process per backend.
+    out = bench(
+        "backends.py",
+        *("--sizes", "100,200", "--bulk-above", 150, "--samples", 5, "--seconds", 1, "--processes", 1),
+        *("--db-url", postgres_url(request), "--out", tmp_path / "backends.json"),
+    )
+    for pages in (100, 200):
+        for backend in ("sqlite", "postgresql"):
+            assert lines(rf"\| {pages} \| {backend}( \| {NUM}){{5}} \|", out), out
+    for backend in ("sqlite", "postgresql"):
+        assert lines(rf"\| 1 \| {backend} \| {NUM} \| \d+ \|", out), out
