@@ -10,6 +10,8 @@ import secrets
 import socket
 import sqlite3
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -23,6 +25,7 @@ from memvm.resources.budget import reserved_tokens
 from memvm.ui.app import create_app
 from memvm.ui.graceful import GRACE_S, GracefulServer
 from memvm.ui.security import one_token
+from starlette.types import ASGIApp
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -70,7 +73,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"memvm: cannot listen on {args.host}:{args.port} ({exc.strerror})", file=sys.stderr)
         return 2
     try:
-        anyio.run(_serve, db, args.namespace, args.host, listener, args.read_only)
+        with listener:
+            anyio.run(_serve, db, args.namespace, args.host, listener, args.read_only)
     except KeyboardInterrupt:
         # Ctrl-C before the server took over the signals (while the database was opening).
         return 130
@@ -104,7 +108,12 @@ def listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-async def _serve(db: str, namespace: str, host: str, listener: socket.socket, read_only: bool) -> None:
+@asynccontextmanager
+async def opened_view(
+    db: str, namespace: str, token: str, *, read_only: bool = False
+) -> AsyncIterator[ASGIApp]:
+    """The view `memvm ui` serves: the database opened (read-only if asked), and the app over it
+    that shows `namespace` to requests carrying the bearer `token`. The engine closes on exit."""
     engine = await Engine.open(db, EngineConfig(read_only=read_only), reserve=reserved_tokens)
     try:
         async with engine.db.read(namespace) as conn:
@@ -114,9 +123,15 @@ async def _serve(db: str, namespace: str, host: str, listener: socket.socket, re
             print(
                 f"memvm: namespace {namespace} holds no pages yet in {shown(db)}", file=sys.stderr, flush=True
             )
+        yield create_app(lambda: engine, namespace_of=one_token(token, namespace))
+    finally:
+        await engine.close()
+
+
+async def _serve(db: str, namespace: str, host: str, listener: socket.socket, read_only: bool) -> None:
+    token = secrets.token_urlsafe(24)
+    async with opened_view(db, namespace, token, read_only=read_only) as app:
         port = listener.getsockname()[1]
-        token = secrets.token_urlsafe(24)
-        app = create_app(lambda: engine, namespace_of=one_token(token, namespace))
         address = f"[{host}]" if ":" in host else host
         config = uvicorn.Config(
             app,
@@ -128,5 +143,3 @@ async def _serve(db: str, namespace: str, host: str, listener: socket.socket, re
         # In the fragment, which the browser never sends: the page's script takes it from there.
         server = GracefulServer(config, lambda: print(f"http://{address}:{port}/#token={token}", flush=True))
         await server.serve(sockets=[listener])
-    finally:
-        await engine.close()

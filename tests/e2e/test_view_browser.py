@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import db_rows
 from tests.e2e.browser import screenshot
-from tests.ui.seed import seed
+from tests.seeding import chat_with_note, seed
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -25,7 +25,7 @@ HOSTILE = "our staging cluster is heron <img src=x onerror=\"document.title='own
 def seeded(db_url: str) -> str:
     """A database (on each backend) with a conversation and a note; named before `page`, so it runs
     before the browser."""
-    seed(db_url, HOSTILE, "Noted: the staging cluster is heron.")
+    seed(db_url, chat_with_note(HOSTILE, "Noted: the staging cluster is heron."))
     return db_url
 
 

@@ -265,8 +265,9 @@ HOSTILE = {
 def test_redaction_takes_time_linear_in_the_text_whatever_it_holds(text):
     started = time.perf_counter()
     redact(text)
-    # A generous bound for a busy machine: a linear pass over 300 KB takes milliseconds.
-    assert time.perf_counter() - started < 5
+    # A sanity bound, not a measurement (a busy machine is slow): a linear pass over 300 KB takes
+    # milliseconds, a quadratic one billions of steps.
+    assert time.perf_counter() - started < 60
 
 
 MISSED_BEFORE = [

@@ -1,97 +1,53 @@
 """The operator's commands on real files: doctor, export / import (exact round trip) and backup.
 
-They run through `memvm`'s own entry point (`main`), as a person would type them; the database is
-filled through the engine so that every table that holds memory has rows.
+They run in this process through `memvm`'s own entry point, as a person would type them; the
+database is filled through the engine so that every table that holds memory has rows.
 """
 
 import json
+import shutil
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 import anyio
 import pytest
-from memvm.engine import Engine
 from memvm.engine.clock import ManualClock
-from memvm.engine.models import Level, ToolOutcome
 from memvm.engine.operations.transfer import memory_tables
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
-from memvm.server.cli import main
 
-from tests.conftest import assistant, db_rows, long_text, note, user
+from tests.commands import Done, run
+from tests.conftest import db_rows
+from tests.seeding import every_table, notes, opened, seed
 
 NAMESPACES = ("acme", "globex")
 
 
-async def fill(db: Path) -> None:
-    """Memory in two namespaces touching every table: pages, faults, bindings, guards, outcomes."""
-    engine = await Engine.open(db)
-    try:
-        for ns in NAMESPACES:
-            s = {"namespace": ns, "session": f"{ns}-trip"}
-            await engine.ingest(
-                **s,
-                messages=[
-                    user(f"Book {ns} a table for 4 at 19:30, budget 1,800 — naïve café ✓"),
-                    assistant('Looking for a table.\nQuotes "inside" and a tab\tnow.'),
-                ],
-            )
-            stored = await engine.remember(**s, page=note(long_text(f"{ns} boiler", 30), importance=0.3))
-            await engine.remember(**s, page=note("The user prefers window seats."), key="seats")
-            # A rewrite keeps the first as a superseded version; a page that expires in a month.
-            await engine.remember(**s, page=note("The user prefers window seats, aisle if not."), key="seats")
-            await engine.remember(
-                **s, page=note("Gate code 4471 for the trip."), key="gate", ttl_seconds=30 * 86_400
-            )
-            await engine.page_fault(**s, page_id=stored.page_id, target_level=Level.REDUCED)
-            await engine.pin_page(**s, page_id=stored.page_id, pinned=True)
-            await engine.bind_value(
-                **s, tool="fx_rate", args={"pair": "EURUSD"}, value=1.0862, name="eur_usd"
-            )
-            await engine.bind_value(**s, tool="menu", args={}, value={"starters": [4.5, 7.25]})
-            await engine.check_tool_call(**s, tool="pay", args={"usd": 123.456})
-            await engine.check_ungrounded(**s, args={"amount": 99})
-            failed = ToolOutcome(
-                tool="book_table",
-                args={"party": 4, "time": "7:30pm"},
-                outcome="failure",
-                error_type="ValidationError",
-                error_message="time must be HH:MM",
-                duration_ms=12.5,
-            )
-            await engine.record_tool_outcome(**s, call=failed)
-            fixed = ToolOutcome(
-                tool="book_table",
-                args={"party": 4, "time": "19:30"},
-                outcome="success",
-                result=1.0 / 3.0,
-                goal="book dinner",
-            )
-            await engine.record_tool_outcome(**s, call=fixed)
-            await engine.record_hook_event(
-                **s, host="claude-code", digest=f"{ns}-event", event="PreToolUse", answer="denied"
-            )
-    finally:
-        await engine.close()
-
-
-@pytest.fixture
-def filled(tmp_path: Path) -> Path:
-    db = tmp_path / "memvm.db"
-    anyio.run(fill, db)
-    with sqlite3.connect(db) as conn:
+@pytest.fixture(scope="module")
+def filled_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = seed(tmp_path_factory.mktemp("filled") / "memvm.db", every_table(NAMESPACES))
+    with closing(sqlite3.connect(db)) as conn:
         empty = [
             t.name for t in memory_tables(conn) if not conn.execute(f'SELECT 1 FROM "{t.name}"').fetchone()
         ]
     assert empty == []  # the round trip below covers every table
+    assert not Path(f"{db}-wal").exists()  # closed cleanly: the file is the whole database
+    return db
+
+
+@pytest.fixture
+def filled(filled_once: Path, tmp_path: Path) -> Path:
+    """A copy of the filled database of its own for each test."""
+    db = tmp_path / "memvm.db"
+    shutil.copyfile(filled_once, db)
     return db
 
 
 async def answers_of(db: Path | str) -> tuple:
     """What the tools answer from `db`: search, a working set, procedures and a fault."""
-    engine = await Engine.open(db)
-    try:
+    async with opened(db) as engine:
         found = await engine.search(namespace="acme", session="acme-trip", query="window seats")
         view = await engine.working_set(namespace="acme", session="acme-trip")
         knowledge = await engine.procedural_knowledge(namespace="acme", tools=["book_table"])
@@ -102,24 +58,18 @@ async def answers_of(db: Path | str) -> tuple:
             knowledge.model_dump(),
             fault.content,
         )
-    finally:
-        await engine.close()
 
 
-def run(*argv: str | Path) -> int:
-    return main([str(arg) for arg in argv])
-
-
-def test_export_then_import_then_export_is_byte_for_byte_the_same(filled, tmp_path, capsys):
+def test_export_then_import_then_export_is_byte_for_byte_the_same(filled, tmp_path):
     first, second, copy = tmp_path / "first.jsonl", tmp_path / "second.jsonl", tmp_path / "copy.db"
-    assert run("export", "--db", filled, "--out", first) == 0
-    assert run("import", first, "--db", copy) == 0
-    assert run("export", "--db", copy, "--out", second) == 0
+    assert run("export", "--db", filled, "--out", first).status == 0
+    imported = run("import", first, "--db", copy)
+    assert run("export", "--db", copy, "--out", second).status == 0
     assert first.read_bytes() == second.read_bytes()
     rows = [json.loads(line) for line in first.read_text(encoding="utf-8").splitlines()]
     assert rows[-1] == {"end": True, "rows": len(rows) - 2}
     assert "naïve café ✓" in first.read_text(encoding="utf-8")  # text kept as text
-    assert "imported" in capsys.readouterr().out
+    assert imported.status == 0 and imported.stdout == f"imported {len(rows) - 2} rows into {copy}\n"
 
 
 def test_an_imported_database_searches_and_serves_like_the_original(filled, tmp_path):
@@ -128,12 +78,12 @@ def test_an_imported_database_searches_and_serves_like_the_original(filled, tmp_
     run("import", export, "--db", copy)
 
     assert anyio.run(answers_of, copy) == anyio.run(answers_of, filled)
-    assert run("doctor", "--db", copy) == 0
+    assert run("doctor", "--db", copy).status == 0
 
 
 def test_export_of_one_namespace_holds_only_its_rows(filled, tmp_path):
     out = tmp_path / "acme.jsonl"
-    assert run("export", "--db", filled, "--namespace", "acme", "--out", out) == 0
+    assert run("export", "--db", filled, "--namespace", "acme", "--out", out).status == 0
     rows = [json.loads(line)["row"] for line in out.read_text(encoding="utf-8").splitlines()[1:-1]]
     assert rows and {row["namespace"] for row in rows} == {"acme"}
 
@@ -153,15 +103,11 @@ def test_export_of_one_namespace_holds_only_its_rows(filled, tmp_path):
     ],
     ids=["truncated", "row-missing", "other-schema", "no-header", "garbage-line", "unknown-column"],
 )
-def test_a_damaged_export_is_refused_in_one_line_and_imports_nothing(filled, tmp_path, capsys, damage, says):
+def test_a_damaged_export_is_refused_in_one_line_and_imports_nothing(filled, tmp_path, damage, says):
     export, damaged, copy = tmp_path / "all.jsonl", tmp_path / "damaged.jsonl", tmp_path / "copy.db"
     run("export", "--db", filled, "--out", export)
     damaged.write_text("\n".join(damage(export.read_text(encoding="utf-8").splitlines())) + "\n")
-    capsys.readouterr()
-    assert run("import", damaged, "--db", copy) == 2
-    error = capsys.readouterr().err
-    assert error.startswith("memvm: ") and error.count("\n") == 1 and says in error
-    assert "Traceback" not in error
+    assert says in run("import", damaged, "--db", copy).refusal()
     if says == "not a memvm export":
         assert not copy.exists()  # a file with no header is refused before a database is made
         return
@@ -169,24 +115,24 @@ def test_a_damaged_export_is_refused_in_one_line_and_imports_nothing(filled, tmp
         assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 0
 
 
-def test_import_refuses_a_database_that_already_holds_memory(filled, tmp_path, capsys):
+def test_import_refuses_a_database_that_already_holds_memory(filled, tmp_path):
     export, again = tmp_path / "all.jsonl", tmp_path / "again.jsonl"
     run("export", "--db", filled, "--out", export)
-    assert run("import", export, "--db", filled) == 2
-    assert "already holds memory" in capsys.readouterr().err
+    assert "already holds memory" in run("import", export, "--db", filled).refusal()
     run("export", "--db", filled, "--out", again)
     assert again.read_bytes() == export.read_bytes()  # nothing added, nothing doubled
 
 
-def test_doctor_reports_a_healthy_file(filled, capsys):
-    assert run("doctor", "--db", filled) == 0
-    report = capsys.readouterr().out
+def test_doctor_reports_a_healthy_file(filled):
+    done = run("doctor", "--db", filled)
+    report = done.stdout
+    assert done.status == 0
     assert f"schema {SCHEMA_VERSION} (this memvm: {SCHEMA_VERSION})" in report and report.rstrip().endswith(
         "healthy"
     )
-    assert run("doctor", "--db", filled, "--json") == 0
-    found = json.loads(capsys.readouterr().out)
-    assert found["healthy"] and found["pages"] > 0 and found["namespaces"] == 2
+    done = run("doctor", "--db", filled, "--json")
+    found = json.loads(done.stdout)
+    assert done.status == 0 and found["healthy"] and found["pages"] > 0 and found["namespaces"] == 2
     assert found["checks"] == {
         "integrity": "ok",
         "owner": "ok",
@@ -197,34 +143,30 @@ def test_doctor_reports_a_healthy_file(filled, capsys):
     }
 
 
-def test_gc_deletes_the_expired_pages_that_doctor_counts(db_url, capsys):
-    async def write_an_hour_ago() -> None:
-        engine = await Engine.open(db_url, clock=ManualClock(time.time() - 3600))
-        try:
-            for key in ("parking", "wifi-code"):
-                await engine.remember(namespace="acme", session="s", page=note(key), key=key, ttl_seconds=60)
-            await engine.remember(namespace="acme", session="s", page=note("lasting"), key="lasting")
-            await engine.remember(
-                namespace="acme", session="s", page=note("for a day"), key="day", ttl_seconds=86_400
-            )
-        finally:
-            await engine.close()
-
-    anyio.run(write_an_hour_ago)
-    assert run("doctor", "--db", db_url, "--json") == 0
-    assert json.loads(capsys.readouterr().out)["expired_waiting"] == 2
-    assert run("doctor", "--db", db_url) == 0
-    assert "4 pages (2 expired, waiting for memvm gc)" in capsys.readouterr().out
-    assert run("gc", "--db", db_url) == 0
-    assert capsys.readouterr().out == f"deleted 2 expired pages from {shown(db_url)}\n"
+def test_gc_deletes_the_expired_pages_that_doctor_counts(db_url):
+    an_hour_ago = ManualClock(time.time() - 3600)
+    seed(
+        db_url,
+        notes("parking", "wifi-code", keys=["parking", "wifi-code"], namespace="acme", ttl_seconds=60),
+        notes("lasting", keys=["lasting"], namespace="acme"),
+        notes("for a day", keys=["day"], namespace="acme", ttl_seconds=86_400),
+        clock=an_hour_ago,
+    )
+    doctor = run("doctor", "--db", db_url, "--json")
+    assert doctor.status == 0 and json.loads(doctor.stdout)["expired_waiting"] == 2
+    doctor = run("doctor", "--db", db_url)
+    assert doctor.status == 0 and "4 pages (2 expired, waiting for memvm gc)" in doctor.stdout
+    assert run("gc", "--db", db_url) == Done(0, f"deleted 2 expired pages from {shown(db_url)}\n", "")
     assert sorted(db_rows(db_url, "SELECT page_id FROM pages")) == [("day",), ("lasting",)]
-    assert run("gc", "--db", db_url) == 0
-    assert capsys.readouterr().out.startswith("deleted 0 expired pages")
+    again = run("gc", "--db", db_url)
+    assert again.status == 0 and again.stdout.startswith("deleted 0 expired pages")
 
 
-def test_gc_on_a_missing_file_says_so_in_one_line(tmp_path, capsys):
-    assert run("gc", "--db", tmp_path / "none.db") == 2
-    assert capsys.readouterr().err.strip() == f"memvm: there is no database at {tmp_path / 'none.db'}"
+def test_gc_on_a_missing_file_says_so_in_one_line(tmp_path):
+    assert (
+        run("gc", "--db", tmp_path / "none.db").refusal()
+        == f"memvm: there is no database at {tmp_path / 'none.db'}"
+    )
     assert not (tmp_path / "none.db").exists()
 
 
@@ -257,36 +199,38 @@ def break_search_index(conn: sqlite3.Connection) -> None:
     ],
     ids=["unindexed-page", "index-blocks", "page-counts", "old-schema"],
 )
-def test_doctor_names_each_problem_and_exits_1(filled, capsys, damage, check, says):
+def test_doctor_names_each_problem_and_exits_1(filled, damage, check, says):
     with sqlite3.connect(filled) as conn:
         damage(conn)
-    assert run("doctor", "--db", filled, "--json") == 1
-    found = json.loads(capsys.readouterr().out)
+    done = run("doctor", "--db", filled, "--json")
+    assert done.status == 1
+    found = json.loads(done.stdout)
     assert not found["healthy"] and any(says in problem for problem in found["problems"])
     if check:
         assert found["checks"][check] != "ok"
 
 
-def test_doctor_on_garbage_or_nothing_says_so_without_a_traceback(tmp_path, capsys):
+def test_doctor_on_garbage_or_nothing_says_so_without_a_traceback(tmp_path):
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"this is not a database at all" * 200)
-    assert run("doctor", "--db", garbage) == 1
-    assert "not a usable SQLite database" in capsys.readouterr().out
-    assert run("doctor", "--db", tmp_path / "missing.db") == 2
-    assert capsys.readouterr().err.startswith("memvm: there is no database at")
+    done = run("doctor", "--db", garbage)
+    assert done.status == 1 and "not a usable SQLite database" in done.stdout
+    assert "Traceback" not in done.stderr
+    assert (
+        run("doctor", "--db", tmp_path / "missing.db").refusal().startswith("memvm: there is no database at")
+    )
 
 
-def test_backup_is_a_checked_copy_and_never_overwrites(filled, tmp_path, capsys):
+def test_backup_is_a_checked_copy_and_never_overwrites(filled, tmp_path):
     target = tmp_path / "backup.db"
-    assert run("backup", target, "--db", filled) == 0
-    assert "backed up" in capsys.readouterr().out
-    assert run("doctor", "--db", target) == 0
+    done = run("backup", target, "--db", filled)
+    assert done.status == 0 and done.stdout.startswith("backed up ") and str(target) in done.stdout
+    assert run("doctor", "--db", target).status == 0
     with sqlite3.connect(filled) as original, sqlite3.connect(target) as copy:
         query = "SELECT page_id, content FROM pages JOIN page_texts USING (rowid) ORDER BY rowid"
         assert copy.execute(query).fetchall() == original.execute(query).fetchall()
     assert not Path(str(target) + "-wal").exists() or Path(str(target) + "-wal").stat().st_size == 0
-    assert run("backup", target, "--db", filled) == 2
-    assert "already exists" in capsys.readouterr().err
+    assert "already exists" in run("backup", target, "--db", filled).refusal()
 
 
 # Rows that fit their table's SQL but break what the tools keep; each used to be imported, to
@@ -387,9 +331,7 @@ BAD_ROWS = {
 }
 
 
-def test_import_refuses_and_doctor_reports_every_row_that_breaks_a_rule(
-    filled, tmp_path, capsys, report_figure
-):
+def test_import_refuses_and_doctor_reports_every_row_that_breaks_a_rule(filled, tmp_path, report_figure):
     refused = found = 0
     for n, (damage, (sql, row, rule)) in enumerate(BAD_ROWS.items()):
         db = tmp_path / f"bad{n}.db"
@@ -397,17 +339,15 @@ def test_import_refuses_and_doctor_reports_every_row_that_breaks_a_rule(
         with sqlite3.connect(db) as conn:
             conn.execute(sql)
             assert conn.total_changes >= 1, damage
-        capsys.readouterr()
-        assert run("doctor", "--db", db) == 1, damage
-        report = capsys.readouterr().out
+        doctor = run("doctor", "--db", db)
+        assert doctor.status == 1, damage
+        report = doctor.stdout
         assert row in report and rule in report, (damage, report)
         found += 1
 
         export, copy = tmp_path / f"bad{n}.jsonl", tmp_path / f"copy{n}.db"
-        assert run("export", "--db", db, "--out", export) == 0
-        capsys.readouterr()
-        assert run("import", export, "--db", copy) == 2, damage
-        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert run("export", "--db", db, "--out", export).status == 0
+        line = run("import", export, "--db", copy).refusal()
         assert line.startswith("memvm: table ") and row in line and rule in line, (damage, line)
         assert line.endswith("nothing was imported")
         with sqlite3.connect(copy) as conn:

@@ -1,62 +1,32 @@
 """Stopping a server the way people do: Ctrl-C (SIGINT) or SIGTERM ends `memvm ui` and `memvm serve`
-over HTTP at once, with exit status 0, no traceback, and the database closed (its WAL folded back)."""
+over HTTP at once, with exit status 0, no traceback, and the database closed (its WAL folded back).
+
+Signals go to real processes: these tests are of the slow stage.
+"""
 
 import re
 import signal
 import socket
 import sqlite3
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import anyio
 import pytest
-from memvm.engine import Engine, EngineConfig
 
-from tests.ui.seed import seed
+from tests.commands import LIMIT, started
+from tests.seeding import bindings, chat_with_note, seed
 
-MEMVM = Path(sys.executable).with_name("memvm")
-LIMIT = 60  # seconds; generous on a busy machine
-
-
-@contextmanager
-def running(args: list[str]) -> Iterator[subprocess.Popen[str]]:
-    """`memvm ARGS` as a process; killed at the end if the test left it running."""
-    with subprocess.Popen(
-        [str(MEMVM), *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
-        try:
-            yield process
-        finally:
-            if process.poll() is None:
-                process.kill()
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("command", ["ui", "serve"])
 def test_a_signal_stops_the_server_cleanly(tmp_path, command, sig):
     db = tmp_path / "m.db"
-    seed(db, "hello", "hi")
-    args = ["ui", "--db", str(db)]
+    seed(db, chat_with_note("hello", "hi"))
+    args = ["ui", "--db", db]
     if command == "serve":
-        args = [
-            "serve",
-            "--db",
-            str(db),
-            "--transport",
-            "streamable-http",
-            "--port",
-            "0",
-            "--log-level",
-            "INFO",
-        ]
-    with running(args) as process:
+        args = ["serve", "--db", db, "--transport", "streamable-http", "--port", "0", "--log-level", "INFO"]
+    with started(*args) as process:
         # Running once it says where: the URL on stdout (ui), uvicorn's line on stderr (serve).
         stream = process.stdout if command == "ui" else process.stderr
         assert stream is not None
@@ -74,20 +44,9 @@ def test_a_signal_stops_the_server_cleanly(tmp_path, command, sig):
 
 def test_a_signal_during_a_slow_download_stops_the_view_after_a_short_grace(tmp_path):
     db = tmp_path / "m.db"
-    seed(db, "hello", "hi")
-
-    async def fill() -> None:
-        engine = await Engine.open(db, EngineConfig())
-        try:
-            for i in range(40):  # 36 MB of export: more than the sockets' buffers hold
-                await engine.bind_value(
-                    namespace="default", session="s1", tool="dump", args={"i": i}, value="x" * 900_000
-                )
-        finally:
-            await engine.close()
-
-    anyio.run(fill)
-    with running(["ui", "--db", str(db)]) as process:
+    # 36 MB of export: more than the sockets' buffers hold.
+    seed(db, chat_with_note("hello", "hi"), bindings(*["x" * 900_000] * 40, tool="dump"))
+    with started("ui", "--db", db) as process:
         assert process.stdout is not None
         host, port, token = re.match(
             r"http://([^:]+):(\d+)/#token=(\S+)", process.stdout.readline().strip()

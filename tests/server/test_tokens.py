@@ -1,10 +1,10 @@
 import json
-import subprocess
-import sys
 
 import pytest
 from memvm.server.http import is_loopback, transport_security
 from memvm.server.tokens import NamespaceTokens, TokenFileError, load_tokens
+
+from tests.commands import run
 
 pytestmark = pytest.mark.anyio
 
@@ -92,16 +92,7 @@ def test_a_tokens_file_in_a_folder_anyone_may_write_is_refused_unless_the_folder
 
 def _serve_refused(tmp_path, *flags: str) -> str:
     """The one line `memvm serve` refuses its settings with (exit 2, nothing on stdout)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "memvm.server", "serve", "--db", str(tmp_path / "m.db"), *flags],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 2 and done.stdout == ""
-    (line,) = done.stderr.strip().splitlines()
-    return line
+    return run("serve", "--db", tmp_path / "m.db", *flags).refusal()
 
 
 def test_the_cli_says_an_empty_tokens_file_is_not_json_in_one_sentence(tmp_path):

@@ -1,8 +1,5 @@
-"""Running a command where a read-only folder really is read-only, as root too.
-
-Root ignores file modes, and CI runs as root: there the command runs as the `nobody` user (through
-util-linux's setpriv), for whom `chmod a-w` denies writes as it does for anyone else.
-"""
+"""Folders for a command run as a user that file modes bind (tests/commands.py, run_unprivileged):
+one that user can reach, and files and folders made read-only for everyone, that user included."""
 
 import os
 import shutil
@@ -11,19 +8,6 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import pytest
-
-NOBODY = 65534
-
-
-def unprivileged(argv: list[str]) -> list[str]:
-    """`argv`, run as a user that file modes bind."""
-    if os.geteuid() != 0:
-        return argv
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: file modes cannot be enforced")
-    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
 
 
 @contextmanager

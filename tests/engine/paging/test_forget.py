@@ -7,6 +7,7 @@ import pytest
 from memvm.engine.models import Outcome, ToolOutcome
 
 from tests.conftest import NS, db_rows, long_text, note, user
+from tests.seeding import Fill, fill, notes
 
 pytestmark = pytest.mark.anyio
 
@@ -31,18 +32,17 @@ def tool_result(secret: str) -> ToolOutcome:
     )
 
 
-async def fill(engine, pages: int = 30) -> None:
+def orchard(pages: int = 30) -> Fill:
     """Other pages around the forgotten one, so the index has segments of its own to merge."""
-    for i in range(pages):
-        await engine.remember(namespace=NS, session="s", page=note(long_text(f"orchard {i}", 4)))
+    return notes(*(long_text(f"orchard {i}", 4) for i in range(pages)))
 
 
 @pytest.mark.sqlite_only
 async def test_forgotten_text_is_gone_from_the_file_and_its_wal(engine, db_path):
     secret = token()
-    await fill(engine)
+    await fill(engine, orchard())
     stored = await engine.remember(namespace=NS, session="s", page=note(f"the vault phrase is {secret}"))
-    await fill(engine, 5)
+    await fill(engine, orchard(5))
     await engine.page_fault(namespace=NS, session="s", page_id=stored.page_id)
     assert secret.encode() in stored_bytes(db_path)
     result = await engine.forget(namespace=NS, session="s", page_id=stored.page_id)
@@ -55,7 +55,7 @@ async def test_forgotten_text_is_gone_from_the_file_and_its_wal(engine, db_path)
 @pytest.mark.sqlite_only
 async def test_every_earlier_text_of_a_rewritten_key_is_gone_after_forget(engine, db_path):
     first, second = token(), token()
-    await fill(engine, 10)
+    await fill(engine, orchard(10))
     await engine.remember(namespace=NS, session="s", page=note(f"wifi password {first}"), key="wifi")
     await engine.remember(namespace=NS, session="s", page=note(f"wifi password {second}"), key="wifi")
     await engine.forget(namespace=NS, session="s", page_id="wifi")
@@ -143,7 +143,7 @@ async def test_forget_purges_on_both_backends_and_leaves_other_rows(engine, db_u
 @pytest.mark.sqlite_only
 async def test_gc_takes_an_expired_pages_text_and_its_versions_out_of_the_file(engine, clock, db_path):
     first, second = token(), token()
-    await fill(engine, 10)
+    await fill(engine, orchard(10))
     page = note(f"door code {first}")
     await engine.remember(namespace=NS, session="s", page=page, key="door", ttl_seconds=60)
     await engine.remember(

@@ -59,7 +59,7 @@ async def test_page_rows_hold_no_long_text_so_a_manifest_over_large_pages_stays_
         async with anyio.create_task_group() as group:
             group.start_soon(manifest)
             group.start_soon(other_tenant)
-    assert manifest_s < 2.0  # a generous bound
+    assert manifest_s < 60  # a sanity bound, not a measurement: the figure below says how long
     report_figure(
         f"large_pages: pages={PAGES} chars_each={CHARS_EACH} manifest_s={manifest_s:.3f} "
         f"other_search_p50_ms={statistics.median(searches) * 1000:.1f}"

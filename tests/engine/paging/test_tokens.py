@@ -1,9 +1,9 @@
-import subprocess
-import sys
-import textwrap
+import socket
 
 import pytest
+import tiktoken.registry
 from memvm.engine.errors import InvalidArgument
+from memvm.engine.paging import tokens
 from memvm.engine.paging.tokens import TokenCounter
 
 SAMPLES = [
@@ -14,32 +14,26 @@ SAMPLES = [
 ]
 
 
-def test_known_string_counts_are_exact_with_downloads_impossible(tmp_path):
-    # A fresh process with an empty tiktoken cache and every proxy pointing at a closed port:
-    # any attempt to download an encoding would fail, so a count proves the data is installed.
-    script = textwrap.dedent(
-        """
-        import socket
-        def refuse(*args, **kwargs):
-            raise OSError("network disabled in this test")
-        socket.socket.connect = refuse
-        socket.create_connection = refuse
-        from memvm.engine.paging.tokens import TokenCounter
-        counter = TokenCounter("o200k_base")
-        print(counter.count("hello world"), counter.count("The quick brown fox jumps over the lazy dog."))
-        """
-    )
-    env = {
-        "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache"),
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "PATH": "/usr/bin:/bin",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["2", "10"]
+def test_known_string_counts_are_exact_with_downloads_impossible(tmp_path, monkeypatch):
+    # Built afresh (none of this process's encodings, nor tiktoken's own), with an empty tiktoken
+    # cache and every connection refused: any attempt to download an encoding would fail, so a
+    # count proves the data is installed.
+    def refuse(*args, **kwargs):
+        raise OSError("network disabled in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
+    for proxy in ("HTTPS_PROXY", "HTTP_PROXY"):
+        monkeypatch.setenv(proxy, "http://127.0.0.1:9")
+    monkeypatch.setattr(tokens, "_builds", {})
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    counter = TokenCounter("o200k_base")
+    assert [counter.count("hello world"), counter.count("The quick brown fox jumps over the lazy dog.")] == [
+        2,
+        10,
+    ]
+    assert "o200k_base" in tokens._builds
 
 
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
