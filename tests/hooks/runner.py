@@ -5,26 +5,19 @@ the `memvm` script calls), with the event on stdin and the answer read from stdo
 host's process runs, without a Python start and the engine's imports per event. It answers each
 event itself (`--background-idle 0`), as the real process does for the first event of a database.
 `run_hook_process` starts the real process, for the tests of the process itself (the background
-process, stdin, exit codes), which run in the end-to-end stage.
+process, stdin, exit codes), which run in the end-to-end stage. Both run through tests/commands.py.
 """
 
 import contextlib
-import io
 import json
 import os
 import signal
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from memvm.hooks.entry import main as memvm_main
-
+from tests.commands import run, run_process
 from tests.conftest import db_rows
-
-MEMVM = Path(sys.executable).with_name("memvm")
 
 Answer = tuple[dict[str, Any], list[str]]
 
@@ -46,35 +39,16 @@ def run_hook(host: str, db: Path | str, event: Any, *extra: str) -> Answer:
 
 
 def run_in_process(argv: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `memvm ARGV` run through the script's own main in this process.
-
-    Stdin is a real file, as a host's pipe is: the hook reads it by file descriptor.
-    """
-    out, err = io.StringIO(), io.StringIO()
-    with tempfile.TemporaryFile() as given:
-        given.write(stdin)
-        given.seek(0)
-        saved = sys.stdin
-        sys.stdin = given  # type: ignore[assignment]
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = memvm_main(argv)
-        finally:
-            sys.stdin = saved
-    return code, out.getvalue(), err.getvalue()
+    """(exit code, stdout, stderr) of `memvm ARGV` run through the script's own main in this process."""
+    done = run(*argv, stdin=stdin)
+    return done.status, done.stdout, done.stderr
 
 
 def run_hook_process(host: str, db: Path | str, event: Any, *extra: str) -> Answer:
     """As `run_hook`, through the real `memvm hook` process with its background process."""
-    done = subprocess.run(
-        [str(MEMVM), "hook", host, "--db", str(db), *extra],
-        input=_event_bytes(event),
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout), done.stderr.decode().splitlines()
+    done = run_process("hook", host, "--db", str(db), *extra, stdin=_event_bytes(event))
+    assert done.status == 0, done.stderr
+    return json.loads(done.stdout), done.stderr.splitlines()
 
 
 def rows(db: Path | str, sql: str) -> list[tuple[Any, ...]]:

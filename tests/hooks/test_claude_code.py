@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from tests.commands import run_process
 from tests.hooks import claude_code_events as cc
-from tests.hooks.runner import MEMVM, rows, run_hook, run_in_process, transcript, verdicts
+from tests.hooks.runner import rows, run_hook, run_in_process, transcript, verdicts
 
 NS = "default"
 
@@ -189,11 +190,9 @@ def test_a_mistyped_hook_command_answers_empty_instead_of_blocking(tmp_path):
 
 @pytest.mark.slow
 def test_a_mistyped_hook_command_run_by_the_host_exits_0_with_an_empty_answer(tmp_path):
-    done = subprocess.run(
-        [str(MEMVM), "hook", "claude-codee"], input=b"{}", capture_output=True, timeout=60, check=False
-    )
-    assert (done.returncode, json.loads(done.stdout)) == (0, {})
-    assert len(done.stderr.decode().splitlines()) == 1
+    done = run_process("hook", "claude-codee", stdin=b"{}")
+    assert (done.status, json.loads(done.stdout)) == (0, {})
+    assert len(done.stderr.splitlines()) == 1
 
 
 @pytest.mark.slow

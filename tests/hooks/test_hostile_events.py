@@ -11,8 +11,9 @@ import memvm.hooks.recall
 import pytest
 from memvm.engine.hosts.hook_journal import journal_path, skipped_events
 
+from tests.commands import command
 from tests.hooks import claude_code_events as cc
-from tests.hooks.runner import MEMVM, background_pids, run_hook, run_hook_process, wait_for_background
+from tests.hooks.runner import background_pids, run_hook, run_hook_process, wait_for_background
 from tests.hooks.test_hook_doctor import doctor, doctor_json
 
 
@@ -90,7 +91,7 @@ def test_stdin_left_open_gets_an_answer_within_seconds(tmp_path):
     db = tmp_path / "m.db"
     started = time.monotonic()
     hook = subprocess.Popen(
-        [str(MEMVM), "hook", "claude-code", "--db", str(db)],
+        command("hook", "claude-code", "--db", str(db)),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
