@@ -5,6 +5,7 @@ input they refuse."""
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import anyio
@@ -12,9 +13,18 @@ import pytest
 from memvm.engine import Engine
 from memvm.engine.operations.importers.keys import digest
 
+from tests import commands
 from tests.conftest import db_rows
 from tests.engine.operations.test_importers import ALPHA, FIXTURES, edited_fixture
-from tests.server.test_operations import run
+
+
+def run(*argv: str | Path) -> int:
+    """`memvm ARGV` in this process; what it printed is passed on for capsys to read."""
+    done = commands.run(*argv)
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    return done.status
+
 
 FORMATS = [
     ("server-memory", "memory.json", "3 entities, 2 relations: 3 written, 0 unchanged"),
