@@ -40,8 +40,8 @@ def test_the_demo_runs_end_to_end_and_shows_memory_bindings_and_fixes_surviving_
 
 def test_the_demo_ends_quietly_when_its_reader_stops_early(tmp_path):
     # `memvm demo | head -3`: the third line comes once the server answers; much more follows.
-    head, status, stderr = read_then_close("demo", "--db", str(tmp_path / "demo.db"), lines=3)
+    head, status, stderr = read_then_close("process", "demo", "--db", str(tmp_path / "demo.db"), lines=3)
     assert head[0].startswith("memvm demo — database:".encode())
     assert head[2].startswith("▶ Started `memvm serve`".encode())
     assert status == EXIT_READER_GONE
-    assert b"Traceback" not in stderr and b"BrokenPipeError" not in stderr, stderr.decode()[-2000:]
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr[-2000:]
