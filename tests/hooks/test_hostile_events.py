@@ -47,15 +47,18 @@ def test_arguments_too_deep_are_denied_by_the_background_process_which_stays(tmp
     assert background_pids(hook_runtime) == [pid]
 
 
-def test_json_nested_past_the_parser_is_skipped_and_journaled(tmp_path):
-    db = tmp_path / "m.db"
-    depth = 1_100
-    event = (
+def _nested_past_the_parser(depth: int = 1_100) -> bytes:
+    return (
         '{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"mcp__x__y","tool_input":{"a":'
         + "[" * depth
         + "]" * depth
         + "}}"
     ).encode()
+
+
+def test_json_nested_past_the_parser_is_skipped_and_journaled(tmp_path):
+    db = tmp_path / "m.db"
+    event = _nested_past_the_parser()
     answer, errors = run_hook("claude-code", db, event)
     assert answer == {} and len(errors) == 1
     [skipped] = skipped_events(db)
@@ -65,13 +68,7 @@ def test_json_nested_past_the_parser_is_skipped_and_journaled(tmp_path):
 @pytest.mark.slow
 def test_json_nested_past_the_parser_is_skipped_by_the_process_and_its_background_one(tmp_path):
     db = tmp_path / "m.db"
-    depth = 1_100
-    event = (
-        '{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"mcp__x__y","tool_input":{"a":'
-        + "[" * depth
-        + "]" * depth
-        + "}}"
-    ).encode()
+    event = _nested_past_the_parser()
     for _ in range(2):  # in its own process, then in the background process
         answer, errors = run_hook_process("claude-code", db, event)
         assert answer == {} and len(errors) == 1
