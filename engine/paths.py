@@ -7,17 +7,22 @@ from pathlib import Path
 from memvm.engine.storage.open import is_postgres_url
 
 
-def default_db_path() -> Path:
-    """$MEMVM_DB, else memvm.db in the per-user data directory of this platform."""
-    if env := os.environ.get("MEMVM_DB"):
-        return Path(env)
+def data_dir() -> Path:
+    """memvm's folder in the per-user data directory of this platform."""
     if sys.platform == "darwin":
         base = Path.home() / "Library" / "Application Support"
     elif sys.platform == "win32":
         base = Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming"))
     else:
         base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
-    return base / "memvm" / "memvm.db"
+    return base / "memvm"
+
+
+def default_db_path() -> Path:
+    """$MEMVM_DB, else memvm.db in the per-user data directory of this platform."""
+    if env := os.environ.get("MEMVM_DB"):
+        return Path(env)
+    return data_dir() / "memvm.db"
 
 
 def database_named(given: str | None) -> str:

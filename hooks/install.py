@@ -9,6 +9,8 @@ other hooks, other settings and keys inside `hooks` that are not events (Gemini 
 import copy
 import os
 import shlex
+import shutil
+import sys
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -18,12 +20,23 @@ from memvm.hooks.events import Host
 
 
 class Scope(StrEnum):
-    PROJECT = "project"  # the settings folder under the current directory
-    USER = "user"  # the settings folder under $HOME
+    LOCAL = "local"  # this project, this person: Claude Code's .claude/settings.local.json
+    PROJECT = "project"  # this project, the whole team: committed with it
+    USER = "user"  # every project, this person: under $HOME
+
+
+# Where a host keeps a personal setup when no scope is named: Claude Code has a per-project file
+# that is never committed; Gemini CLI's only personal file is the user's.
+DEFAULT_SCOPES: dict[Host, Scope] = {Host.CLAUDE_CODE: Scope.LOCAL, Host.GEMINI_CLI: Scope.USER}
 
 
 class SettingsRefused(Exception):
     """The settings file holds something memvm cannot merge into without guessing."""
+
+
+class InstallRefused(Exception):
+    """The install as asked cannot be written as asked (a scope the host lacks, a personal path
+    in a shared file, no memvm script to name); the message says what to do instead."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,7 @@ _EVENTS: dict[Host, tuple[_Event, ...]] = {
 # Each host's settings folder; the file inside is settings.json in both scopes.
 _FOLDERS: dict[Host, str] = {Host.CLAUDE_CODE: ".claude", Host.GEMINI_CLI: ".gemini"}
 SETTINGS_FILE = "settings.json"
+LOCAL_SETTINGS_FILE = "settings.local.json"  # Claude Code's own, kept out of version control by it
 
 # Gemini CLI deduplicates hooks by name across its settings layers; a named handler is also what
 # its `hooks.disabled` list refers to.
@@ -69,16 +83,41 @@ HANDLER_NAME = "memvm"
 
 
 def settings_path(host: Host, scope: Scope, cwd: Path, home: Path) -> Path:
+    if scope is Scope.LOCAL:
+        if host is not Host.CLAUDE_CODE:
+            raise InstallRefused(
+                f"{host.value} has no personal settings file per project: use --scope user (yours, "
+                "every project) or --scope project (shared with everyone who opens the project)"
+            )
+        return cwd / _FOLDERS[host] / LOCAL_SETTINGS_FILE
     base = cwd if scope is Scope.PROJECT else home
     return base / _FOLDERS[host] / SETTINGS_FILE
 
 
-def hook_command(host: Host, db: str | None, namespace: str | None) -> str:
-    """The shell command a host runs: `memvm hook HOST`, plus the database and namespace when given.
+def memvm_program() -> str:
+    """The absolute path of the `memvm` script this Python runs (the virtual environment's).
+
+    Hosts run hooks through a shell that may not have the virtual environment on its PATH, so a
+    personal settings file names the script itself."""
+    script = "memvm.exe" if sys.platform == "win32" else "memvm"
+    beside = Path(sys.executable).with_name(script)
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("memvm")
+    if found is None:
+        raise InstallRefused(
+            f"no memvm script beside {sys.executable} nor on PATH to name in the hook: run this "
+            "install with the memvm the host should call (.venv/bin/memvm hooks install ...)"
+        )
+    return os.path.abspath(found)
+
+
+def hook_command(host: Host, program: str, db: str | None, namespace: str | None) -> str:
+    """The shell command a host runs: `PROGRAM hook HOST`, plus the database and namespace when given.
 
     The database path is made absolute, because hosts run hooks from whatever directory the
     session is in."""
-    words = ["memvm", "hook", host.value]
+    words = [program, "hook", host.value]
     if db is not None:
         words += ["--db", os.path.abspath(os.path.expanduser(db))]
     if namespace is not None:
@@ -114,7 +153,8 @@ def is_ours(handler: Any, host: Host) -> bool:
         words = shlex.split(handler["command"])
     except ValueError:  # unbalanced quotes: someone else's command
         return False
-    return len(words) >= 3 and Path(words[0]).name == "memvm" and words[1:3] == ["hook", host.value]
+    program = Path(words[0]).name if words else ""
+    return len(words) >= 3 and program in ("memvm", "memvm.exe") and words[1:3] == ["hook", host.value]
 
 
 def merge(settings: Any, host: Host, command: str) -> dict[str, Any]:
@@ -159,6 +199,38 @@ def _update_ours(groups: list[dict[str, Any]], host: Host, command: str) -> bool
         handlers[:] = kept
     groups[:] = [g for g in groups if not any(g is e for e in emptied)]
     return found
+
+
+def remove(settings: Any, host: Host) -> dict[str, Any]:
+    """The settings without memvm's handlers for `host`; the argument itself is left unchanged.
+
+    A group left with no handler goes, and an event left with no group goes, when memvm's removal
+    emptied it: anything that was already empty, and every other handler, stays."""
+    if not isinstance(settings, dict):
+        raise SettingsRefused("it does not hold a JSON object")
+    kept = copy.deepcopy(settings)
+    hooks = kept.get("hooks")
+    if hooks is None:
+        return kept
+    if not isinstance(hooks, dict):
+        raise SettingsRefused('its "hooks" is not a JSON object')
+    for event, groups in list(hooks.items()):
+        if not isinstance(groups, list):
+            continue
+        emptied = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(handlers, list) and any(is_ours(h, host) for h in handlers):
+                handlers[:] = [h for h in handlers if not is_ours(h, host)]
+                if not handlers:
+                    emptied.append(group)
+        if emptied:
+            groups[:] = [g for g in groups if not any(g is e for e in emptied)]
+            if not groups:
+                del hooks[event]
+    if not hooks and "hooks" in settings and settings["hooks"] != {}:
+        del kept["hooks"]
+    return kept
 
 
 def disabled_by_name(settings: dict[str, Any]) -> bool:

@@ -1,9 +1,10 @@
-"""`memvm hooks install HOST`: merge memvm's hook entries into the host's settings file.
+"""`memvm hooks install|uninstall HOST`: merge memvm's hook entries into the host's settings file,
+or take exactly them out again.
 
-The file is read whole, merged in memory and written back through a temporary file and a rename,
+The file is read whole, changed in memory and written back through a temporary file and a rename,
 so a host that reads it meanwhile sees the old file or the new one, never half of either. The
-previous file is first copied beside it under a timestamped name; a run that would change
-nothing writes nothing at all.
+previous file is first copied into memvm's own data folder (never into the host's settings folder,
+where it would be read or committed); a run that would change nothing writes nothing at all.
 """
 
 import argparse
@@ -19,18 +20,32 @@ from pathlib import Path
 from typing import Any
 
 from memvm.engine.names import NAME_PATTERN
+from memvm.engine.paths import data_dir
 from memvm.hooks.events import Host
 from memvm.hooks.install import (
+    DEFAULT_SCOPES,
+    InstallRefused,
     Scope,
     SettingsRefused,
     disabled_by_name,
     entries,
     hook_command,
+    memvm_program,
     merge,
+    remove,
     settings_path,
 )
 
 EXIT_REFUSED = 2  # as argparse's own usage errors: nothing was written
+EXIT_READER_GONE = 141  # as a shell reports a program a closed pipe ended (`... --print | head`)
+# A shared file names memvm by name: each teammate's own install is on their own PATH.
+SHARED_PROGRAM = "memvm"
+
+_SCOPE_HELP = (
+    "local: yours, this project (Claude Code's .claude/settings.local.json; its default); "
+    "project: the team's, committed with the project (.claude/ or .gemini/settings.json); "
+    "user: yours, every project (under $HOME; Gemini CLI's default)"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,15 +53,14 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     install = commands.add_parser(
         "install",
-        help="merge memvm's hook entries into the host's settings.json, keeping everything already there",
+        help="merge memvm's hook entries into the host's settings file, keeping everything already there",
     )
-    install.add_argument("host", choices=[h.value for h in Host], help="the agent host to set up")
-    install.add_argument(
-        "--scope",
-        choices=[s.value for s in Scope],
-        default=Scope.PROJECT.value,
-        help="project: the settings folder under the current directory (default); user: under $HOME",
+    uninstall = commands.add_parser(
+        "uninstall", help="take memvm's hook entries out of the host's settings file, and nothing else"
     )
+    for command in (install, uninstall):
+        command.add_argument("host", choices=[h.value for h in Host], help="the agent host")
+        command.add_argument("--scope", choices=[s.value for s in Scope], help=_SCOPE_HELP)
     install.add_argument(
         "--print",
         action="store_true",
@@ -65,14 +79,17 @@ def _read(path: Path) -> Any:
         raise SettingsRefused("it is not JSON") from exc
 
 
-def _backup(path: Path) -> Path:
-    """Copy the file beside itself; an earlier backup is never overwritten."""
+def _backup(path: Path, host: Host) -> Path:
+    """Copy the file into memvm's data folder; an earlier backup is never overwritten."""
+    folder = data_dir() / "settings-backups"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    backup = path.with_name(f"{path.name}.{stamp}.bak")
+    stem = f"{host.value}-{path.name}.{stamp}"
+    backup = folder / f"{stem}.bak"
     n = 1
     while backup.exists():
         n += 1
-        backup = path.with_name(f"{path.name}.{stamp}-{n}.bak")
+        backup = folder / f"{stem}-{n}.bak"
     shutil.copy2(path, backup)
     return backup
 
@@ -104,7 +121,7 @@ def install(host: Host, path: Path, command: str) -> list[str]:
     if existing is None:
         said.append(f"created {path} with memvm's hooks for {host.value}")
     else:
-        backup = _backup(path)
+        backup = _backup(path, host)
         said.append(f"merged memvm's hooks for {host.value} into {path}; the previous file is {backup}")
     _write(path, merged)
     if disabled_by_name(merged):
@@ -112,33 +129,80 @@ def install(host: Host, path: Path, command: str) -> list[str]:
     return said
 
 
+def uninstall(host: Host, path: Path) -> list[str]:
+    """Take memvm's entries out of the file at `path`; the lines that say what was done."""
+    existing = _read(path) if path.exists() else None
+    kept = None if existing is None else remove(existing, host)
+    if existing is None or kept == existing:
+        return [f"no memvm hooks for {host.value} in {path}; nothing changed"]
+    backup = _backup(path, host)
+    _write(path, kept or {})
+    return [f"took memvm's hooks for {host.value} out of {path}; the previous file is {backup}"]
+
+
+def _shared_file_note(host: Host) -> str:
+    return (
+        f"this file is shared: each teammate needs memvm on the PATH {host.value} runs hooks with, and "
+        "their captures go to their own memory ($MEMVM_DB, else memvm's per-user data folder); "
+        "for yourself alone, install with --scope local or user instead, which names this memvm by its path"
+    )
+
+
+def _command_line(args: argparse.Namespace, host: Host, scope: Scope) -> str:
+    if args.namespace is not None and not re.match(NAME_PATTERN, args.namespace):
+        raise InstallRefused(
+            "--namespace takes letters, digits and _ . : - (up to 64, starting with a letter or digit)"
+        )
+    if scope is Scope.PROJECT:
+        if args.db is not None:
+            raise InstallRefused(
+                "a shared settings file names no path of yours: leave out --db (each teammate's "
+                "hook uses their own $MEMVM_DB or default), or use --scope local or user"
+            )
+        return hook_command(host, SHARED_PROGRAM, None, args.namespace)
+    return hook_command(host, memvm_program(), args.db, args.namespace)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     host = Host(args.host)
-    if args.namespace is not None and not re.match(NAME_PATTERN, args.namespace):
-        print(
-            "memvm hooks install: --namespace takes letters, digits and _ . : - (up to 64, "
-            "starting with a letter or digit); nothing was written",
-            file=sys.stderr,
-        )
-        return EXIT_REFUSED
-    command = hook_command(host, args.db, args.namespace)
-    if args.print_only:
-        print(json.dumps(entries(host, command), indent=2))
-        return 0
-    path = settings_path(host, Scope(args.scope), Path.cwd(), Path.home())
+    scope = Scope(args.scope) if args.scope else DEFAULT_SCOPES[host]
+    name = f"memvm hooks {args.command}"
     try:
-        said = install(host, path, command)
+        path = settings_path(host, scope, Path.cwd(), Path.home())
+        if args.command == "uninstall":
+            said = uninstall(host, path)
+        else:
+            command = _command_line(args, host, scope)
+            if args.print_only:
+                return _printed([json.dumps(entries(host, command), indent=2)])
+            said = install(host, path, command)
+            if scope is Scope.PROJECT:
+                said.append(_shared_file_note(host))
+    except InstallRefused as exc:
+        print(f"{name}: {exc}; nothing was written", file=sys.stderr)
+        return EXIT_REFUSED
     except SettingsRefused as exc:
         print(
-            f"memvm hooks install: {path} is left untouched because {exc}; "
-            "fix it or move it aside, then run this again",
+            f"{name}: {path} is left untouched because {exc}; fix it or move it aside, then run this again",
             file=sys.stderr,
         )
         return EXIT_REFUSED
     except OSError as exc:
-        print(f"memvm hooks install: {path} could not be updated ({exc.strerror or exc})", file=sys.stderr)
+        print(f"{name}: {path} could not be updated ({exc.strerror or exc})", file=sys.stderr)
         return 1
-    for line in said:
-        print(line)
+    return _printed(said)
+
+
+def _printed(lines: list[str]) -> int:
+    try:
+        for line in lines:
+            print(line)
+        sys.stdout.flush()  # here, where a reader that left can still be caught
+    except BrokenPipeError:
+        # Nothing more can reach it: the interpreter's last flush goes to the null device.
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+        return EXIT_READER_GONE
     return 0

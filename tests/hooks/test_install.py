@@ -1,45 +1,79 @@
-"""`memvm hooks install HOST`, through the command's entry point: memvm's entries merged into the host's
-settings file beside everything already there."""
+"""`memvm hooks install|uninstall HOST`, through the command's entry point: memvm's entries merged
+into the host's settings file beside everything already there, and taken out again exactly."""
 
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.hooks.runner import run_in_process
+from tests.commands import Done, run
+from tests.conftest import db_rows
+from tests.hooks import claude_code_events as cc
+from tests.hooks import gemini_cli_events as gc
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"claude-code": ".claude", "gemini-cli": ".gemini"}
 HOSTS = sorted(FOLDERS)
+# The memvm script the install names: the one beside this interpreter, as for any installed memvm.
+PROGRAM = str(Path(sys.executable).with_name("memvm"))
+# How docs/hooks.md writes it.
+SHOWN_PROGRAM = "/ABSOLUTE/PATH/TO/memvm/.venv/bin/memvm"
 
 
-def install(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`memvm hooks install ARGS` run from `cwd` with `home` as HOME, through the command's entry point."""
-    argv = ["hooks", "install", *args]
-    saved_cwd, saved_home = os.getcwd(), os.environ.get("HOME")
+@contextmanager
+def as_user(cwd: Path, home: Path) -> Iterator[None]:
+    """This process in `cwd`, with `home` as the user's home and data folder."""
+    saved_cwd = os.getcwd()
+    saved = {name: os.environ.get(name) for name in ("HOME", "XDG_DATA_HOME")}
     os.chdir(cwd)
     os.environ["HOME"] = str(home)
+    os.environ["XDG_DATA_HOME"] = str(home / ".local" / "share")
     try:
-        code, out, err = run_in_process(argv)
+        yield
     finally:
         os.chdir(saved_cwd)
-        if saved_home is None:
-            del os.environ["HOME"]
-        else:
-            os.environ["HOME"] = saved_home
-    return subprocess.CompletedProcess(argv, code, out, err)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
-def readme_entries(host: str) -> dict[str, Any]:
-    """The settings entries docs/hooks.md shows for the host."""
+def hooks(cwd: Path, home: Path, *args: str) -> Done:
+    """`memvm hooks ARGS` run from `cwd` with `home` as HOME."""
+    with as_user(cwd, home):
+        return run("hooks", *args)
+
+
+def install(cwd: Path, home: Path, *args: str) -> Done:
+    return hooks(cwd, home, "install", *args)
+
+
+def uninstall(cwd: Path, home: Path, *args: str) -> Done:
+    return hooks(cwd, home, "uninstall", *args)
+
+
+def refused(done: Done) -> str:
+    """The one stderr line of a refusal: exit 2, nothing on stdout, no traceback."""
+    assert (done.status, done.stdout) == (2, ""), done
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("memvm hooks ") and line.endswith("nothing was written"), line
+    return line
+
+
+def documented_entries(host: str, program: str = PROGRAM) -> dict[str, Any]:
+    """The settings entries docs/hooks.md shows for the host, naming `program`."""
     blocks = re.findall(r"```json\n(.*?)```", (ROOT / "docs" / "hooks.md").read_text(), flags=re.S)
-    [block] = [b for b in blocks if f'"command": "memvm hook {host}"' in b]
-    return json.loads(block)
+    [block] = [b for b in blocks if f'"command": "{SHOWN_PROGRAM} hook {host}' in b]
+    return json.loads(block.replace(SHOWN_PROGRAM, program))
 
 
 def ours(settings: dict[str, Any], host: str) -> list[tuple[str, str]]:
@@ -51,12 +85,19 @@ def ours(settings: dict[str, Any], host: str) -> list[tuple[str, str]]:
         for group in groups
         if isinstance(group, dict)  # Gemini CLI's "disabled" is a list of names
         for handler in group["hooks"]
-        if handler["command"].startswith(f"memvm hook {host}")
+        if f"memvm hook {host}" in handler["command"]
     ]
 
 
-def backups(folder: Path) -> list[Path]:
-    return sorted(folder.glob("settings.json.*.bak"))
+def backups(home: Path) -> list[Path]:
+    return sorted((home / ".local" / "share" / "memvm" / "settings-backups").glob("*.bak"))
+
+
+def personal_file(host: str, project: Path, home: Path) -> Path:
+    """Where an install with no --scope writes: yours alone, never committed."""
+    if host == "claude-code":
+        return project / ".claude" / "settings.local.json"
+    return home / ".gemini" / "settings.json"
 
 
 @pytest.fixture
@@ -67,23 +108,48 @@ def places(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("host", HOSTS)
-def test_install_creates_the_settings_file_and_folder_with_the_readme_entries(places, host):
+def test_install_writes_the_documented_entries_naming_this_memvm_in_the_hosts_personal_file(places, host):
     project, home = places
     done = install(project, home, host)
-    assert done.returncode == 0, done.stderr
-    path = project / FOLDERS[host] / "settings.json"
-    assert json.loads(path.read_text()) == readme_entries(host)
+    assert done.status == 0, done.stderr
+    path = personal_file(host, project, home)
+    assert json.loads(path.read_text()) == documented_entries(host)
     assert str(path) in done.stdout
-    assert backups(path.parent) == []
+    assert not (project / FOLDERS[host] / "settings.json").exists()  # the shared file stays as it was
+    assert backups(home) == []
+    # The program is named by its absolute path: the host's shell needs no PATH of the virtualenv.
+    for _, command in ours(json.loads(path.read_text()), host):
+        assert os.path.isabs(shlex.split(command)[0]) and os.access(shlex.split(command)[0], os.X_OK)
 
 
 @pytest.mark.parametrize("host", HOSTS)
 def test_user_scope_writes_under_home(places, host):
     project, home = places
     done = install(project, home, host, "--scope", "user")
-    assert done.returncode == 0, done.stderr
-    assert json.loads((home / FOLDERS[host] / "settings.json").read_text()) == readme_entries(host)
+    assert done.status == 0, done.stderr
+    assert json.loads((home / FOLDERS[host] / "settings.json").read_text()) == documented_entries(host)
     assert not (project / FOLDERS[host]).exists()
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_project_scope_writes_no_personal_path_and_says_what_each_teammate_needs(places, host):
+    project, home = places
+    done = install(project, home, host, "--scope", "project", "--namespace", "team-a")
+    assert done.status == 0, done.stderr
+    settings = json.loads((project / FOLDERS[host] / "settings.json").read_text())
+    assert {command for _, command in ours(settings, host)} == {f"memvm hook {host} --namespace team-a"}
+    assert str(home) not in json.dumps(settings) and PROGRAM not in json.dumps(settings)
+    assert "each teammate needs memvm on the PATH" in done.stdout
+
+    refusal = install(project, home, host, "--scope", "project", "--db", str(home / "m.db"))
+    assert "names no path of yours" in refused(refusal)
+
+
+def test_gemini_cli_has_no_local_scope_and_says_which_to_use(places):
+    project, home = places
+    line = refused(install(project, home, "gemini-cli", "--scope", "local"))
+    assert "--scope user" in line and "--scope project" in line
+    assert list(project.iterdir()) == [] and list(home.iterdir()) == []
 
 
 FOREIGN: dict[str, dict[str, Any]] = {
@@ -114,14 +180,19 @@ FOREIGN: dict[str, dict[str, Any]] = {
 }
 
 
+def with_foreign_settings(host: str, project: Path, home: Path, **dumps: Any) -> Path:
+    path = personal_file(host, project, home)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(FOREIGN[host], **dumps))
+    return path
+
+
 @pytest.mark.parametrize("host", HOSTS)
 def test_install_merges_beside_foreign_hooks_and_settings_and_keeps_them_all(places, host):
     project, home = places
-    path = project / FOLDERS[host] / "settings.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps(FOREIGN[host]))
+    path = with_foreign_settings(host, project, home)
     done = install(project, home, host)
-    assert done.returncode == 0, done.stderr
+    assert done.status == 0, done.stderr
     merged = json.loads(path.read_text())
     # Every foreign key and group is still there, unchanged and first in its event.
     for key, value in FOREIGN[host].items():
@@ -133,66 +204,97 @@ def test_install_merges_beside_foreign_hooks_and_settings_and_keeps_them_all(pla
         else:
             assert merged["hooks"][key] == value
     # memvm's groups come after them, exactly as docs/hooks.md shows.
-    for event, groups in readme_entries(host)["hooks"].items():
+    for event, groups in documented_entries(host)["hooks"].items():
         assert merged["hooks"][event][-1:] == groups
-    assert len(ours(merged, host)) == len(readme_entries(host)["hooks"])
+    assert len(ours(merged, host)) == len(documented_entries(host)["hooks"])
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_uninstall_takes_out_exactly_memvms_entries(places, host):
+    project, home = places
+    path = with_foreign_settings(host, project, home)
+    assert install(project, home, host, "--db", "m.db").status == 0
+    done = uninstall(project, home, host)
+    assert done.status == 0, done.stderr
+    assert json.loads(path.read_text()) == FOREIGN[host]
+    assert f"took memvm's hooks for {host} out of {path}" in done.stdout
+
+    again = uninstall(project, home, host)
+    assert again.status == 0 and "nothing changed" in again.stdout
+    assert json.loads(path.read_text()) == FOREIGN[host]
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_uninstall_of_a_file_memvm_alone_wrote_leaves_no_hooks_and_other_scopes_alone(places, host):
+    project, home = places
+    assert install(project, home, host, "--scope", "project").status == 0
+    assert install(project, home, host).status == 0
+    assert uninstall(project, home, host).status == 0
+    assert json.loads(personal_file(host, project, home).read_text()) == {}
+    shared = json.loads((project / FOLDERS[host] / "settings.json").read_text())
+    assert len(ours(shared, host)) == len(documented_entries(host)["hooks"])
+    elsewhere = project.parent / "elsewhere"
+    elsewhere.mkdir()
+    missing = uninstall(elsewhere, home, host, "--scope", "project")
+    assert missing.status == 0 and "nothing changed" in missing.stdout
+    assert list(elsewhere.iterdir()) == []
 
 
 @pytest.mark.parametrize("host", HOSTS)
 def test_a_second_install_changes_nothing_and_writes_no_backup(places, host):
     project, home = places
-    path = project / FOLDERS[host] / "settings.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps(FOREIGN[host]))
-    assert install(project, home, host, "--db", "m.db").returncode == 0
+    path = with_foreign_settings(host, project, home)
+    assert install(project, home, host, "--db", "m.db").status == 0
     first = path.read_bytes()
-    made = backups(path.parent)
+    made = backups(home)
     again = install(project, home, host, "--db", "m.db")
-    assert again.returncode == 0, again.stderr
+    assert again.status == 0, again.stderr
     assert "nothing changed" in again.stdout
     assert path.read_bytes() == first
-    assert backups(path.parent) == made
+    assert backups(home) == made
 
 
 @pytest.mark.parametrize("host", HOSTS)
 def test_changed_flags_replace_memvm_entries_and_keep_keys_the_user_added(places, host):
     project, home = places
-    path = project / FOLDERS[host] / "settings.json"
-    assert install(project, home, host).returncode == 0
+    path = personal_file(host, project, home)
+    assert install(project, home, host).status == 0
     settings = json.loads(path.read_text())
     first_event = next(iter(settings["hooks"]))
     settings["hooks"][first_event][0]["hooks"][0]["timeout"] = 45
     path.write_text(json.dumps(settings))
     done = install(project, home, host, "--db", "sub/m.db", "--namespace", "team-a")
-    assert done.returncode == 0, done.stderr
+    assert done.status == 0, done.stderr
     merged = json.loads(path.read_text())
-    command = f"memvm hook {host} --db {project / 'sub' / 'm.db'} --namespace team-a"
-    assert ours(merged, host) == [(event, command) for event in readme_entries(host)["hooks"]]
+    command = shlex.join(
+        [PROGRAM, "hook", host, "--db", str(project / "sub" / "m.db"), "--namespace", "team-a"]
+    )
+    assert ours(merged, host) == [(event, command) for event in documented_entries(host)["hooks"]]
     assert merged["hooks"][first_event][0]["hooks"][0]["timeout"] == 45
 
 
 @pytest.mark.parametrize("host", HOSTS)
-def test_the_previous_file_is_backed_up_under_the_name_the_output_gives(places, host):
+def test_the_previous_file_is_backed_up_in_memvms_data_folder_under_the_name_the_output_gives(places, host):
     project, home = places
-    path = project / FOLDERS[host] / "settings.json"
-    path.parent.mkdir()
-    original = json.dumps(FOREIGN[host], indent=4).encode()
-    path.write_bytes(original)
+    path = with_foreign_settings(host, project, home, indent=4)
+    original = path.read_bytes()
     done = install(project, home, host)
-    assert done.returncode == 0, done.stderr
-    [backup] = backups(path.parent)
+    assert done.status == 0, done.stderr
+    [backup] = backups(home)
     assert backup.read_bytes() == original
     assert str(backup) in done.stdout
+    # Nothing beside the settings file a host would read or a commit would take.
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
 
 
 @pytest.mark.parametrize("host", HOSTS)
 def test_print_shows_the_entries_and_writes_nothing(places, host):
     project, home = places
     done = install(project, home, host, "--print", "--db", "m.db", "--namespace", "n1")
-    assert done.returncode == 0, done.stderr
+    assert done.status == 0, done.stderr
     expected = json.loads(
-        json.dumps(readme_entries(host)).replace(
-            f"memvm hook {host}", f"memvm hook {host} --db {project / 'm.db'} --namespace n1"
+        json.dumps(documented_entries(host)).replace(
+            f"{PROGRAM} hook {host}", f"{PROGRAM} hook {host} --db {project / 'm.db'} --namespace n1"
         )
     )
     assert json.loads(done.stdout) == expected
@@ -205,18 +307,54 @@ def test_print_shows_the_entries_and_writes_nothing(places, host):
     "content",
     ["[1, 2]", "not json {", '"text"', '{"hooks": []}', '{"hooks": {"Stop": {}, "AfterAgent": {}}}'],
 )
-def test_a_file_memvm_cannot_merge_into_is_refused_untouched(places, host, content):
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_a_file_memvm_cannot_merge_into_is_refused_untouched(places, host, content, command):
     project, home = places
-    path = project / FOLDERS[host] / "settings.json"
-    path.parent.mkdir()
+    path = personal_file(host, project, home)
+    path.parent.mkdir(parents=True)
     path.write_text(content)
-    done = install(project, home, host)
-    assert done.returncode == 2
-    assert len(done.stderr.splitlines()) == 1
-    assert "untouched" in done.stderr
-    assert "Traceback" not in done.stderr
+    done = hooks(project, home, command, host)
+    if command == "uninstall" and content == '{"hooks": {"Stop": {}, "AfterAgent": {}}}':
+        assert done.status == 0 and "nothing changed" in done.stdout  # nothing of memvm's to take out
+    else:
+        assert done.status == 2
+        (line,) = done.stderr.splitlines()
+        assert "untouched" in line and "Traceback" not in done.stderr
     assert path.read_text() == content
-    assert sorted(p.name for p in path.parent.iterdir()) == ["settings.json"]
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_installed_command_runs_from_a_shell_without_the_virtualenv_on_path(places, host):
+    project, home = places
+    db = project / "m.db"
+    assert install(project, home, host, "--db", str(db)).status == 0
+    [command] = {
+        command for _, command in ours(json.loads(personal_file(host, project, home).read_text()), host)
+    }
+    prompt = (
+        cc.prompt("the deploy key rotates on mondays")
+        if host == "claude-code"
+        else gc.before_agent("the deploy key rotates on mondays")
+    )
+    # As a host runs it: a shell with the system's PATH only, in the project.
+    done = subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=json.dumps(prompt).encode(),
+        capture_output=True,
+        cwd=project,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(home),
+            "MEMVM_RUNTIME_DIR": os.environ["MEMVM_RUNTIME_DIR"],
+        },
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {} and done.stderr == b""
+    assert db_rows(db, "SELECT role FROM pages WHERE type = 'transcript'") == [("user",)]
 
 
 @pytest.mark.slow
@@ -235,10 +373,10 @@ def test_hooks_install_does_not_import_the_server_or_mcp():
 
 def test_gemini_install_says_when_hooks_disabled_names_memvm(places):
     project, home = places
-    path = project / ".gemini" / "settings.json"
+    path = home / ".gemini" / "settings.json"
     path.parent.mkdir()
     path.write_text(json.dumps({"hooks": {"disabled": ["memvm"]}}))
     done = install(project, home, "gemini-cli")
-    assert done.returncode == 0, done.stderr
+    assert done.status == 0, done.stderr
     assert 'lists "memvm"' in done.stdout
     assert json.loads(path.read_text())["hooks"]["disabled"] == ["memvm"]

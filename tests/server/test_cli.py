@@ -93,6 +93,12 @@ def test_an_operator_command_into_a_closed_pipe_ends_quietly(tmp_path, arguments
 
 
 @pytest.mark.parametrize("way", WAYS)
+def test_printed_hook_entries_into_a_closed_pipe_end_quietly(way):
+    # `memvm hooks install claude-code --print | head -0`
+    assert into_closed_pipe(way, "hooks", "install", "claude-code", "--print") == (EXIT_READER_GONE, "")
+
+
+@pytest.mark.parametrize("way", WAYS)
 def test_an_export_to_a_reader_that_stops_early_ends_quietly_without_claiming_success(tmp_path, way):
     # Far more than a pipe holds, so the export is still writing when the reader leaves.
     db = seed(tmp_path / "memvm.db", transcript(*messages(300)))
