@@ -34,7 +34,7 @@ def answer_here(args: argparse.Namespace, db: str, raw: bytes) -> HookReply:
     @asynccontextmanager
     async def opened() -> AsyncIterator[Engine]:
         if not is_postgres_url(db):
-            Path(db).parent.mkdir(parents=True, exist_ok=True)
+            Path(db).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         engine = await Engine.open(db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms)))
         try:
             yield engine

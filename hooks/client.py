@@ -22,7 +22,7 @@ from typing import Any
 from memvm.engine.paths import database_named
 from memvm.engine.storage.open import is_postgres_url
 from memvm.hooks.arguments import HookUsageError, hook_parser
-from memvm.hooks.runtime import Endpoint, endpoint
+from memvm.hooks.runtime import DB_VARIABLE, Endpoint, endpoint
 
 # Events past this size are refused rather than read: a hook must not take the host's memory.
 MAX_EVENT_BYTES = 32 * 1024 * 1024
@@ -168,15 +168,7 @@ def _start_background(place: Endpoint, args: Any, db: str) -> None:
 
     try:
         place.spawned.touch()
-        command = [
-            sys.executable,
-            "-m",
-            "memvm.hooks.daemon",
-            "--db",
-            str(db),
-            "--wait-ms",
-            str(args.wait_ms),
-        ]
+        command = [sys.executable, "-m", "memvm.hooks.daemon", "--wait-ms", str(args.wait_ms)]
         command += [
             "--idle",
             str(args.background_idle),
@@ -189,6 +181,7 @@ def _start_background(place: Endpoint, args: Any, db: str) -> None:
         # close, and must not wait for the background process too.
         subprocess.Popen(
             command,
+            env={**os.environ, DB_VARIABLE: str(db)},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

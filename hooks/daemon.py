@@ -29,7 +29,7 @@ from memvm.engine.storage.open import is_postgres_url
 from memvm.hooks.answer import HookRequest, answer
 from memvm.hooks.client import MAX_EVENT_BYTES
 from memvm.hooks.events import Host
-from memvm.hooks.runtime import build_id
+from memvm.hooks.runtime import DB_VARIABLE, build_id
 
 # How long a client may take to send its event.
 _RECEIVE_S = 10.0
@@ -45,7 +45,8 @@ _REPLACE = json.dumps({"replace": True}).encode() + b"\n"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memvm.hooks.daemon", description=__doc__.splitlines()[0])
-    parser.add_argument("--db", required=True)
+    # Not on the command line, which any user may read (`ps`): a database URL may hold a password.
+    # The process that starts this one hands it over in its environment (DB_VARIABLE).
     parser.add_argument("--wait-ms", type=int, required=True)
     parser.add_argument("--idle", type=float, required=True)
     parser.add_argument("--socket", required=True)
@@ -94,6 +95,9 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    args.db = os.environ.get(DB_VARIABLE)
+    if not args.db:
+        return 2  # started by hand without a database: nothing to serve
     lock = _take_lock(Path(args.lock))
     if lock is None:
         return 0  # another process answers for this database already
@@ -127,7 +131,7 @@ async def _serve(args: argparse.Namespace) -> None:
     build = build_id()
     db = str(args.db)
     if not is_postgres_url(db):
-        Path(db).parent.mkdir(parents=True, exist_ok=True)
+        Path(db).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     engine = await Engine.open(db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms)))
     socket = Path(args.socket)
     ours: tuple[int, int] | None = None

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
+# The database a background process serves, handed over in its environment (readable by this user
+# alone) rather than its arguments (which any user can list): a PostgreSQL URL may hold a password.
+DB_VARIABLE = "MEMVM_HOOK_DB"
+
 # Unix sockets' paths are short (108 bytes on Linux, 104 on macOS).
 _MAX_SOCKET_PATH = 100
 

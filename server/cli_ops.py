@@ -111,7 +111,8 @@ def check_db_path(db: Path, *, create_folder: bool) -> None:
         raise DatabasePathError(f"{db} is not a regular file; --db names a SQLite database file")
     if create_folder:
         try:
-            db.parent.mkdir(parents=True, exist_ok=True)
+            # Private: the folder memvm makes holds the database of everything captured.
+            db.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise DatabasePathError(f"cannot create the folder {db.parent} ({exc.strerror})") from exc
 

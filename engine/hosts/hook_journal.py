@@ -59,7 +59,7 @@ def record_skipped(db: str | Path, *, host: str, session: str, event: str, guard
     )
     path = journal_path(db)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if path.exists() and path.stat().st_size > _MAX_BYTES:
             _keep_newest_half(path)
         # O_APPEND: lines from hooks running at once never interleave within a line.

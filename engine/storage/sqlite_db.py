@@ -142,6 +142,7 @@ class Database(api.Database):
         target = str(path)
         if target != ":memory:" and not config.read_only:
             _check_writable(target)
+            _create_private(target)
         writer = await _connect(target, config, busy_ms=min(config.busy_timeout_ms, _BUSY_SLICE_MS))
         quota_bytes = None
         try:
@@ -409,6 +410,19 @@ def _check_writable(target: str) -> None:
         raise DatabaseRefused(
             "the file cannot be written by this user; serve it as it is with --read-only, or make it writable"
         )
+
+
+def _create_private(target: str) -> None:
+    """Make a new database file readable by its owner alone before SQLite opens it.
+
+    It holds every captured prompt, reply and command; SQLite gives its -wal and -shm files the
+    database file's own permissions, so they are private too. An existing file keeps its mode."""
+    try:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise DatabaseRefused(f"cannot create the database file ({exc.strerror})") from exc
 
 
 def _on_read_only_media(path: str) -> bool:

@@ -208,3 +208,18 @@ def test_a_background_process_that_never_answers_costs_the_host_a_bounded_wait_a
     assert waited < 60  # the hosts' default timeouts are 60 s (Gemini CLI) and 600 s (Claude Code)
     [skipped] = skipped_events(db)
     assert (skipped.session, skipped.event, skipped.guard) == (cc.SESSION, "PreToolUse", True)
+
+
+def test_the_background_process_takes_its_database_in_its_environment_not_its_arguments(
+    tmp_path, hook_runtime
+):
+    # Any user can list a process's arguments; a PostgreSQL URL there would show its password.
+    if not Path("/proc/self/cmdline").exists():
+        pytest.skip("reading another process's arguments needs Linux's /proc")
+    db = tmp_path / "secret-name.db"
+    run_hook_process("claude-code", db, cc.prompt("hello"))
+    pid = wait_for_background(hook_runtime)
+    arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert not any(b"secret-name" in argument for argument in arguments)
+    run_hook_process("claude-code", db, cc.prompt("and it serves that database"))
+    assert [text for _, _, text in transcript(db)] == ["hello", "and it serves that database"]

@@ -3,6 +3,7 @@ through the real process the host starts too (end-to-end stage)."""
 
 import json
 import sqlite3
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -219,3 +220,10 @@ def test_every_other_documented_event_is_answered_quietly_and_stores_nothing(tmp
     hook(db, cc.prompt("and now the real question"))
     assert transcript(db) == [(cc.SESSION, "user", "and now the real question")]
     assert rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]
+
+
+def test_the_folder_and_database_a_hook_makes_are_its_users_alone(tmp_path):
+    db = tmp_path / "data" / "memvm" / "m.db"
+    hook(db, cc.prompt("my doctor's appointment is on friday"))
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600

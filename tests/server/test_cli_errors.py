@@ -17,7 +17,7 @@ import pytest
 from tests.commands import LIMIT, run, run_unprivileged, started
 from tests.engine.old_schema import add_page, add_session, file_at
 from tests.seeding import notes, seed
-from tests.server.unprivileged import open_dir, read_only
+from tests.server.unprivileged import open_dir, read_only, readable_by_all
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_an_export_into_a_folder_it_cannot_write_is_refused_in_one_line(db, tmp_
     assert "cannot write" in run("export", "--db", db, "--out", tmp_path / "missing" / "x.jsonl").refusal()
     assert not (tmp_path / "missing").exists()
     with open_dir() as shared:
-        seed(shared / "m.db")
+        readable_by_all(seed(shared / "m.db"))
         (shared / "locked").mkdir()
         read_only(shared / "locked")
         done = run_unprivileged("export", "--db", shared / "m.db", "--out", shared / "locked" / "x.jsonl")
@@ -145,6 +145,7 @@ def test_an_old_file_at_its_cap_that_needs_room_to_upgrade_names_the_cap_not_the
 def test_gc_on_a_database_this_user_cannot_write_says_who_should_run_it():
     with open_dir() as shared:
         db = seed(shared / "m.db", notes("kept"))
+        readable_by_all(db)
         read_only(db)  # whoever runs the tests, root (as nobody) or not
         before = db.read_bytes()
         line = run_unprivileged("gc", "--db", db).refusal()

@@ -15,7 +15,7 @@ from mcp import Client
 from tests.commands import LIMIT, mcp_over, run_unprivileged, serving_unprivileged
 from tests.seeding import notes, seed
 from tests.server.conftest import call, call_error, read
-from tests.server.unprivileged import open_dir, read_only
+from tests.server.unprivileged import open_dir, read_only, readable_by_all
 
 FACTS = ("the spare key is under the blue pot", "the boiler is serviced every march", "the cat is fed twice")
 
@@ -31,6 +31,7 @@ def test_a_database_on_read_only_media_is_served_and_checked_as_it_is(report_fig
         db = media / "memvm.db"
         fill(db)
         assert sorted(p.name for p in media.iterdir()) == ["memvm.db"]  # a clean close left no WAL
+        readable_by_all(db)
         read_only(db, media)
         before = db.read_bytes()
 
@@ -69,6 +70,7 @@ def test_a_read_only_copy_whose_last_writes_are_in_its_wal_is_refused_in_one_lin
             media.mkdir()
             for name in ("memvm.db", "memvm.db-wal"):
                 shutil.copy(shared / name, media / name)
+                readable_by_all(media / name)
         finally:
             writer.close()
         read_only(media)
@@ -83,6 +85,7 @@ def test_serving_a_file_it_cannot_write_without_read_only_says_so_and_suggests_r
         media = shared / "media"
         media.mkdir()
         fill(media / "memvm.db")
+        readable_by_all(media / "memvm.db")
         read_only(media / "memvm.db", media)
         on_media = run_unprivileged("serve", "--db", media / "memvm.db")
         # A writable folder, a file this user may not write.
@@ -90,6 +93,7 @@ def test_serving_a_file_it_cannot_write_without_read_only_says_so_and_suggests_r
         folder.mkdir()
         folder.chmod(0o777)
         fill(folder / "memvm.db")
+        readable_by_all(folder / "memvm.db")
         read_only(folder / "memvm.db")
         file_only = run_unprivileged("serve", "--db", folder / "memvm.db")
     lines = []

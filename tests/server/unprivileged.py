@@ -27,3 +27,10 @@ def read_only(*paths: Path) -> None:
     """Take write permission away from everyone, the unprivileged user included."""
     for path in paths:
         path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def readable_by_all(*paths: Path) -> None:
+    """Let every user read the files: memvm makes a database its owner's alone, and one shared with
+    another user is shared on purpose (`chmod a+r`)."""
+    for path in paths:
+        path.chmod(path.stat().st_mode | stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)

@@ -1,4 +1,6 @@
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -189,3 +191,28 @@ async def test_the_quota_counts_the_wal_that_a_reader_holding_a_snapshot_keeps_g
 def _on_disk(db_path) -> int:
     wal = db_path.with_name(db_path.name + "-wal")
     return db_path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+async def test_a_new_database_and_its_wal_are_readable_by_their_owner_alone(tmp_path):
+    db = tmp_path / "new.db"
+    before = os.umask(0o022)  # a usual umask, which would leave a file readable by everyone
+    try:
+        engine = await Engine.open(db)
+        try:
+            await engine.remember(namespace="default", session="s1", page=note("my home address is private"))
+            modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in tmp_path.iterdir()}
+        finally:
+            await engine.close()
+    finally:
+        os.umask(before)
+    assert modes == {"new.db": 0o600, "new.db-wal": 0o600, "new.db-shm": 0o600}
+
+
+async def test_an_existing_database_keeps_the_mode_its_owner_gave_it(tmp_path):
+    db = tmp_path / "shared.db"
+    engine = await Engine.open(db)
+    await engine.close()
+    db.chmod(0o640)
+    engine = await Engine.open(db)
+    await engine.close()
+    assert stat.S_IMODE(db.stat().st_mode) == 0o640
