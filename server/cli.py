@@ -282,6 +282,9 @@ def serve(args: argparse.Namespace) -> int:
     server = build_server(settings, log_level=args.log_level)
     transport = Transport(args.transport)
     if transport is Transport.STDIO:
+        if sys.stdin.isatty():
+            # Someone typed `memvm serve` to try it: say what it is doing, where no client reads.
+            print(stdio_waiting_line(settings.db), file=sys.stderr)
         server.run(transport="stdio")
         return 0
     from memvm.server.http_serve import run_http
@@ -296,6 +299,14 @@ def serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
     )
     return 0
+
+
+def stdio_waiting_line(db: str) -> str:
+    """The one line `memvm serve` gives a person at a terminal, on stderr (stdout is the protocol's)."""
+    return (
+        f"memvm: serving {shown(db)} over stdio and waiting for an MCP client on stdin; a host starts "
+        "this itself (see the README). Ctrl-C stops it; `memvm demo` shows it at work."
+    )
 
 
 # What a shell reports for a program that a closed pipe ended (128 + SIGPIPE), as for `yes | head`.

@@ -12,7 +12,7 @@ import threading
 import pytest
 from memvm.server.cli import EXIT_READER_GONE
 
-from tests.commands import LIMIT, command, run
+from tests.commands import LIMIT, command, run, started
 from tests.conftest import long_text
 from tests.seeding import seed, transcript
 
@@ -105,3 +105,25 @@ def test_an_export_to_a_reader_that_stops_early_ends_quietly_without_claiming_su
     head, status, stderr = read_then_close(way, "export", "--db", str(db), lines=3)
     assert head[0].startswith(b'{"format":"memvm-export"') and head[2].startswith(b'{"table":')
     assert (status, stderr) == (EXIT_READER_GONE, "")
+
+
+def test_serve_with_a_client_on_stdin_says_nothing_on_stderr(tmp_path):
+    # A host's pipe, not a terminal: its input ends at once, and nothing is said to a person.
+    done = run("serve", "--db", tmp_path / "m.db", stdin=b"")
+    assert (done.status, done.stdout, done.stderr) == (0, "", "")
+
+
+@pytest.mark.slow
+def test_serve_typed_at_a_terminal_says_what_it_does_on_stderr_only(tmp_path):
+    controller, terminal = os.openpty()
+    try:
+        with started("serve", "--db", tmp_path / "m.db", stdin=terminal, text=False) as process:
+            assert process.stderr is not None and process.stdout is not None
+            line = process.stderr.readline().decode()
+            assert line.startswith("memvm: serving ") and "waiting for an MCP client on stdin" in line
+            process.terminate()
+            assert process.stdout.read() == b""  # stdout is the protocol's, never a person's
+            process.wait(LIMIT)
+    finally:
+        os.close(controller)
+        os.close(terminal)
