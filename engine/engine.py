@@ -136,10 +136,12 @@ class Engine:
         ttl_seconds: float | None = None,
     ) -> RememberResult:
         await self._counting()
+        replaced: list[str] = []
         if self.config.redact_secrets:
             redacted_writes.refuse_secret_name(key, "key")
-            page = redacted_writes.page(page)
-        return await memory.remember(
+            given, page = page, redacted_writes.page(page)
+            replaced = redacted_writes.kinds_replaced(given, page)
+        result = await memory.remember(
             self._writer,
             namespace=namespace,
             session=session,
@@ -148,6 +150,7 @@ class Engine:
             unless_changed_from=unless_changed_from,
             ttl_seconds=ttl_seconds,
         )
+        return result.model_copy(update={"redacted": replaced}) if replaced else result
 
     async def ingest(
         self, *, namespace: str, session: str, messages: Sequence[IngestMessage]

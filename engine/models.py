@@ -269,6 +269,10 @@ class RememberResult(BaseModel):
     expires_at: float | None = Field(
         None, description="When the page expires (seconds since the epoch); null when it never does."
     )
+    redacted: list[str] = Field(
+        default_factory=list,
+        description="Kinds of secret replaced by [REDACTED:kind] before storing (say so to the user).",
+    )
 
 
 class IngestMessage(BaseModel):

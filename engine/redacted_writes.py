@@ -8,9 +8,11 @@ such name. One that looks like a secret is refused instead, saying which kind it
 Session and tool names are identifiers the host chooses, stored as given.
 """
 
+import json
+
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import IngestMessage, NewPage, ToolOutcome
-from memvm.engine.redaction import redact, redact_value, secret_kinds
+from memvm.engine.redaction import marked_kinds, redact, redact_value, secret_kinds
 
 
 def page(new: NewPage) -> NewPage:
@@ -21,6 +23,23 @@ def page(new: NewPage) -> NewPage:
             "metadata": redact_value(new.metadata),
         }
     )
+
+
+def kinds_replaced(before: NewPage, after: NewPage) -> list[str]:
+    """The kinds of secret redaction replaced between `before` and `after`, each once, in order:
+    what the writer is told was not kept."""
+    found: list[str] = []
+    for was, now in (
+        (before.content, after.content),
+        (before.summary or "", after.summary or ""),
+        (json.dumps(before.metadata, sort_keys=True), json.dumps(after.metadata, sort_keys=True)),
+    ):
+        if was != now:
+            markers = marked_kinds(now)
+            for kind in marked_kinds(was):  # markers the writer wrote are not replacements
+                markers.remove(kind)
+            found.extend(markers)
+    return list(dict.fromkeys(found))
 
 
 def message(said: IngestMessage) -> IngestMessage:

@@ -96,6 +96,11 @@ def redact(text: str) -> str:
 _MARKED = re.compile(r"\[REDACTED:([a-z_]+)\]")
 
 
+def marked_kinds(text: str) -> list[str]:
+    """The kind of every `[REDACTED:kind]` marker in `text`, in order, repeats kept."""
+    return _MARKED.findall(text)
+
+
 def secret_kinds(text: str) -> list[str]:
     """The kinds of secret `text` holds, in order of appearance, each once (none: [])."""
     redacted = redact(text)

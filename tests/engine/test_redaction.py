@@ -172,6 +172,18 @@ async def test_no_write_path_stores_a_secret(engine, db_path):
     assert found.results == [] or all(SECRETS[5][1] not in hit.snippet for hit in found.results)
 
 
+async def test_remember_reports_each_kind_it_replaced_once_and_not_markers_the_writer_wrote(engine):
+    secret = SECRETS[5][1]
+    written = await engine.remember(
+        namespace=NS,
+        session="s",
+        page=note(f"token {secret}, again {secret}; [REDACTED:password] was already here"),
+    )
+    assert written.redacted == ["github_token"]
+    plain = await engine.remember(namespace=NS, session="s", page=note("[REDACTED:password] quoted"))
+    assert plain.redacted == []
+
+
 @pytest.mark.sqlite_only
 async def test_redaction_can_be_turned_off(open_engine, db_path):
     engine = await open_engine(EngineConfig(redact_secrets=False))

@@ -60,11 +60,25 @@ async def test_remember_search_and_fault_through_the_client(connect):
         "reason": None,
         "version": 1,
         "expires_at": None,
+        "redacted": [],
     }
     assert found["results"][0]["page_id"] == "spare_key"
     assert found["results"][0]["tokens"] == stored["tokens"]
     assert fault["content"] == "The spare key is under the blue flowerpot." and fault["mapped"] is True
     assert again["already_mapped"] is True and again["faults_left"] == fault["faults_left"]
+
+
+async def test_remember_says_which_kinds_of_secret_it_did_not_keep(connect):
+    async with connect() as client:
+        stored = await call(
+            client,
+            "remember",
+            content="wifi password: hunter2hunter2 and the deploy key ghp_" + "a1B2" * 9,
+            summary="wifi password: hunter2hunter2",
+        )
+        faulted = await call(client, "page_fault", page_id=stored["page_id"], target_level=0)
+    assert stored["redacted"] == ["password", "github_token"]
+    assert "hunter2" not in faulted["content"] and "[REDACTED:password]" in faulted["content"]
 
 
 async def test_an_unknown_page_is_a_tool_error_that_names_search_pages(connect):
