@@ -73,6 +73,7 @@ def parse(payload: Any) -> HookEvent:
         reply=text_field(payload, "last_assistant_message"),
         tool_use_id=tool_use_id,
         transcript=TranscriptSource(path, TranscriptFormat.CLAUDE_CODE) if path else None,
+        interrupted=payload.get("is_interrupt") is True,
     )
 
 

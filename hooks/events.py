@@ -60,6 +60,7 @@ class HookEvent:
     reply: str = ""
     tool_use_id: str = ""  # the host's id of the call, when it gives one
     transcript: TranscriptSource | None = None
+    interrupted: bool = False  # the user stopped the call: it says nothing about the tool
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from memvm.engine import Engine
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.guards.guard_config import GuardConfig
@@ -12,6 +13,7 @@ from memvm.hooks.catch_up import catch_up
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host
 from memvm.hooks.recall import recall
 from memvm.hooks.session_start import start_context
+from memvm.hooks.transcripts import Said, read_transcript
 
 # How much of a repeated call's bound result a deny reason quotes.
 _CACHED_CHARS = 1_500
@@ -98,22 +100,40 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
             await engine.record_tool_outcome(namespace=namespace, session=session, call=_outcome(event))
             return HookAnswer()
         case EventKind.REPLY:
-            if event.reply.strip():
+            reply = event.reply if event.reply.strip() else await _last_reply_in_transcript(event)
+            if reply.strip():
                 await engine.ingest(
                     namespace=namespace,
                     session=session,
-                    messages=[IngestMessage(role=Role.ASSISTANT, content=event.reply)],
+                    messages=[IngestMessage(role=Role.ASSISTANT, content=reply)],
                 )
             return HookAnswer()
     return HookAnswer()
 
 
+async def _last_reply_in_transcript(event: HookEvent) -> str:
+    """The turn's final reply as the transcript holds it, for a host version whose stop event
+    does not carry it (`last_assistant_message`)."""
+    if event.transcript is None:
+        return ""
+    source = event.transcript
+    transcript = await anyio.to_thread.run_sync(read_transcript, source.path, source.format)
+    replies = [
+        entry.text for entry in transcript.entries if isinstance(entry, Said) and entry.role is Role.ASSISTANT
+    ]
+    return replies[-1] if replies else ""
+
+
 def _outcome(event: HookEvent) -> ToolOutcome:
     failed = event.kind is EventKind.TOOL_FAILED
+    if failed and event.interrupted:
+        outcome = Outcome.CANCELLED  # the user's interrupt, not the tool's failure: nothing to learn
+    else:
+        outcome = Outcome.FAILURE if failed else Outcome.SUCCESS
     return ToolOutcome(
         tool=event.tool,
         args=event.tool_input,
-        outcome=Outcome.FAILURE if failed else Outcome.SUCCESS,
+        outcome=outcome,
         result=None if failed else event.tool_response,
         error_message=(event.error or _text(event.tool_response)) if failed else None,
         duration_ms=event.duration_ms,

@@ -13,6 +13,7 @@ import pytest
 
 from tests.commands import run_process
 from tests.hooks import claude_code_events as cc
+from tests.hooks import claude_code_transcripts as ct
 from tests.hooks.runner import rows, run_hook, run_in_process, transcript, verdicts
 
 NS = "default"
@@ -227,3 +228,31 @@ def test_the_folder_and_database_a_hook_makes_are_its_users_alone(tmp_path):
     hook(db, cc.prompt("my doctor's appointment is on friday"))
     assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
+
+
+def test_a_call_the_user_interrupted_is_recorded_as_cancelled_and_teaches_no_fix(tmp_path):
+    db = tmp_path / "m.db"
+    hook(db, cc.prompt("run the slow suite"))
+    slow = {"command": "pytest -q tests/slow"}
+    interrupted = {**cc.tool_failure(slow, "Interrupted by user", "toolu_1"), "is_interrupt": True}
+    hook(db, interrupted)
+    hook(db, cc.post_tool({"command": "pytest -q"}, {"stdout": "3 passed"}, "toolu_2"))
+    assert rows(db, "SELECT outcome, fixed_by IS NULL FROM tool_calls ORDER BY call_id") == [
+        ("cancelled", 1),
+        ("success", 1),
+    ]
+
+
+def test_a_stop_without_the_reply_takes_the_last_reply_from_the_transcript(tmp_path):
+    db = tmp_path / "m.db"
+    path = ct.write(
+        tmp_path / "session.jsonl",
+        [ct.prompt("where is the deploy script"), ct.assistant(ct.text("It is deploy/run.sh."))],
+    )
+    hook(db, cc.prompt("where is the deploy script"))
+    older_host = {key: value for key, value in cc.stop("").items() if key != "last_assistant_message"}
+    assert hook(db, {**older_host, "transcript_path": str(path)}) == ({}, [])
+    assert transcript(db) == [
+        (cc.SESSION, "user", "where is the deploy script"),
+        (cc.SESSION, "assistant", "It is deploy/run.sh."),
+    ]
