@@ -4,7 +4,8 @@ The file is a JSON array of conversations: `uuid`, `name`, `created_at` (ISO 860
 `chat_messages`, each with `uuid`, `sender` (`human` or `assistant`), `created_at`, and the
 message as `content` blocks (`{"type": "text", "text": ...}`, besides tool use and others) or, in
 older exports, as `text` alone. The text blocks are kept, in the order the export lists the
-messages.
+messages, followed by the text Claude extracted from each attached file (`attachments`, each with
+`file_name` and `extracted_content`): what was said about a file means little without it.
 """
 
 from pathlib import Path
@@ -45,7 +46,7 @@ def _message(entry: Any, before: float | None, where: str) -> HistoryMessage | N
     if not isinstance(entry, dict):
         raise TransferError(f"{where} is not a JSON object")
     role = _ROLES.get(text_or_none(entry, "sender", where) or "")
-    text = _text(entry, where)
+    text = "\n\n".join(part for part in (_text(entry, where), *_attachments(entry, where)) if part)
     if role is None or not text:
         return None
     created = message_date(entry.get("created_at"), before, f"{where}, created_at")
@@ -68,3 +69,22 @@ def _text(entry: dict[str, Any], where: str) -> str:
                 texts.append((text_or_none(block, "text", f"{where}, text block") or "").strip())
         return "\n\n".join(text for text in texts if text)
     return (text_or_none(entry, "text", where) or "").strip()
+
+
+def _attachments(entry: dict[str, Any], where: str) -> list[str]:
+    """Each attached file's extracted text, under its name."""
+    attached = entry.get("attachments")
+    if attached is None:
+        return []
+    if not isinstance(attached, list):
+        raise TransferError(f'{where}: "attachments" is not a list')
+    texts = []
+    for n, item in enumerate(attached):
+        place = f"{where}, attachment {n + 1}"
+        if not isinstance(item, dict):
+            raise TransferError(f"{place} is not a JSON object")
+        content = (text_or_none(item, "extracted_content", place) or "").strip()
+        if content:
+            name = text_or_none(item, "file_name", place) or "a file"
+            texts.append(f"Attached {name}:\n{content}")
+    return texts

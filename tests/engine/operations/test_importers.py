@@ -184,6 +184,32 @@ async def test_a_claude_conversation_keeps_its_text_blocks_roles_and_dates(engin
     assert again.summary() == "2 conversations, 4 messages (4 already there)"
 
 
+async def test_a_claude_message_keeps_the_text_extracted_from_its_attached_files(engine, db_url, tmp_path):
+    export = tmp_path / "conversations.json"
+    message = {
+        "uuid": "m-1",
+        "sender": "human",
+        "text": "What does this say about the budget?",
+        "created_at": "2025-04-01T08:00:00Z",
+        "attachments": [
+            {
+                "file_name": "budget.txt",
+                "file_type": "txt",
+                "extracted_content": "Q3 travel budget: 4,200 EUR",
+            },
+            {"file_name": "scan.pdf", "file_type": "pdf", "extracted_content": ""},
+        ],
+    }
+    conversation = {"uuid": "conv-1", "name": "Budget", "created_at": "2025-04-01T08:00:00Z"}
+    export.write_text(json.dumps([{**conversation, "chat_messages": [message]}]), encoding="utf-8")
+    await run_import(engine, ImportFormat.CLAUDE, export)
+    [(role, _, text)] = transcript(db_url, "claude-conv-1")
+    assert role == "user"
+    assert text == "What does this say about the budget?\n\nAttached budget.txt:\nQ3 travel budget: 4,200 EUR"
+    found = await engine.search(namespace=NS, session="s", query="travel budget")
+    assert [hit.session for hit in found.results] == ["claude-conv-1"]
+
+
 # markdown
 
 
