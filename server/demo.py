@@ -9,6 +9,7 @@ the bindings and the learned fix are all still there.
 import io
 import json
 import os
+import shlex
 import sys
 import tempfile
 import textwrap
@@ -245,16 +246,27 @@ async def _second_run(db: str, query: str) -> None:
         _show(f"({hints['tokens']} tokens, capped at 200)")
 
 
-async def _demo(db: str) -> None:
+async def _demo(db: str, kept: bool) -> None:
     print(f"memvm demo — database: {db}")
     query = await _first_run(db)
     await _second_run(db, query)
     print("\nDone: the memory, the bindings and the learned fix survived a restart.")
+    print(what_next(db, kept))
+
+
+def what_next(db: str, kept: bool) -> str:
+    """The demo's last line: how to look at what it stored."""
+    if kept:
+        return f"See what it stored in your browser: memvm ui --db {shlex.quote(db)}"
+    return (
+        "That database was temporary and is gone. To keep one and look at it in your browser: "
+        "memvm demo --db demo.db && memvm ui --db demo.db"
+    )
 
 
 def run_demo(db: str | None) -> int:
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(line_buffering=True)  # watched as it runs, through `| tee` too
     with tempfile.TemporaryDirectory(prefix="memvm-demo-") as scratch:
-        anyio.run(_demo, db or str(Path(scratch) / "demo.db"))
+        anyio.run(_demo, db or str(Path(scratch) / "demo.db"), db is not None)
     return 0

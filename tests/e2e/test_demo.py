@@ -34,7 +34,9 @@ def test_the_demo_runs_end_to_end_and_shows_memory_bindings_and_fixes_surviving_
         in flat
     )
     assert 'Earlier fix for "invalid date <q>: expected yyyy-mm-dd": book_table call 1 failed' in flat
-    assert out.rstrip().endswith("Done: the memory, the bindings and the learned fix survived a restart.")
+    *_, done_line, next_line = out.rstrip().splitlines()
+    assert done_line == "Done: the memory, the bindings and the learned fix survived a restart."
+    assert next_line == f"See what it stored in your browser: memvm ui --db {db}"
     assert db.exists()
 
 
