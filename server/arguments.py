@@ -58,7 +58,10 @@ SessionName = Annotated[
 Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(_storable)]
 Query = Annotated[
     str,
-    Field(min_length=1, max_length=2_000, description="What to look for, in plain words."),
+    Field(
+        max_length=2_000,
+        description="What to look for, in plain words; empty lists what is remembered: pinned first, then newest.",
+    ),
     AfterValidator(_storable),
 ]
 Summary = Annotated[

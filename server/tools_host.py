@@ -4,7 +4,7 @@ from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from memvm.engine.models import ForgetResult, IngestMessage, IngestResult, PageState, TurnResult
+from memvm.engine.models import IngestMessage, IngestResult, PageState, TurnResult
 from memvm.resources.context import DeveloperMessage, render_developer_message
 from memvm.resources.rules import RuleMode
 from memvm.server.app_state import Runtime, ToolContext
@@ -72,17 +72,6 @@ async def pin_page(
     return state
 
 
-async def forget(page_id: PageId, ctx: ToolContext) -> ForgetResult:
-    """Delete a page for good: from storage, search and every working set, with the values bound
-    from it if it was a tool result; its text is then taken out of the database's files (`purged`)."""
-    runtime = ctx.request_context.lifespan_context
-    result = await runtime.engine.forget(
-        namespace=runtime.namespace, session=runtime.default_session, page_id=page_id
-    )
-    await working_set_changed(ctx, runtime.default_session)
-    return result
-
-
 async def build_context(
     ctx: ToolContext,
     mode: ContextMode = RuleMode.STRICT,
@@ -114,12 +103,6 @@ def register(server: MCPServer[Runtime]) -> None:
         pin_page,
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
-    )
-    server.add_tool(
-        forget,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
         ),
     )
     server.add_tool(

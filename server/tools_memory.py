@@ -7,6 +7,7 @@ from mcp_types import ToolAnnotations
 from memvm.engine import EngineConfig
 from memvm.engine.models import (
     FaultResult,
+    ForgetResult,
     Level,
     NewPage,
     PageType,
@@ -81,7 +82,8 @@ async def search_pages(
     scope: Scope = SearchScope.ALL,
     session: SessionName = None,
 ) -> SearchResult:
-    """Find stored pages (earlier conversation, notes, facts, tool results) by words they contain.
+    """Find stored pages (earlier conversation, notes, facts, tool results) by words they contain;
+    an empty query lists what is remembered, pinned pages first, then the newest.
 
     Best matches first, each with its page id, a snippet and its tokens per level. `score` ranks the
     hits of this one search (higher is better; not comparable across searches). `mapped` says whether
@@ -145,6 +147,18 @@ async def remember(
     return result
 
 
+async def forget(page_id: PageId, ctx: ToolContext) -> ForgetResult:
+    """Delete a page for good when the user asks you to forget something: from storage, search and
+    every working set, with the values bound from it; its text is then taken out of the database's
+    files (`purged`). Find its page id with search_pages first."""
+    runtime = ctx.request_context.lifespan_context
+    result = await runtime.engine.forget(
+        namespace=runtime.namespace, session=runtime.default_session, page_id=page_id
+    )
+    await working_set_changed(ctx, runtime.default_session)
+    return result
+
+
 def register(server: MCPServer[Runtime], config: EngineConfig) -> None:
     server.add_tool(
         page_fault,
@@ -165,5 +179,11 @@ def register(server: MCPServer[Runtime], config: EngineConfig) -> None:
         remember,
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+        ),
+    )
+    server.add_tool(
+        forget,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
         ),
     )

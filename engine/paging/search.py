@@ -20,7 +20,7 @@ from memvm.engine.config import SearchTuning
 from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
 from memvm.engine.paging import tiers
 from memvm.engine.paging.levels import collapse
-from memvm.engine.paging.pages import expired, level_tokens
+from memvm.engine.paging.pages import expired, level_tokens, live
 from memvm.engine.paging.snippets import searched, snippet, window_sql
 from memvm.engine.paging.stopwords import STOPWORDS
 from memvm.engine.paging.terms import query_terms, words
@@ -256,6 +256,8 @@ async def search_pages(
     transaction, so the ranking and the snippets see the same pages.
     """
     filters = _Filters(page_type, modality, only_session, pinned_only)
+    if not query.strip():
+        return await _listed(conn, namespace, viewer_session, filters, limit, now)
     gone = await _expired(conn, namespace, now)
     hits = [
         hit
@@ -445,6 +447,41 @@ async def _exact_ids(
         _hit(row, score=EXACT_ID_SCORE, snippet=row["snippet"])
         for row in sorted(rows, key=lambda r: order[r["page_id"]])
     ]
+
+
+# What an empty query lists: the pinned pages (few, on their index), then the rest newest first,
+# walking the namespace's index backwards rather than sorting it.
+_LISTED = f"""
+SELECT {_HIT_COLUMNS}, p.abstract AS snippet, w.level AS mapped_level
+FROM pages p
+{_MAPPED_IN_VIEWER}
+WHERE p.namespace = ? AND p.pinned = ? {{filters}}
+ORDER BY p.rowid DESC
+LIMIT ?
+"""
+
+
+async def _listed(
+    conn: Reads, namespace: str, viewer_session: str, filters: _Filters, limit: int, now: float | None
+) -> SearchResult:
+    """What is remembered, without a query: pinned pages first, then the newest, each newest first."""
+    clauses, params = filters.sql()
+    if now is not None:
+        clauses += f" AND {live(table='p')}"
+        params = [*params, now]
+    hits: list[SearchHit] = []
+    for pinned in (1, 0):
+        if len(hits) >= limit or (pinned == 0 and filters.pinned_only):
+            break
+        rows = await conn.all(
+            _LISTED.format(filters=clauses), (viewer_session, namespace, pinned, *params, limit - len(hits))
+        )
+        hits += [_hit(row, score=0.0, snippet=row["snippet"]) for row in rows]
+    collection = await conn.one(_COLLECTION, (namespace,))
+    assert collection is not None  # an aggregate always yields a row
+    pages = int(collection[0]) - len(await _expired(conn, namespace, now))
+    message = None if hits else "Nothing is remembered here yet."
+    return SearchResult(results=hits, total_pages=pages, message=message)
 
 
 # Pages whose expiry has come and that no write has deleted yet: few, on their partial index.

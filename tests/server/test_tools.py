@@ -18,8 +18,9 @@ MODEL_TOOLS = {
     "check_tool_call",
     "record_tool_outcome",
     "get_procedural_hints",
+    "forget",
 }
-HOST_TOOLS = {"ingest", "begin_turn", "pin_page", "forget", "build_context"}
+HOST_TOOLS = {"ingest", "begin_turn", "pin_page", "build_context"}
 
 
 async def test_the_model_profile_offers_only_model_tools(connect):
@@ -221,3 +222,17 @@ async def test_forget_through_the_tool_leaves_none_of_the_text_in_the_file_or_it
     assert forgotten == {"page_id": "alarm", "deleted": True, "purged": True}
     assert found["results"] == []
     assert secret.encode() not in after
+
+
+async def test_a_model_lists_what_it_remembers_and_forgets_it_with_the_default_tools(connect):
+    # "What do you remember about me?" then "forget that", on a host that only passes tool replies.
+    async with connect(tools=ToolProfile.MODEL) as client:
+        await call(client, "remember", content="The user's dog is a beagle called Miso.", key="dog")
+        await call(client, "remember", content="The user takes the 7:40 train.", key="train", pin=True)
+        listed = await call(client, "search_pages", query="")
+        gone = await call(client, "forget", page_id="dog")
+        after = await call(client, "search_pages", query="  ")
+    assert [hit["page_id"] for hit in listed["results"]] == ["train", "dog"]  # pinned first, then newest
+    assert listed["total_pages"] == 2
+    assert gone["deleted"] is True
+    assert [hit["page_id"] for hit in after["results"]] == ["train"] and after["total_pages"] == 1

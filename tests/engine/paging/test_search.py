@@ -537,3 +537,24 @@ async def test_a_query_naming_a_time_lifts_the_pages_written_then(open_engine, c
 
     assert await first(untimed) == "kettle"
     assert await first(timed) == "smoker"
+
+
+async def test_an_empty_query_lists_pinned_pages_then_the_newest_within_the_filters(engine, clock):
+    for name in ("first", "second", "third"):
+        await engine.remember(namespace=NS, session="s1", page=note(f"the {name} note"), key=name)
+    await engine.remember(
+        namespace=NS, session="s1", page=note("an old pinned note", pinned=True), key="kept"
+    )
+    await engine.remember(namespace=NS, session="s1", page=note("short lived"), key="brief", ttl_seconds=5)
+    await engine.ingest(namespace=NS, session="s2", messages=[user("hello from another session")])
+    clock.advance(10)  # the short-lived page has expired
+
+    listed = await engine.search(namespace=NS, session="s1", query="", limit=4)
+    assert [hit.page_id for hit in listed.results] == ["kept", listed.results[1].page_id, "third", "second"]
+    assert listed.results[1].session == "s2" and listed.total_pages == 5
+    notes = await engine.search(namespace=NS, session="s1", query=" ", page_type=PageType.NOTE, limit=10)
+    assert [hit.page_id for hit in notes.results] == ["kept", "third", "second", "first"]
+    mine = await engine.search(namespace=NS, session="s1", query="", scope=SearchScope.SESSION, limit=10)
+    assert {hit.session for hit in mine.results} == {"s1"}
+    empty = await engine.search(namespace="other", session="s1", query="")
+    assert (empty.results, empty.total_pages) == ([], 0) and empty.message
