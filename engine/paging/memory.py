@@ -44,6 +44,7 @@ from memvm.engine.paging.pages import (
     get_page,
     insert_page,
     next_page_id,
+    page_with_text,
     set_pinned,
     update_remembered,
 )
@@ -136,7 +137,12 @@ async def remember(
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
         await delete_expired(writer, conn, namespace, now)
         working_set = writer.working_set(conn, namespace, session, state.turn)
-        existing = await get_page(conn, namespace, key) if key else None
+        if key:
+            existing = await get_page(conn, namespace, key)
+        else:
+            # The same text remembered again is the page already holding it, not a second copy: a
+            # model that repeats itself must not fill memory, nor make search return it twice.
+            existing = await page_with_text(conn, namespace, page.type, levels.texts[Level.FULL], now)
         if existing is not None and _expired(existing, now):
             # Gone for every reader already: the key starts afresh, with no versions of it.
             await _drop(writer, conn, namespace, existing, cause="expired")

@@ -229,6 +229,23 @@ async def get_page(conn: Reads, namespace: str, page_id: str, *, live_at: float 
     return page_from_row(row) if row else None
 
 
+# A remembered page of one type holding exactly this text; the namespace's pages of that type are
+# few beside its transcript, and the text is compared only on those.
+_SAME_TEXT = f"""
+SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS}
+WHERE p.namespace = ? AND p.type = ? AND t.content = ? AND {live(table="p")}
+ORDER BY p.rowid LIMIT 1
+"""
+
+
+async def page_with_text(
+    conn: Reads, namespace: str, page_type: PageType, text: str, now: float
+) -> Page | None:
+    """The oldest live page of `page_type` whose full text is `text`, if any."""
+    row = await conn.one(_SAME_TEXT, (namespace, page_type.value, text, now))
+    return page_from_row(row) if row else None
+
+
 async def touch_page(conn: Writes, namespace: str, rowid: int, now: float) -> None:
     await conn.execute(_TOUCH, (now, namespace, rowid))
 

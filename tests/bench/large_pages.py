@@ -97,11 +97,11 @@ async def current(path: Path, pages: int, chars: int) -> tuple[float, float]:
             session="s",
             page=NewPage(content=f"{n} {body}", type=PageType.NOTE, provenance="model"),
         )
-    for _ in range(50):
+    for n in range(50):
         await engine.remember(
             namespace="other",
             session="s",
-            page=NewPage(content="walrus note", type=PageType.NOTE, provenance="model"),
+            page=NewPage(content=f"walrus note {n}", type=PageType.NOTE, provenance="model"),
         )
     timings: list[float] = []
     took = 0.0

@@ -17,9 +17,10 @@ BOUND_S = 5.0  # generous: before, the search for "house" took 14 s and the one 
 
 async def test_another_tenants_bulk_neither_slows_nor_blocks_a_tenants_search(open_engine, report_figure):
     engine = await open_engine(EngineConfig())
-    for _ in range(BULK_PAGES):
-        await engine.remember(namespace="alice", session="s", page=note(BULK_TEXT))
+    for n in range(BULK_PAGES):  # each its own page: the same text again would be the page holding it
+        await engine.remember(namespace="alice", session="s", page=note(f"{BULK_TEXT}{n}"))
     await engine.remember(namespace="bob", session="s", page=note("My house is blue."))
+    assert (await engine.search(namespace="alice", session="s", query="house")).total_pages == BULK_PAGES
     took: dict[str, float] = {}
 
     async def search(namespace: str, query: str, name: str) -> None:

@@ -134,3 +134,20 @@ async def test_a_rewrite_based_on_old_text_is_refused_and_changes_nothing(engine
     assert (await engine.get_page(namespace=NS, page_id="deploy")).levels[
         0
     ] == "Deploys go through argo, always."
+
+
+async def test_the_same_text_remembered_again_without_a_key_is_the_page_already_holding_it(engine, clock):
+    first = await engine.remember(namespace=NS, session="s1", page=note("We adopted a beagle called Miso."))
+    again = await engine.remember(namespace=NS, session="s2", page=note("We adopted a beagle called Miso."))
+    assert (again.page_id, again.created, again.version) == (first.page_id, False, 1)
+    found = await engine.search(namespace=NS, session="s1", query="beagle")
+    assert [hit.page_id for hit in found.results] == [first.page_id] and found.total_pages == 1
+
+    # Another type, or other text, is another page; so is the text once its page has expired.
+    claim = await engine.remember(
+        namespace=NS, session="s1", page=note("We adopted a beagle called Miso.", type=PageType.CLAIM)
+    )
+    brief = await engine.remember(namespace=NS, session="s1", page=note("Parked on level 3."), ttl_seconds=60)
+    clock.advance(120)
+    later = await engine.remember(namespace=NS, session="s1", page=note("Parked on level 3."))
+    assert claim.created and later.created and later.page_id != brief.page_id

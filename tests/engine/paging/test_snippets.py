@@ -76,8 +76,8 @@ async def test_a_page_repeating_one_word_is_searched_in_bounded_time_beside_anot
     # FTS5's snippet() and a join per occurrence made this search take over 30 seconds, and a
     # repetitive tool log does it by accident.
     pages, repeats = 3, 40_000
-    for _ in range(pages):
-        await engine.remember(namespace="hostile", session="s", page=note("house " * repeats))
+    for n in range(pages):  # three logs: the same text again would be the one page already holding it
+        await engine.remember(namespace="hostile", session="s", page=note("house " * repeats + f"run {n}"))
     await engine.remember(namespace=NS, session="s", page=note("A small house by the lake."))
     took: dict[str, float] = {}
 

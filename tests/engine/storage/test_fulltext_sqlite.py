@@ -38,8 +38,10 @@ async def test_counting_in_the_namespaces_own_text_gives_the_scores_counting_occ
         messages=[IngestMessage(role=Role.USER, content="Is the house by the lake blue?", name="Maria")],
     )
     # Another tenant holds the words in bulk: far more occurrences than bob has characters.
-    for _ in range(2):
-        await engine.remember(namespace="alice", session="s", page=note("house lake blue garden " * 3_000))
+    for n in range(2):
+        await engine.remember(
+            namespace="alice", session="s", page=note("house lake blue garden " * 3_000 + str(n))
+        )
     counted = await _scores(engine, "bob")
 
     in_text = []
