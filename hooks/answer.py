@@ -7,6 +7,7 @@ a guard that failed open.
 """
 
 import json
+import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from memvm.engine import Engine
 from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageError, StorageFull
 from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.hosts.hook_journal import record_skipped
-from memvm.hooks.events import EventKind, HookEvent, Host, MalformedEvent, session_name
+from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, MalformedEvent, session_name
 from memvm.hooks.handle import HookSettings, handle
 from memvm.hooks.protocols import protocol
 
@@ -73,13 +74,50 @@ async def answer(open_engine: OpenEngine, db: str, request: HookRequest) -> Hook
         async with open_engine() as engine:
             decided = await handle(engine, event, settings)
         return HookReply(protocol(request.host).render(event, decided), warning=decided.warning)
-    # The top of the hook: anything at all becomes "go on without memvm", never a blocked host.
+    # The top of the hook: anything at all becomes "go on without memvm", never a blocked host, but
+    # for a tool call whose arguments cannot be checked: letting it run would wave it past every guard.
     except Exception as exc:
+        if isinstance(exc, _UNCHECKABLE) and (name := _pre_tool_event(request, event)):
+            return _uncheckable_call_denied(request, event, name, exc)
         reason = skipped_reason(exc)
         note_skipped(db, request, event, reason)
         return HookReply(
             {}, reason, engine_failed=not isinstance(exc, MalformedEvent | StorageBusy | GuardConfigError)
         )
+
+
+# What a tool call's own arguments can hold that no reader can check: JSON nested past the parser,
+# an integer past Python's digit limit, text that is not Unicode (a lone surrogate).
+_UNCHECKABLE = (RecursionError, ValueError, UnicodeError)
+
+
+def _pre_tool_event(request: HookRequest, event: HookEvent | None) -> str | None:
+    """The host's name for the event when it is a pre-tool one, read from the raw bytes when the
+    event itself could not be read."""
+    if event is not None:
+        return event.name if event.kind is EventKind.PRE_TOOL else None
+    for name, kind in protocol(request.host).kinds.items():
+        if kind is EventKind.PRE_TOOL and re.search(
+            rb'"hook_event_name"\s*:\s*"%s"' % name.encode(), request.raw
+        ):
+            return name
+    return None
+
+
+def _uncheckable_call_denied(
+    request: HookRequest, event: HookEvent | None, name: str, exc: Exception
+) -> HookReply:
+    if isinstance(exc, RecursionError):
+        what = "are nested too deep to read"
+    elif isinstance(exc, UnicodeError):
+        what = "hold text that is not valid Unicode (a lone surrogate)"
+    else:
+        what = "hold a value no reader can take (a number of thousands of digits)"
+    reason = (
+        f"memvm guard: the call's arguments {what}, so they cannot be checked; call it with plain arguments"
+    )
+    pre_tool = event or HookEvent(kind=EventKind.PRE_TOOL, name=name, session="", digest="")
+    return HookReply(protocol(request.host).render(pre_tool, HookAnswer(deny=reason)))
 
 
 def note_skipped(db: str, request: HookRequest, event: HookEvent | None, reason: str) -> None:

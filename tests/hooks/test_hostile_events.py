@@ -13,6 +13,7 @@ from memvm.engine.hosts.hook_journal import journal_path, skipped_events
 
 from tests.commands import command
 from tests.hooks import claude_code_events as cc
+from tests.hooks import gemini_cli_events as gc
 from tests.hooks.runner import background_pids, run_hook, run_hook_process, wait_for_background
 from tests.hooks.test_hook_doctor import doctor, doctor_json
 
@@ -56,23 +57,75 @@ def _nested_past_the_parser(depth: int = 1_100) -> bytes:
     ).encode()
 
 
-def test_json_nested_past_the_parser_is_skipped_and_journaled(tmp_path):
+def _huge_number_call() -> bytes:
+    call = json.dumps(cc.pre_tool({"amount": 1, "to": "acct-7"}, "toolu_9", tool="mcp__pay__send"))
+    return call.replace('"amount": 1', '"amount": ' + "9" * 4_400).encode()
+
+
+def _nested_call(depth: int = 985) -> bytes:
+    """A call nested just short of the parser's limit, written by hand: json.dumps itself stops sooner."""
+    inner = '{"x": ' * depth + '{"table": "users"}' + "}" * depth
+    return (
+        json.dumps(cc.pre_tool({}, "toolu_8", tool="mcp__db__drop_table"))
+        .replace('"tool_input": {}', f'"tool_input": {inner}')
+        .encode()
+    )
+
+
+def _surrogate_call() -> bytes:
+    return json.dumps(cc.pre_tool({"memo": "x\ud800"}, "toolu_7", tool="mcp__pay__send")).encode()
+
+
+@pytest.mark.parametrize(
+    ("event", "says"),
+    [
+        (_nested_past_the_parser, "nested too deep to read"),
+        (_nested_call, "nested too deep"),
+        (_huge_number_call, "a number of thousands of digits"),
+        (_surrogate_call, "not valid Unicode"),
+    ],
+    ids=["past-the-parser", "past-the-guards", "huge-integer", "lone-surrogate"],
+)
+def test_a_call_whose_arguments_cannot_be_checked_is_denied_not_waved_through(tmp_path, event, says):
     db = tmp_path / "m.db"
-    event = _nested_past_the_parser()
-    answer, errors = run_hook("claude-code", db, event)
+    run_hook("claude-code", db, cc.prompt("pay the invoice"))
+    answer, errors = run_hook("claude-code", db, event())
+    decision = answer["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny" and errors == []
+    assert (
+        says in decision["permissionDecisionReason"]
+        and "cannot be checked" in decision["permissionDecisionReason"]
+    )
+    # Denied is decided: no guard failed open, for the journal or for doctor.
+    assert skipped_events(db) == []
+    assert doctor_json(db)[1]["hooks_guard_failed_open"] == 0
+
+
+def test_gemini_cli_denies_an_uncheckable_call_in_its_own_words(tmp_path):
+    call = json.dumps(gc.before_tool({"amount": 1}, tool="pay")).replace(
+        '"amount": 1', '"amount": ' + "9" * 4_400
+    )
+    answer, _ = run_hook("gemini-cli", tmp_path / "m.db", call.encode())
+    assert answer["decision"] == "deny" and "cannot be checked" in answer["reason"]
+
+
+def test_an_unreadable_event_that_is_no_tool_call_still_lets_the_host_go_on(tmp_path):
+    db = tmp_path / "m.db"
+    prompt = json.dumps(cc.prompt("hello")).replace('"hello"', '"hello", "n": ' + "9" * 4_400)
+    answer, errors = run_hook("claude-code", db, prompt.encode())
     assert answer == {} and len(errors) == 1
     [skipped] = skipped_events(db)
-    assert "RecursionError" in skipped.reason and skipped.reason in errors[0]
+    assert skipped.guard is False  # stood aside for, and counted as no guard that failed open
 
 
 @pytest.mark.slow
-def test_json_nested_past_the_parser_is_skipped_by_the_process_and_its_background_one(tmp_path):
+def test_json_nested_past_the_parser_is_denied_by_the_process_and_its_background_one(tmp_path):
     db = tmp_path / "m.db"
     event = _nested_past_the_parser()
     for _ in range(2):  # in its own process, then in the background process
         answer, errors = run_hook_process("claude-code", db, event)
-        assert answer == {} and len(errors) == 1
-    assert len(skipped_events(db)) == 2
+        assert answer["hookSpecificOutput"]["permissionDecision"] == "deny" and errors == []
+    assert skipped_events(db) == []
 
 
 def test_a_session_id_with_a_lone_surrogate_is_a_session_like_any_other(tmp_path):
