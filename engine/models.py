@@ -382,6 +382,10 @@ class GroundingResult(BaseModel):
     verdict: GroundingVerdict
     ungrounded: list[UngroundedLiteral]
     missing_refs: list[str]
+    unreadable_refs: dict[str, str] = Field(
+        default_factory=dict,
+        description="Of missing_refs, those naming a part the bound value lacks, with what it has.",
+    )
     resolved_args: Any = Field(
         description="The arguments with every reference replaced; null while a reference is missing."
     )

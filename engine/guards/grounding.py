@@ -7,7 +7,7 @@ and shows where it came from. Every other number came from nowhere. All lookups 
 through indexes, and the message names at most a handful of numbers, however many bindings exist.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memvm.engine.guards.bindings import bound_values
@@ -127,21 +127,35 @@ async def check_ungrounded(
         verdict=verdict,
         ungrounded=ungrounded,
         missing_refs=resolution.missing,
+        unreadable_refs=resolution.unreadable,
         resolved_args=None if resolution.missing else resolution.resolved,
         user_messages_on_record=user_on_record,
-        message=grounding_message(ungrounded, resolution.missing, user_on_record=user_on_record),
+        message=grounding_message(
+            ungrounded, resolution.missing, user_on_record=user_on_record, unreadable=resolution.unreadable
+        ),
     )
 
 
 def grounding_message(
-    ungrounded: Sequence[UngroundedLiteral], missing: Sequence[str], *, user_on_record: bool = True
+    ungrounded: Sequence[UngroundedLiteral],
+    missing: Sequence[str],
+    *,
+    user_on_record: bool = True,
+    unreadable: Mapping[str, str] | None = None,
 ) -> str:
     """One short paragraph for the model, naming at most a handful of numbers or references."""
     parts = []
-    if missing:
+    unreadable = unreadable or {}
+    unknown = [reference for reference in missing if reference not in unreadable]
+    if unknown:
         parts.append(
-            f"Unknown references: {_listing(missing)}. Nothing is bound under these names; pass a "
+            f"Unknown references: {_listing(unknown)}. Nothing is bound under these names; pass a "
             "reference that bind_value returned, or bind the value first."
+        )
+    if unreadable:
+        shown = "; ".join(list(unreadable.values())[:MESSAGE_ITEMS])
+        parts.append(
+            f"No such part of a bound value: {shown}. Pass a path the value has, or the whole reference."
         )
     copied = [
         f"{item.path}={short(item.value)} -> {item.suggestion}" for item in ungrounded if item.suggestion

@@ -131,7 +131,7 @@ def _grounding_reasons(grounding: GroundingResult) -> list[GuardReason]:
             GuardReason(
                 rule=GuardRule.MISSING_REFS,
                 severity=CallVerdict.BLOCK,
-                message=grounding_message([], grounding.missing_refs),
+                message=grounding_message([], grounding.missing_refs, unreadable=grounding.unreadable_refs),
             )
         )
     copied = [item for item in grounding.ungrounded if item.suggestion]

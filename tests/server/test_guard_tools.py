@@ -136,3 +136,21 @@ async def test_a_thousand_bindings_still_give_a_short_message(connect):
     assert len(result["ungrounded"]) == 101
     assert result["ungrounded"][-1] == {"path": "stray", "value": 777_777, "suggestion": None}
     assert len(result["message"]) < 600 and "and 95 more" in result["message"]
+
+
+async def test_a_field_of_a_bound_result_is_passed_with_its_type_and_a_wrong_field_is_refused(connect):
+    invoice = {"id": "INV-7", "total": 1249.5, "lines": [{"sku": "A1", "qty": 3}]}
+    async with connect() as client:
+        await call(
+            client, "bind_value", tool="get_invoice", args={"id": "INV-7"}, value=invoice, name="invoice"
+        )
+        paid = await call(
+            client, "check_tool_call", tool="pay", args={"amount": "$invoice.total", "to": "acme"}
+        )
+        wrong = await call(
+            client, "check_tool_call", tool="pay", args={"amount": "$invoice.totl", "to": "acme"}
+        )
+    assert paid["verdict"] == "allow" and paid["resolved_args"] == {"amount": 1249.5, "to": "acme"}
+    assert wrong["verdict"] == "block" and wrong["resolved_args"] is None
+    [reason] = [reason["message"] for reason in wrong["reasons"] if reason["rule"] == "missing_refs"]
+    assert "$invoice has no field 'totl' (its fields: id, lines, total)" in reason

@@ -29,6 +29,28 @@ def test_dollar_words_in_prose_that_name_no_binding_are_left_alone():
     assert resolution.missing == []
 
 
+INVOICE = {"total": 1249.5, "lines": [{"sku": "A1", "qty": 3}, {"sku": "B7", "qty": 1}], "paid": False}
+
+
+def test_a_reference_goes_on_into_fields_and_list_items_keeping_their_types():
+    args = {"amount": "$invoice.total", "qty": "$invoice.lines[0].qty", "last": "$invoice.lines[1]"}
+    resolution = resolve(args, {"invoice": INVOICE})
+    assert resolution.resolved == {"amount": 1249.5, "qty": 3, "last": {"sku": "B7", "qty": 1}}
+    assert (resolution.missing, resolution.unreadable) == ([], {})
+
+
+def test_a_path_the_bound_value_lacks_is_refused_saying_what_it_has():
+    args = {"a": "$invoice.totl", "b": "$invoice.lines[5].qty", "c": "$invoice.total.eur", "d": "$nobody.x"}
+    resolution = resolve(args, {"invoice": INVOICE})
+    assert resolution.missing == ["$invoice.lines[5].qty", "$invoice.total.eur", "$invoice.totl", "$nobody.x"]
+    assert resolution.unreadable == {
+        "$invoice.totl": "$invoice has no field 'totl' (its fields: lines, paid, total)",
+        "$invoice.lines[5].qty": "$invoice.lines holds 2 items, so [5] is past its end",
+        "$invoice.total.eur": "$invoice.total is a number, with no field 'eur'",
+    }
+    assert resolution.resolved == args  # nothing is passed on in their place
+
+
 def test_referenced_names_are_collected_from_every_depth():
     assert referenced_names({"a": ["$v1", {"b": "x $total y"}], "c": 3}) == {"v1", "total"}
 
