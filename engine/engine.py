@@ -291,12 +291,15 @@ class Engine:
         args: Any,
         host_session: str | None = None,
         guards_config: GuardConfig | None = None,
+        will_run: bool = False,
     ) -> ToolCallCheck:
         """Every guard at once, on `session`'s calls this turn.
 
         A session the caller made up (ad hoc) has no budgets of its own: its calls are judged
         and counted in `host_session`, the caller's own, so a new name per call evades nothing.
         `guards_config` replaces the engine's guard settings for this call (a host hook's own).
+        `will_run`: the call runs once allowed (a host's pre-tool hook), so checking it again is a
+        second call; otherwise a check repeated before any outcome is recorded gets the same verdict.
         """
         now = self.clock.now()
         async with self.db.write(namespace) as conn:
@@ -311,7 +314,9 @@ class Engine:
                 redact_reasons=self.config.redact_secrets,
             )
             config = guards_config or self.config.guards
-            return await guards.check_tool_call(log, tool=tool, args=args, config=config, now=now)
+            return await guards.check_tool_call(
+                log, tool=tool, args=args, config=config, now=now, will_run=will_run
+            )
 
     async def record_tool_outcome(
         self, *, namespace: str, session: str, call: ToolOutcome, host_session: str | None = None

@@ -72,6 +72,7 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
                     tool=event.tool,
                     args=event.tool_input,
                     guards_config=settings.guards,
+                    will_run=True,  # the host runs the call once it is allowed
                 )
             except InvalidArgument as exc:
                 # Arguments the guards cannot read (nested past their depth, too many values):

@@ -29,6 +29,18 @@ _RECENT_TOOLS = """
 SELECT tool FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? ORDER BY rowid DESC LIMIT ?
 """
 
+# The call let through last this turn, and the verdict it got (noted in the same check, at the same
+# moment); an outcome recorded since means it ran.
+_LATEST_CALL = """
+SELECT tool, call_hash, at FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ?
+ORDER BY rowid DESC LIMIT 1
+"""
+_LATEST_VERDICT = """
+SELECT tool, verdict, reasons, at FROM guard_verdicts WHERE namespace = ? AND session = ? AND turn = ?
+ORDER BY rowid DESC LIMIT 1
+"""
+_OUTCOME_SINCE = "SELECT 1 FROM tool_calls WHERE namespace = ? AND session = ? AND at >= ? LIMIT 1"
+
 _INSERT = """
 INSERT INTO guard_calls (namespace, session, turn, tool, kind, call_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?)
 """
@@ -80,6 +92,23 @@ class CallLog:
     async def recent_tools(self, limit: int) -> list[str]:
         rows = await self.conn.all(_RECENT_TOOLS, (self.namespace, self.session, self.turn, limit))
         return [row["tool"] for row in rows]
+
+    async def unrun_verdict(self, call_hash: str) -> tuple[CallVerdict, list[GuardReason]] | None:
+        """The verdict this same call got when it was checked last, if nothing has happened since:
+        it is still the latest call let through this turn, and no outcome has been recorded after
+        it (a bound result counts as one too: the caller checks for it). Checking a call again is
+        not running it again."""
+        args = (self.namespace, self.session, self.turn)
+        call = await self.conn.one(_LATEST_CALL, args)
+        if call is None or call["call_hash"] != call_hash:
+            return None
+        if await self.conn.one(_OUTCOME_SINCE, (self.namespace, self.session, call["at"])) is not None:
+            return None
+        noted = await self.conn.one(_LATEST_VERDICT, args)
+        if noted is None or (noted["tool"], noted["at"]) != (call["tool"], call["at"]):
+            return None
+        reasons = [GuardReason.model_validate(reason) for reason in json.loads(noted["reasons"])]
+        return CallVerdict(noted["verdict"]), reasons
 
     async def record(self, tool: str, kind: ToolKind, call_hash: str, now: float) -> None:
         await self.conn.execute(

@@ -45,9 +45,13 @@ def runaway_reason(newest_first: list[Any], repeats: int) -> str | None:
 
 
 async def check_tool_call(
-    log: CallLog, *, tool: str, args: Any, config: GuardConfig, now: float
+    log: CallLog, *, tool: str, args: Any, config: GuardConfig, now: float, will_run: bool = False
 ) -> ToolCallCheck:
-    """The verdict on calling `tool` with `args` now, with every reason; counts the call if it may run."""
+    """The verdict on calling `tool` with `args` now, with every reason; counts the call if it may run.
+
+    A check asked again for the call just let through, with no outcome recorded since, gets the same
+    verdict and counts nothing more: the call has not run twice. A host's pre-tool hook
+    (`will_run`) is different: the call runs once it is allowed, so a second event is a second call."""
     grounding = await check_ungrounded(
         log.conn,
         namespace=log.namespace,
@@ -61,6 +65,20 @@ async def check_tool_call(
     kind = config.kind_of(tool)
     used = await log.count_kind(kind)
     limit = config.budget_for(kind)
+    unrun = None
+    if not will_run and await cached_result(log.conn, log.namespace, log.session, digest, log.turn) is None:
+        unrun = await log.unrun_verdict(digest)
+    if unrun is not None:
+        verdict, reasons = unrun
+        return ToolCallCheck(
+            verdict=verdict,
+            reasons=reasons,
+            cached_result=None,  # a call with a cached result is blocked, never let through
+            cached_ref=None,
+            resolved_args=grounding.resolved_args,
+            budget=CallBudget(kind=kind.value, used=used, limit=limit),
+            turn=log.turn,
+        )
     # A host's own tool on the workspace: its numbers are the agent's (a line, a timeout) and an
     # identical call may well see changed files; only caps apply.
     workspace = kind is ToolKind.WORKSPACE

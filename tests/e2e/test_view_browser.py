@@ -211,7 +211,7 @@ def test_the_guards_view_shows_bindings_verdicts_and_what_fixed_an_error(seeded,
         "ns, s = 'default', 's1'\n"
         "await engine.bind_value(namespace=ns, session=s, tool='get_price', args={'sku': 'A1'}, value=1299)\n"
         "for _ in range(3):\n"
-        "    await engine.check_tool_call(namespace=ns, session=s, tool='book_table', args={'party': 4})\n"
+        "    await engine.check_tool_call(namespace=ns, session=s, tool='book_table', args={'party': 4}, will_run=True)\n"
         "failed = ToolOutcome(tool='book_table', args={'party': 4, 'time': '7pm'}, outcome=Outcome.FAILURE,\n"
         "                     error_type='ValueError', error_message='time must be HH:MM')\n"
         "fixed = ToolOutcome(tool='book_table', args={'party': 4, 'time': '19:00'}, outcome=Outcome.SUCCESS,\n"

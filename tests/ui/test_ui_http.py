@@ -229,7 +229,9 @@ async def test_guard_verdicts_are_listed_with_their_reasons(tmp_path):
 
     async def book_three_times(engine: Engine) -> None:
         for _ in range(3):
-            await engine.check_tool_call(namespace=NS, session="s1", tool="book_table", args={"party": 4})
+            await engine.check_tool_call(
+                namespace=NS, session="s1", tool="book_table", args={"party": 4}, will_run=True
+            )
 
     await write(db, chat_with_note("book a table for four", "Which time?"), book_three_times)
     async with viewing(db) as view, view.client(view.token) as user:

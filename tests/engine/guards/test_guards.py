@@ -5,6 +5,7 @@ from memvm.engine import EngineConfig
 from memvm.engine.guards.call_log import KEPT_VERDICTS
 from memvm.engine.guards.guard_config import GuardConfig, GuardPreset, ToolKind
 from memvm.engine.guards.guards import runaway_reason
+from memvm.engine.models import Outcome, ToolOutcome
 
 from tests.conftest import NS, db_rows, user
 
@@ -20,6 +21,12 @@ async def guarded(open_engine, **guards):
 
 async def check(engine, tool, args=None, session="s"):
     return await engine.check_tool_call(namespace=NS, session=session, tool=tool, args=args or {})
+
+
+async def ran(engine, tool, args, session="s"):
+    """The call ran: its outcome is recorded (with no result to bind)."""
+    call = ToolOutcome(tool=tool, args=args, outcome=Outcome.SUCCESS)
+    await engine.record_tool_outcome(namespace=NS, session=session, call=call)
 
 
 def rules(result):
@@ -85,9 +92,28 @@ async def test_a_repeated_call_is_answered_from_its_bound_result(open_engine):
 
 async def test_a_repeated_call_without_a_result_warns_then_blocks(open_engine):
     engine = await guarded(open_engine, grace=1)
-    await check(engine, "get_stock", {"sku": "A1"})
-    assert rules(await check(engine, "get_stock", {"sku": "A1"})) == [("repeat", "warn")]
+    for expected in ([], [("repeat", "warn")], [("repeat", "block")]):
+        assert rules(await check(engine, "get_stock", {"sku": "A1"})) == expected
+        await ran(engine, "get_stock", {"sku": "A1"})
+
+
+async def test_checking_a_call_again_before_it_ran_gives_the_same_verdict_and_counts_nothing(
+    open_engine, db_url
+):
+    engine = await guarded(open_engine, grace=0, execution_budget=2)
+    checks = [await check(engine, "get_stock", {"sku": "A1"}) for _ in range(3)]
+    assert [(c.verdict.value, c.reasons, c.budget.used) for c in checks] == [("allow", [], 1)] * 3
+    assert db_rows(db_url, "SELECT count(*) FROM guard_verdicts") == [(1,)]
+    # Once it ran, the same call again is a repeat.
+    await ran(engine, "get_stock", {"sku": "A1"})
     assert rules(await check(engine, "get_stock", {"sku": "A1"})) == [("repeat", "block")]
+
+
+async def test_a_hooks_pre_tool_check_is_the_call_itself_so_a_second_is_a_repeat(open_engine):
+    engine = await guarded(open_engine, grace=1)
+    hook = {"namespace": NS, "session": "s", "tool": "get_stock", "args": {"sku": "A1"}, "will_run": True}
+    verdicts = [(await engine.check_tool_call(**hook)).verdict.value for _ in range(3)]
+    assert verdicts == ["allow", "warn", "block"]
 
 
 async def test_a_loop_with_varying_arguments_is_caught(open_engine):
@@ -109,7 +135,10 @@ async def test_a_polling_tool_is_exempt_from_repeat_loop_and_cache(open_engine):
 
 async def test_a_polling_tool_still_counts_against_the_budget(open_engine):
     engine = await guarded(open_engine, polling_tools=frozenset({"job_status"}), execution_budget=3, grace=0)
-    verdicts = [(await check(engine, "job_status", {"id": "j1"})).verdict.value for _ in range(4)]
+    verdicts = []
+    for _ in range(4):  # each poll runs
+        verdicts.append((await check(engine, "job_status", {"id": "j1"})).verdict.value)
+        await ran(engine, "job_status", {"id": "j1"})
     assert verdicts == ["allow", "allow", "allow", "block"]
 
 
@@ -182,6 +211,7 @@ async def test_references_are_resolved_before_the_call_is_identified(open_engine
     await engine.bind_value(namespace=NS, session="s", tool="fx", args={"eur": 1}, value=271.5)
     first = await check(engine, "pay", {"usd": "$v1"})
     assert first.resolved_args == {"usd": 271.5}
+    await ran(engine, "pay", {"usd": 271.5})  # the call as it ran, with the value in place
     assert rules(await check(engine, "pay", {"usd": "$v1"})) == [("repeat", "warn")]
 
 
