@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.guards.literals import as_number, call_hash, canonical_json, walk
+from memvm.engine.guards.literals import as_number, call_hash, canonical_json, numbers_in_text, walk
 from memvm.engine.guards.references import sequence_of, sequential_name
 from memvm.engine.models import BindResult, ValueType
 from memvm.engine.storage.api import Reads, Writes
@@ -177,7 +177,9 @@ async def bind(
         )
         assert inserted is not None  # RETURNING yields the row it wrote
         seq, created = inserted["seq"], True
-        if kind in (ValueType.LIST, ValueType.OBJECT):
+        # A value that is one number is itself the source, given as its reference; the numbers in
+        # a structure or in text are sources to read.
+        if kind in (ValueType.LIST, ValueType.OBJECT) or (kind is ValueType.STRING and number is None):
             await conn.executemany(
                 _INSERT_RESULT_NUMBER,
                 [(namespace, session, found, seq) for found in _numbers_inside(value)],
@@ -252,11 +254,18 @@ async def _aliases_of(conn: Writes, namespace: str, session: str, seq: int) -> l
 
 
 def _numbers_inside(value: Any) -> set[float]:
+    """Every number the result shows, as a value or within its text: an MCP tool's text content
+    ("LIN-4411 Checkout fails"), a command's stdout, a file that was read. A number the agent has
+    just read is a number it may pass on."""
     numbers: set[float] = set()
     for _, scalar in walk(value):
         number = as_number(scalar)
-        if number is not None and math.isfinite(number):
-            numbers.add(number)
-            if len(numbers) >= MAX_RESULT_NUMBERS:
-                break
+        found = (
+            {number} if number is not None else numbers_in_text(scalar) if isinstance(scalar, str) else set()
+        )
+        for each in found:
+            if math.isfinite(each):
+                numbers.add(each)
+                if len(numbers) >= MAX_RESULT_NUMBERS:
+                    return numbers
     return numbers

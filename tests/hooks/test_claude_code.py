@@ -256,3 +256,34 @@ def test_a_stop_without_the_reply_takes_the_last_reply_from_the_transcript(tmp_p
         (cc.SESSION, "user", "where is the deploy script"),
         (cc.SESSION, "assistant", "It is deploy/run.sh."),
     ]
+
+
+def test_numbers_the_agent_just_read_in_mcp_text_or_command_output_are_grounded(tmp_path):
+    db = tmp_path / "m.db"
+    hook(db, cc.prompt("Look at the open Linear issues and set the estimate of the login bug to 8"))
+    issues = [
+        {
+            "type": "text",
+            "text": "LIN-4411 Checkout fails on Safari (In Progress)\nLIN-4398 Login bug: session expires (Todo)",
+        }
+    ]
+    listed = ({"team": "ENG"}, "toolu_1", "mcp__linear__list_issues")
+    hook(db, cc.pre_tool(listed[0], listed[1], tool=listed[2]))
+    hook(db, cc.post_tool(listed[0], issues, listed[1], tool=listed[2]))
+    log = {
+        "stdout": "a1b2c3d Fix token refresh (LIN-4402)\n9f8e7d6 Bump deps\n",
+        "stderr": "",
+        "interrupted": False,
+    }
+    hook(db, cc.pre_tool({"command": "git log --oneline -2"}, "toolu_2"))
+    hook(db, cc.post_tool({"command": "git log --oneline -2"}, log, "toolu_2"))
+
+    # An id from the MCP text, one from the command's output, and the user's own estimate.
+    assert hook(db, cc.pre_tool({"id": 4402}, "toolu_3", tool="mcp__linear__get_issue")) == ({}, [])
+    update = cc.pre_tool({"id": 4398, "estimate": 8}, "toolu_4", tool="mcp__linear__update_issue")
+    assert hook(db, update) == ({}, [])
+    # A number from nowhere is still flagged.
+    invented = cc.pre_tool({"id": 4398, "estimate": 13}, "toolu_5", tool="mcp__linear__update_issue")
+    warned = hook(db, invented)[0]["hookSpecificOutput"]["additionalContext"]
+    assert "No source for estimate=13" in warned
+    assert [verdict for _, verdict in verdicts(db)][-3:] == ["allow", "allow", "warn"]

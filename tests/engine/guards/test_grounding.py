@@ -81,6 +81,17 @@ async def test_numbers_inside_a_structured_result_ground_their_copies(engine):
     assert result.verdict.value == "grounded"
 
 
+async def test_numbers_written_in_a_results_text_ground_their_copies(engine):
+    # An MCP tool's text content, and a command's output as text alone.
+    content = [{"type": "text", "text": "LIN-4411 Checkout fails (In Progress), 3 comments"}]
+    await engine.bind_value(namespace=NS, session="s", tool="list_issues", args={}, value=content)
+    await engine.bind_value(
+        namespace=NS, session="s", tool="sh", args={"c": "wc"}, value="  120 lines, 4.5 KB"
+    )
+    result = await check(engine, {"id": 4411, "comments": 3, "lines": 120, "kb": 4.5, "made_up": 77})
+    assert [item.path for item in result.ungrounded] == ["made_up"]
+
+
 async def test_an_unknown_reference_is_missing_and_nothing_is_resolved(engine):
     await engine.bind_value(namespace=NS, session="s", tool="t", args={}, value=1.5)
     result = await check(engine, {"a": "$v1", "b": "$v2", "c": "$total"})
