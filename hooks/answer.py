@@ -35,7 +35,11 @@ class HookRequest:
 
     def guard_settings(self) -> GuardConfig:
         """The preset, with the host's own tools as workspace tools, and the file over both."""
-        under: dict[str, object] = {"workspace_tools": protocol(self.host).workspace_tools}
+        host = protocol(self.host)
+        under: dict[str, object] = {
+            "workspace_tools": host.workspace_tools,
+            "editing_tools": host.editing_tools,
+        }
         return load_guard_config(self.guards, self.guard_config, under)
 
 

@@ -103,3 +103,6 @@ WORKSPACE_TOOLS = frozenset(
         "SubagentHandback", "Skill", "SlashCommand",
     }
 )  # fmt: skip
+
+# Of those, the tools that change the user's files: the same command after one of them is a new run.
+EDITING_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})

@@ -112,3 +112,6 @@ WORKSPACE_TOOLS = frozenset(
         "delegate_to_agent",
     }
 )  # fmt: skip
+
+# Of those, the tools that change the user's files: the same command after one of them is a new run.
+EDITING_TOOLS = frozenset({"write_file", "replace", "edit"})

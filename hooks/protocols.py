@@ -16,14 +16,24 @@ class HostProtocol:
     kinds: Mapping[str, EventKind]
     # The host's own tools on the user's files and shell, guarded by caps only.
     workspace_tools: frozenset[str]
+    # Of those, the ones that change files: a command run again after one is a new run.
+    editing_tools: frozenset[str]
 
 
 _PROTOCOLS = {
     Host.CLAUDE_CODE: HostProtocol(
-        claude_code.parse, claude_code.render, claude_code.KINDS, claude_code.WORKSPACE_TOOLS
+        claude_code.parse,
+        claude_code.render,
+        claude_code.KINDS,
+        claude_code.WORKSPACE_TOOLS,
+        claude_code.EDITING_TOOLS,
     ),
     Host.GEMINI_CLI: HostProtocol(
-        gemini_cli.parse, gemini_cli.render, gemini_cli.KINDS, gemini_cli.WORKSPACE_TOOLS
+        gemini_cli.parse,
+        gemini_cli.render,
+        gemini_cli.KINDS,
+        gemini_cli.WORKSPACE_TOOLS,
+        gemini_cli.EDITING_TOOLS,
     ),
 }
 

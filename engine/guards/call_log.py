@@ -40,6 +40,11 @@ SELECT tool, verdict, reasons, at FROM guard_verdicts WHERE namespace = ? AND se
 ORDER BY rowid DESC LIMIT 1
 """
 _OUTCOME_SINCE = "SELECT 1 FROM tool_calls WHERE namespace = ? AND session = ? AND at >= ? LIMIT 1"
+# The turn's latest outcomes, newest first, far enough back to see a loop of workspace calls.
+_LATEST_OUTCOMES = """
+SELECT tool, call_hash, outcome, ref, error_message FROM tool_calls
+WHERE namespace = ? AND session = ? AND turn = ? ORDER BY call_id DESC LIMIT 60
+"""
 
 _INSERT = """
 INSERT INTO guard_calls (namespace, session, turn, tool, kind, call_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -109,6 +114,25 @@ class CallLog:
             return None
         reasons = [GuardReason.model_validate(reason) for reason in json.loads(noted["reasons"])]
         return CallVerdict(noted["verdict"]), reasons
+
+    async def same_runs_since_an_edit(self, call_hash: str, editing_tools: frozenset[str]) -> int:
+        """How many times this call ran this turn since the last edit, each with the same result as
+        the others (an identical result is bound once, so it has one reference); 0 when a result
+        differed or cannot be told."""
+        seen: set[tuple[str, str | None, str | None]] = set()
+        runs = 0
+        for row in await self.conn.all(_LATEST_OUTCOMES, (self.namespace, self.session, self.turn)):
+            if row["tool"] in editing_tools:
+                break
+            if row["call_hash"] != call_hash:
+                continue
+            if row["outcome"] == "success" and row["ref"] is None:
+                return 0  # a result too large to bind: memvm cannot tell it was the same
+            seen.add((row["outcome"], row["ref"], row["error_message"]))
+            if len(seen) > 1:
+                return 0
+            runs += 1
+        return runs
 
     async def record(self, tool: str, kind: ToolKind, call_hash: str, now: float) -> None:
         await self.conn.execute(

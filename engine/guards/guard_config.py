@@ -58,6 +58,11 @@ class GuardConfig(BaseModel):
     # An agent host's own tools on the user's workspace (see ToolKind.WORKSPACE). `memvm hook`
     # fills in the host's; the explicit discovery and execution lists win over this one.
     workspace_tools: frozenset[str] = frozenset()
+    # Of those, the ones that change the workspace (an edit, a write): the same command after one
+    # is a new run. A workspace call that ran `workspace_repeats` times this turn with the same
+    # result each time, and no edit between, is stopped the next time. 0 = off.
+    editing_tools: frozenset[str] = frozenset()
+    workspace_repeats: int = Field(5, ge=0, le=1_000)
     # Calls per turn of one tool. 0 = no cap, for the default and for a named tool alike.
     default_tool_cap: int = Field(0, ge=0, le=10_000)
     tool_caps: dict[str, int] = Field(default_factory=dict)

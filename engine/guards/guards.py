@@ -106,6 +106,19 @@ async def check_tool_call(
             (GuardRule.TOOL_CAP, f"{tool} may run {cap} times per turn and already has; use its results.")
         )
 
+    if workspace and config.workspace_repeats and tool not in config.editing_tools:
+        runs = await log.same_runs_since_an_edit(digest, config.editing_tools)
+        if runs >= config.workspace_repeats:
+            reasons.append(
+                GuardReason(
+                    rule=GuardRule.REPEAT,
+                    severity=CallVerdict.BLOCK,
+                    message=f"{tool} ran {runs} times this turn with these arguments and gave the same "
+                    "result each time, with nothing edited in between: running it again will not change "
+                    "it. Change something first, or stop and report what it shows.",
+                )
+            )
+
     cached = None
     if tool not in config.polling_tools and not workspace:
         cached = await cached_result(log.conn, log.namespace, log.session, digest, log.turn)

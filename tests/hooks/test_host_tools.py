@@ -98,3 +98,40 @@ def test_an_unreadable_guard_config_answers_empty_with_one_stderr_line(tmp_path)
     )
     assert answer == {}
     assert len(errors) == 1 and "cannot read the guard config" in errors[0]
+
+
+def run(db, command, stdout, n, tool="Bash"):
+    """One run of a shell command through the hook: the check, then its result."""
+    args = {"command": command}
+    answer = run_hook("claude-code", db, cc.pre_tool(args, f"toolu_{n}", tool=tool))[0]
+    if "permissionDecision" not in answer.get("hookSpecificOutput", {}):
+        output = {"stdout": stdout, "stderr": "", "interrupted": False}
+        run_hook("claude-code", db, cc.post_tool(args, output, f"toolu_{n}", tool=tool))
+    return answer
+
+
+def test_the_same_command_with_the_same_result_and_nothing_edited_is_stopped_by_its_sixth_run(tmp_path):
+    db = tmp_path / "m.db"
+    run_hook("claude-code", db, cc.prompt("why does the build fail?"))
+    answers = [run(db, "make build", "error: missing header foo.h", n) for n in range(6)]
+    assert decisions(answers) == ["allow"] * 5 + ["deny"]
+    reason = answers[-1]["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "ran 5 times this turn" in reason and "nothing edited in between" in reason
+
+
+def test_test_edit_test_and_a_command_whose_output_changes_are_never_stopped(tmp_path):
+    db = tmp_path / "m.db"
+    run_hook("claude-code", db, cc.prompt("make the tests pass"))
+    answers = []
+    for n in range(8):
+        answers.append(run(db, "pytest -q", "1 failed, 11 passed", 2 * n))
+        edit = {"file_path": "/p/src/parser.py", "old_string": f"a{n}", "new_string": f"b{n}"}
+        answers.append(run_hook("claude-code", db, cc.pre_tool(edit, f"toolu_e{n}", tool="Edit"))[0])
+        run_hook(
+            "claude-code",
+            db,
+            cc.post_tool(edit, {"filePath": "/p/src/parser.py"}, f"toolu_e{n}", tool="Edit"),
+        )
+    # Waiting on a deploy: the same command, a new answer each time.
+    answers += [run(db, "kubectl rollout status deploy/web", f"{n} of 3 updated", 100 + n) for n in range(8)]
+    assert decisions(answers) == ["allow"] * len(answers)
