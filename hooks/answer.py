@@ -39,6 +39,9 @@ class HookRequest:
         under: dict[str, object] = {
             "workspace_tools": host.workspace_tools,
             "editing_tools": host.editing_tools,
+            # Under a hook every call of the agent is checked, most of them ordinary work: an
+            # unsourced number warns, and denies only where the guard config names the tool.
+            "consequential_tools": (),
         }
         return load_guard_config(self.guards, self.guard_config, under)
 

@@ -79,6 +79,11 @@ class GuardConfig(BaseModel):
     structural_constants: frozenset[float] = frozenset({-1, 0, 1, 2, 3, 4, 5, 10, 100})
     # How many warnings a rule gives per turn before it blocks. 0 = block at once.
     grace: int = Field(1, ge=0, le=1_000)
+    # The tools (names or fnmatch patterns, matched without case) for which an ungrounded number
+    # denies the call at once: payments, deletes, messages sent. For every other tool it only warns.
+    # None: every tool, with the grace above, as for a server whose model checks its own calls;
+    # a host's hook starts from none (`memvm hook` passes []), so ordinary work is never denied.
+    consequential_tools: tuple[str, ...] | None = None
 
     @classmethod
     def preset(cls, preset: GuardPreset) -> "GuardConfig":
@@ -95,6 +100,14 @@ class GuardConfig(BaseModel):
         if any(fnmatchcase(lowered, pattern) for pattern in self.discovery_patterns):
             return ToolKind.DISCOVERY
         return ToolKind.EXECUTION
+
+    def consequential(self, tool: str) -> bool | None:
+        """Whether an ungrounded number in a call of `tool` denies it at once (True), only warns
+        (False), or strikes with the grace as any rule does (None: no list is set)."""
+        if self.consequential_tools is None:
+            return None
+        lowered = tool.lower()
+        return any(fnmatchcase(lowered, pattern.lower()) for pattern in self.consequential_tools)
 
     def budget_for(self, kind: ToolKind) -> int:
         """Calls of `kind` allowed per turn; 0 = no limit."""

@@ -86,11 +86,17 @@ async def check_tool_call(
     reasons = _grounding_reasons(grounding)
     struck: list[tuple[GuardRule, str]] = []
     invented = [] if workspace else [item for item in grounding.ungrounded if not item.suggestion]
-    if invented and grounding.user_messages_on_record:
+    consequential = config.consequential(tool)
+    if invented and grounding.user_messages_on_record and consequential is None:
         struck.append((GuardRule.UNGROUNDED, grounding_message(invented, [])))
+    elif invented and grounding.user_messages_on_record and consequential:
+        # A call the operator marked as consequential is not made with a number from nowhere.
+        message = grounding_message(invented, [])
+        reasons.append(GuardReason(rule=GuardRule.UNGROUNDED, severity=CallVerdict.BLOCK, message=message))
     elif invented:
-        # Without the user's messages memvm cannot tell their numbers from invented ones: warn only.
-        message = grounding_message(invented, [], user_on_record=False)
+        # Without the user's messages memvm cannot tell their numbers from invented ones, and for an
+        # ordinary call a number memvm cannot place is worth a word, not a stop: warn only.
+        message = grounding_message(invented, [], user_on_record=grounding.user_messages_on_record)
         reasons.append(GuardReason(rule=GuardRule.UNGROUNDED, severity=CallVerdict.WARN, message=message))
     if limit and used >= limit:
         struck.append(

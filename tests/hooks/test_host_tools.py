@@ -135,3 +135,32 @@ def test_test_edit_test_and_a_command_whose_output_changes_are_never_stopped(tmp
     # Waiting on a deploy: the same command, a new answer each time.
     answers += [run(db, "kubectl rollout status deploy/web", f"{n} of 3 updated", 100 + n) for n in range(8)]
     assert decisions(answers) == ["allow"] * len(answers)
+
+
+def test_an_unsourced_number_under_a_hook_warns_and_denies_only_calls_marked_consequential(tmp_path):
+    db = tmp_path / "m.db"
+    settings = tmp_path / "guards.json"
+    settings.write_text(json.dumps({"consequential_tools": ["mcp__pay__*", "*delete*"]}))
+    extra = ("--guard-config", str(settings))
+    run_hook("claude-code", db, cc.prompt("pay the 120 EUR invoice and look up a few orders"), *extra)
+    lookups = [
+        run_hook(
+            "claude-code",
+            db,
+            cc.pre_tool({"order": 9000 + n}, f"toolu_{n}", tool="mcp__shop__get_order"),
+            *extra,
+        )[0]
+        for n in range(4)
+    ]
+    assert decisions(lookups) == ["warn"] * 4  # ordinary work: a word to the model, never a stop
+    assert "No source for order=9000" in lookups[0]["hookSpecificOutput"]["additionalContext"]
+
+    invented = run_hook(
+        "claude-code", db, cc.pre_tool({"eur": 125}, "toolu_p1", tool="mcp__pay__send"), *extra
+    )[0]
+    assert decisions([invented]) == ["deny"]
+    assert "No source for eur=125" in invented["hookSpecificOutput"]["permissionDecisionReason"]
+    given = run_hook("claude-code", db, cc.pre_tool({"eur": 120}, "toolu_p2", tool="mcp__pay__send"), *extra)[
+        0
+    ]
+    assert decisions([given]) == ["allow"]
