@@ -65,10 +65,9 @@ async def check_tool_call(
     kind = config.kind_of(tool)
     used = await log.count_kind(kind)
     limit = config.budget_for(kind)
-    unrun = None
-    if not will_run and await cached_result(log.conn, log.namespace, log.session, digest, log.turn) is None:
-        unrun = await log.unrun_verdict(digest)
-    if unrun is not None:
+    # This very call's result, if it ran this turn: read once, for the two uses below.
+    ran = await cached_result(log.conn, log.namespace, log.session, digest, log.turn)
+    if not will_run and ran is None and (unrun := await log.unrun_verdict(digest)) is not None:
         verdict, reasons = unrun
         return ToolCallCheck(
             verdict=verdict,
@@ -86,18 +85,18 @@ async def check_tool_call(
     reasons = _grounding_reasons(grounding)
     struck: list[tuple[GuardRule, str]] = []
     invented = [] if workspace else [item for item in grounding.ungrounded if not item.suggestion]
-    consequential = config.consequential(tool)
-    if invented and grounding.user_messages_on_record and consequential is None:
-        struck.append((GuardRule.UNGROUNDED, grounding_message(invented, [])))
-    elif invented and grounding.user_messages_on_record and consequential:
-        # A call the operator marked as consequential is not made with a number from nowhere.
-        message = grounding_message(invented, [])
-        reasons.append(GuardReason(rule=GuardRule.UNGROUNDED, severity=CallVerdict.BLOCK, message=message))
-    elif invented:
-        # Without the user's messages memvm cannot tell their numbers from invented ones, and for an
-        # ordinary call a number memvm cannot place is worth a word, not a stop: warn only.
-        message = grounding_message(invented, [], user_on_record=grounding.user_messages_on_record)
-        reasons.append(GuardReason(rule=GuardRule.UNGROUNDED, severity=CallVerdict.WARN, message=message))
+    if invented:
+        on_record = grounding.user_messages_on_record
+        message = grounding_message(invented, [], user_on_record=on_record)
+        consequential = config.consequential(tool)
+        if on_record and consequential is None:
+            struck.append((GuardRule.UNGROUNDED, message))
+        else:
+            # A call the operator marked as consequential is not made with a number from nowhere.
+            # Any other is warned only: without the user's messages memvm cannot tell their numbers
+            # from invented ones, and for ordinary work a number it cannot place is worth a word.
+            severity = CallVerdict.BLOCK if on_record and consequential else CallVerdict.WARN
+            reasons.append(GuardReason(rule=GuardRule.UNGROUNDED, severity=severity, message=message))
     if limit and used >= limit:
         struck.append(
             (
@@ -127,7 +126,7 @@ async def check_tool_call(
 
     cached = None
     if tool not in config.polling_tools and not workspace:
-        cached = await cached_result(log.conn, log.namespace, log.session, digest, log.turn)
+        cached = ran
         if cached is not None:
             reasons.append(
                 GuardReason(
