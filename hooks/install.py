@@ -173,29 +173,31 @@ def merge(settings: Any, host: Host, command: str) -> dict[str, Any]:
         groups = hooks.setdefault(event.name, [])
         if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
             raise SettingsRefused(f'its "hooks"."{event.name}" is not a list of JSON objects')
-        if not _update_ours(groups, host, command):
+        if not _prune_ours(groups, host, command):
             groups.append(_group(host, event, command))
     return merged
 
 
-def _update_ours(groups: list[dict[str, Any]], host: Host, command: str) -> bool:
-    """Point the first of our handlers at `command` and drop the others; False if there was none."""
+def _prune_ours(groups: list[Any], host: Host, command: str | None) -> bool:
+    """Drop our handlers from `groups`, but for the first when `command` is given, which is pointed
+    at it; a group that held only handlers dropped here goes too. Whether any of ours was there."""
     found = False
     emptied = []
     for group in groups:
-        handlers = group.get("hooks")
+        handlers = group.get("hooks") if isinstance(group, dict) else None
         if not isinstance(handlers, list):
             continue
         kept = []
         for handler in handlers:
             if not is_ours(handler, host):
                 kept.append(handler)
-            elif not found:
-                handler.update(_handler(host, command))
-                kept.append(handler)
+            else:
+                if command is not None and not found:
+                    handler.update(_handler(host, command))
+                    kept.append(handler)
                 found = True
         if handlers and not kept:
-            emptied.append(group)  # it held only a duplicate of ours, and would run nothing
+            emptied.append(group)  # it held only handlers of ours that go, and would run nothing
         handlers[:] = kept
     groups[:] = [g for g in groups if not any(g is e for e in emptied)]
     return found
@@ -215,19 +217,8 @@ def remove(settings: Any, host: Host) -> dict[str, Any]:
     if not isinstance(hooks, dict):
         raise SettingsRefused('its "hooks" is not a JSON object')
     for event, groups in list(hooks.items()):
-        if not isinstance(groups, list):
-            continue
-        emptied = []
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(handlers, list) and any(is_ours(h, host) for h in handlers):
-                handlers[:] = [h for h in handlers if not is_ours(h, host)]
-                if not handlers:
-                    emptied.append(group)
-        if emptied:
-            groups[:] = [g for g in groups if not any(g is e for e in emptied)]
-            if not groups:
-                del hooks[event]
+        if isinstance(groups, list) and _prune_ours(groups, host, None) and not groups:
+            del hooks[event]
     if not hooks and "hooks" in settings and settings["hooks"] != {}:
         del kept["hooks"]
     return kept
