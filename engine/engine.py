@@ -1,7 +1,8 @@
 """The engine: one object per open database, holding the connections, settings, tokenizer and clock.
 
 Each method is one operation of the contract; the work is done by the module named for it.
-`namespace` is always the caller's to fix (from the process or the bearer token), never the model's.
+`namespace` is always the caller's to fix (from the process or the bearer token), never the model's;
+so is `project`, the work tree a host works in (None: no project; see paging/projects.py).
 """
 
 from collections.abc import Callable, Sequence
@@ -52,6 +53,7 @@ from memvm.engine.paging.history import known_tools, session_tools, session_tran
 from memvm.engine.paging.history_write import HistoryMessage, HistoryWritten, write_history
 from memvm.engine.paging.manifest_pages import available_pages, namespace_counts
 from memvm.engine.paging.pages import get_page
+from memvm.engine.paging.projects import sees
 from memvm.engine.paging.search import search_pages
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.versions import versions_of
@@ -134,6 +136,8 @@ class Engine:
         key: str | None = None,
         unless_changed_from: str | None = None,
         ttl_seconds: float | None = None,
+        project: str | None = None,
+        everywhere: bool | None = None,
     ) -> RememberResult:
         await self._counting()
         replaced: list[str] = []
@@ -149,16 +153,25 @@ class Engine:
             key=key,
             unless_changed_from=unless_changed_from,
             ttl_seconds=ttl_seconds,
+            project=project,
+            everywhere=everywhere,
         )
         return result.model_copy(update={"redacted": replaced}) if replaced else result
 
     async def ingest(
-        self, *, namespace: str, session: str, messages: Sequence[IngestMessage]
+        self,
+        *,
+        namespace: str,
+        session: str,
+        messages: Sequence[IngestMessage],
+        project: str | None = None,
     ) -> IngestResult:
         await self._counting()
         if self.config.redact_secrets:
             messages = [redacted_writes.message(message) for message in messages]
-        return await memory.ingest(self._writer, namespace=namespace, session=session, messages=messages)
+        return await memory.ingest(
+            self._writer, namespace=namespace, session=session, messages=messages, project=project
+        )
 
     async def write_history(
         self,
@@ -168,6 +181,7 @@ class Engine:
         source: str,
         title: str | None,
         messages: Sequence[HistoryMessage],
+        project: str | None = None,
     ) -> HistoryWritten:
         """Store a past conversation's messages as `session`'s transcript pages, each dated as
         written and mapped nowhere; messages whose `source_id` the session holds are skipped."""
@@ -181,20 +195,43 @@ class Engine:
             ]
             title = None if title is None else redact(title)
         return await write_history(
-            self._writer, namespace=namespace, session=session, source=source, title=title, messages=messages
+            self._writer,
+            namespace=namespace,
+            session=session,
+            source=source,
+            title=title,
+            messages=messages,
+            project=project,
         )
 
     async def pin_page(
-        self, *, namespace: str, session: str, page_id: str, pinned: bool, place: bool = True
+        self,
+        *,
+        namespace: str,
+        session: str,
+        page_id: str,
+        pinned: bool,
+        place: bool = True,
+        project: str | None = None,
     ) -> PageState:
         await self._counting()
         return await memory.pin_page(
-            self._writer, namespace=namespace, session=session, page_id=page_id, pinned=pinned, place=place
+            self._writer,
+            namespace=namespace,
+            session=session,
+            page_id=page_id,
+            pinned=pinned,
+            place=place,
+            project=project,
         )
 
-    async def forget(self, *, namespace: str, session: str, page_id: str) -> ForgetResult:
+    async def forget(
+        self, *, namespace: str, session: str, page_id: str, project: str | None = None
+    ) -> ForgetResult:
         await self._counting()
-        return await memory.forget(self._writer, namespace=namespace, session=session, page_id=page_id)
+        return await memory.forget(
+            self._writer, namespace=namespace, session=session, page_id=page_id, project=project
+        )
 
     async def page_fault(
         self,
@@ -204,6 +241,7 @@ class Engine:
         page_id: str,
         target_level: Level = Level.ABSTRACT,
         host_session: str | None = None,
+        project: str | None = None,
     ) -> FaultResult:
         await self._counting()
         return await faults.page_fault(
@@ -216,6 +254,7 @@ class Engine:
             page_id=page_id,
             target_level=target_level,
             host_session=host_session,
+            project=project,
         )
 
     async def search(
@@ -229,6 +268,7 @@ class Engine:
         modality: Modality | None = None,
         scope: SearchScope = SearchScope.ALL,
         pinned_only: bool = False,
+        project: str | None = None,
     ) -> SearchResult:
         async with self.db.read(namespace) as conn:
             return await search_pages(
@@ -241,6 +281,7 @@ class Engine:
                 modality=modality,
                 only_session=session if scope is SearchScope.SESSION else None,
                 pinned_only=pinned_only,
+                project=project,
                 tuning=self.config.search,
                 stemmer=self.stemmer,
                 now=self.clock.now(),
@@ -319,14 +360,25 @@ class Engine:
             )
 
     async def record_tool_outcome(
-        self, *, namespace: str, session: str, call: ToolOutcome, host_session: str | None = None
+        self,
+        *,
+        namespace: str,
+        session: str,
+        call: ToolOutcome,
+        host_session: str | None = None,
+        project: str | None = None,
     ) -> OutcomeResult:
         """Log a finished call; an ad-hoc session's results count in `host_session` for the guards."""
         await self._counting()
         if self.config.redact_secrets:
             call = redacted_writes.outcome(call)
         return await outcomes.record_tool_outcome(
-            self._writer, namespace=namespace, session=session, call=call, host_session=host_session
+            self._writer,
+            namespace=namespace,
+            session=session,
+            call=call,
+            host_session=host_session,
+            project=project,
         )
 
     async def procedural_knowledge(
@@ -343,10 +395,12 @@ class Engine:
                 conn, namespace=namespace, tools=tools, goal=goal, error_type=error_type
             )
 
-    async def standing_notes(self, *, namespace: str, limit: int) -> list[StandingNote]:
+    async def standing_notes(
+        self, *, namespace: str, limit: int, project: str | None = None
+    ) -> list[StandingNote]:
         """Pinned pages and remembered notes, most recently used first: what a new session wants."""
         async with self.db.read(namespace) as conn:
-            return await standing_notes(conn, namespace, limit, self.clock.now())
+            return await standing_notes(conn, namespace, limit, self.clock.now(), project)
 
     async def session_transcript(self, *, namespace: str, session: str, limit: int) -> list[TranscriptText]:
         """The session's last `limit` transcript pages as stored, oldest first."""
@@ -386,11 +440,12 @@ class Engine:
                 now=self.clock.now(),
             )
 
-    async def get_page(self, *, namespace: str, page_id: str) -> Page:
-        """The page whole, with its superseded versions; an expired page is not found."""
+    async def get_page(self, *, namespace: str, page_id: str, project: str | None = None) -> Page:
+        """The page whole, with its superseded versions; an expired page, or one of a project other
+        than `project`, is not found."""
         async with self.db.read() as conn:
             page = await get_page(conn, namespace, page_id, live_at=self.clock.now())
-            if page is None:
+            if page is None or not sees(project, page.project):
                 raise PageNotFound(page_id)
             earlier = await versions_of(conn, page.rowid)
         version = earlier[-1].version + 1 if earlier else 1
@@ -424,14 +479,14 @@ class Engine:
         async with self.db.read() as conn:
             return await self._working_set(conn, namespace, session)
 
-    async def memory_map(self, *, namespace: str, session: str) -> MemoryMap:
+    async def memory_map(self, *, namespace: str, session: str, project: str | None = None) -> MemoryMap:
         """The working set, the pages most worth faulting and the counts, from one snapshot."""
         await self._counting()
         async with self.db.read() as conn:
             return MemoryMap(
                 view=await self._working_set(conn, namespace, session),
                 available=await available_pages(
-                    conn, namespace, session, self.config.manifest_max_pages, self.clock.now()
+                    conn, namespace, session, self.config.manifest_max_pages, self.clock.now(), project
                 ),
                 counts=await namespace_counts(conn, namespace, session, self.clock.now()),
             )

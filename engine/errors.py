@@ -38,6 +38,14 @@ class KeyConflict(MemvmError):
         )
 
 
+class KeyInOtherProject(MemvmError):
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"The key '{key}' already names a page of another project; choose a key that names this "
+            "project's subject."
+        )
+
+
 class PageChanged(MemvmError):
     def __init__(self, page_id: str) -> None:
         super().__init__(

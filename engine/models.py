@@ -113,6 +113,7 @@ class Page(BaseModel):
     levels: tuple[str, str, str, str]
     tokens: LevelTokens
     expires_at: float | None = None
+    project: str = ""  # the project it was written in; '' for every project (see paging/projects.py)
     # Filled where one page is read whole (Engine.get_page): its version now, and what it said
     # before, oldest first.
     version: int = 1
@@ -228,6 +229,7 @@ class SearchHit(BaseModel):
     tokens: dict[str, int]
     mapped: bool
     level: int | None
+    project: str | None = Field(None, description="The project it came from, when not this one.")
 
 
 class StandingNote(BaseModel):
@@ -240,6 +242,7 @@ class StandingNote(BaseModel):
     created_at: float
     pinned: bool
     abstract: str
+    project: str | None = None  # the project it came from, when not the reader's own
 
 
 class TranscriptText(BaseModel):

@@ -16,6 +16,7 @@ from memvm.engine import Engine
 from memvm.engine.models import IngestMessage, Outcome, Role, ToolOutcome
 from memvm.engine.redaction import redact
 from memvm.hooks.events import HookEvent, TranscriptSource, tool_result_digest
+from memvm.hooks.project import event_project
 from memvm.hooks.transcripts import Said, ToolCall, read_transcript
 
 # The session's transcript pages compared against, newest first: bounds the read.
@@ -62,23 +63,25 @@ async def catch_up(
             pending.append(IngestMessage(role=entry.role, content=entry.text))
             added += 1
             if len(pending) >= _BATCH:
-                pending = await _ingest(engine, namespace, event.session, pending)
+                pending = await _ingest(engine, namespace, event, pending)
         elif isinstance(entry, ToolCall):
             # Messages before the call go in first, so the call lands in its turn.
-            pending = await _ingest(engine, namespace, event.session, pending)
+            pending = await _ingest(engine, namespace, event, pending)
             added += await _record_call(engine, event, namespace, host, entry)
-    await _ingest(engine, namespace, event.session, pending)
+    await _ingest(engine, namespace, event, pending)
     if problems:
         return "; ".join(problems) + "; what was readable is captured"
     return None
 
 
 async def _ingest(
-    engine: Engine, namespace: str, session: str, messages: Sequence[IngestMessage]
+    engine: Engine, namespace: str, event: HookEvent, messages: Sequence[IngestMessage]
 ) -> list[IngestMessage]:
-    """Store `messages`; what is left pending after (nothing)."""
+    """Store `messages` in the event's session and project; what is left pending after (nothing)."""
     if messages:
-        await engine.ingest(namespace=namespace, session=session, messages=messages)
+        await engine.ingest(
+            namespace=namespace, session=event.session, messages=messages, project=event_project(event)
+        )
     return []
 
 
@@ -94,7 +97,9 @@ async def _record_call(engine: Engine, event: HookEvent, namespace: str, host: s
         result=None if call.failed else call.result,
         error_message=(call.result or "the tool failed") if call.failed else None,
     )
-    await engine.record_tool_outcome(namespace=namespace, session=event.session, call=outcome)
+    await engine.record_tool_outcome(
+        namespace=namespace, session=event.session, call=outcome, project=event_project(event)
+    )
     await engine.record_hook_event(
         namespace=namespace, host=host, session=event.session, digest=digest, event=event.name
     )

@@ -74,6 +74,7 @@ def parse(payload: Any) -> HookEvent:
         tool_use_id=tool_use_id,
         transcript=TranscriptSource(path, TranscriptFormat.CLAUDE_CODE) if path else None,
         interrupted=payload.get("is_interrupt") is True,
+        cwd=text_field(payload, "cwd"),
     )
 
 

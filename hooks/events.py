@@ -61,6 +61,7 @@ class HookEvent:
     tool_use_id: str = ""  # the host's id of the call, when it gives one
     transcript: TranscriptSource | None = None
     interrupted: bool = False  # the user stopped the call: it says nothing about the tool
+    cwd: str = ""  # the host's working directory: which project's memory the event belongs to
 
 
 @dataclass(frozen=True)

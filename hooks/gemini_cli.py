@@ -89,6 +89,7 @@ def parse(payload: Any) -> HookEvent:
         error=error or "",
         reply=text_field(payload, "prompt_response"),
         transcript=TranscriptSource(path, TranscriptFormat.GEMINI_CLI) if path else None,
+        cwd=text_field(payload, "cwd"),
     )
 
 

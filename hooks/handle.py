@@ -11,9 +11,11 @@ from memvm.engine.guards.guard_config import GuardConfig
 from memvm.engine.models import CallVerdict, IngestMessage, Outcome, Role, ToolCallCheck, ToolOutcome
 from memvm.hooks.catch_up import catch_up
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host
+from memvm.hooks.project import event_project
 from memvm.hooks.recall import recall
 from memvm.hooks.session_start import start_context
 from memvm.hooks.transcripts import Said, read_transcript
+from memvm.hooks.user_notes import CONFIRMATION, fact_about_user, keep_for_user
 
 # How much of a repeated call's bound result a deny reason quotes.
 _CACHED_CHARS = 1_500
@@ -37,7 +39,10 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
         # to read.
         case EventKind.SESSION_START:
             context = await start_context(
-                engine, namespace=settings.namespace, max_tokens=settings.recall_tokens
+                engine,
+                namespace=settings.namespace,
+                max_tokens=settings.recall_tokens,
+                project=event_project(event),
             )
             return HookAnswer(context=context)
         case EventKind.CATCH_UP:
@@ -62,7 +67,7 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
 
 
 async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> HookAnswer:
-    namespace, session = settings.namespace, event.session
+    namespace, session, project = settings.namespace, event.session, event_project(event)
     match event.kind:
         case EventKind.PRE_TOOL:
             try:
@@ -87,7 +92,12 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
                 namespace=namespace,
                 session=session,
                 messages=[IngestMessage(role=Role.USER, content=event.prompt)],
+                project=project,
             )
+            kept = None
+            if (fact := fact_about_user(event.prompt)) is not None:
+                await keep_for_user(engine, namespace=namespace, session=session, project=project, fact=fact)
+                kept = CONFIRMATION
             context = await recall(
                 engine,
                 namespace=namespace,
@@ -95,10 +105,13 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
                 query=event.prompt,
                 own_pages=set(ingested.page_ids),
                 max_tokens=settings.recall_tokens,
+                project=project,
             )
-            return HookAnswer(context=context)
+            return HookAnswer(context="\n\n".join(part for part in (kept, context) if part) or None)
         case EventKind.TOOL_DONE | EventKind.TOOL_FAILED:
-            await engine.record_tool_outcome(namespace=namespace, session=session, call=_outcome(event))
+            await engine.record_tool_outcome(
+                namespace=namespace, session=session, call=_outcome(event), project=project
+            )
             return HookAnswer()
         case EventKind.REPLY:
             reply = event.reply if event.reply.strip() else await _last_reply_in_transcript(event)
@@ -107,6 +120,7 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
                     namespace=namespace,
                     session=session,
                     messages=[IngestMessage(role=Role.ASSISTANT, content=reply)],
+                    project=project,
                 )
             return HookAnswer()
     return HookAnswer()

@@ -31,12 +31,22 @@ def _worth_showing(hit: SearchHit, session: str, own_pages: set[str]) -> bool:
 
 
 async def recall(
-    engine: Engine, *, namespace: str, session: str, query: str, own_pages: set[str], max_tokens: int
+    engine: Engine,
+    *,
+    namespace: str,
+    session: str,
+    query: str,
+    own_pages: set[str],
+    max_tokens: int,
+    project: str | None = None,
 ) -> str | None:
-    """The related pages and tool hints as one block of context, or None when nothing is related."""
+    """The related pages of `project` (and those kept for every project) and tool hints as one
+    block of context, or None when nothing is related."""
     if not query.strip() or max_tokens <= 0:
         return None
-    found = await engine.search(namespace=namespace, session=session, query=query, limit=_CANDIDATES)
+    found = await engine.search(
+        namespace=namespace, session=session, query=query, limit=_CANDIDATES, project=project
+    )
     pages = [_line(hit) for hit in found.results if _worth_showing(hit, session, own_pages)]
     tools = await tools_in_play(engine, namespace=namespace, session=session, prompt=query)
     hints = await hints_for(engine, namespace=namespace, tools=tools)

@@ -26,11 +26,13 @@ def _line(note: StandingNote) -> str:
     return f"- {note.page_id} | {shown} | {note.session} | {day(note.created_at)} | {one_line(note.abstract)}"
 
 
-async def start_context(engine: Engine, *, namespace: str, max_tokens: int) -> str | None:
-    """The block of context for a new session, or None when nothing is stored."""
+async def start_context(
+    engine: Engine, *, namespace: str, max_tokens: int, project: str | None = None
+) -> str | None:
+    """The block of context for a new session in `project`, or None when nothing is stored."""
     if max_tokens <= 0:
         return None
-    notes = await engine.standing_notes(namespace=namespace, limit=_CANDIDATES)
+    notes = await engine.standing_notes(namespace=namespace, limit=_CANDIDATES, project=project)
     hints = await hints_for(engine, namespace=namespace, tools=None)
     sections = [
         Section(_NOTES_TITLE, [_line(note) for note in notes]),

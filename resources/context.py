@@ -25,11 +25,17 @@ def render_context(view: WorkingSetView) -> str:
 
 
 async def render_developer_message(
-    engine: Engine, *, namespace: str, session: str, mode: RuleMode, system_prompt: str | None = None
+    engine: Engine,
+    *,
+    namespace: str,
+    session: str,
+    mode: RuleMode,
+    system_prompt: str | None = None,
+    project: str | None = None,
 ) -> DeveloperMessage:
     """System prompt (optional), rules, manifest and context; passive mode sends the context alone."""
     # One snapshot for the manifest and the context, so the two never disagree.
-    memory = await engine.memory_map(namespace=namespace, session=session)
+    memory = await engine.memory_map(namespace=namespace, session=session, project=project)
     sections = [system_prompt] if system_prompt else []
     if mode is not RuleMode.PASSIVE:
         manifest = cap_manifest(build_manifest(memory), engine)

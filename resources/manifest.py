@@ -96,6 +96,6 @@ def _droppable(entries: list[dict[str, Any]], pinned_too: bool) -> int:
     return next((n for n, entry in enumerate(reversed(entries)) if entry.get("pinned")), len(entries))
 
 
-async def render_manifest(engine: Engine, *, namespace: str, session: str) -> str:
-    memory = await engine.memory_map(namespace=namespace, session=session)
+async def render_manifest(engine: Engine, *, namespace: str, session: str, project: str | None = None) -> str:
+    memory = await engine.memory_map(namespace=namespace, session=session, project=project)
     return cap_manifest(build_manifest(memory), engine)

@@ -71,6 +71,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
             default_session=settings.session,
             tokens_required=settings.tokens is not None,
             bus=bus,
+            project=settings.project,
         )
         engine.db.on_change(lambda namespace, change: delivered_from_elsewhere(runtime, namespace, change))
         return runtime

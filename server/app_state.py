@@ -28,6 +28,8 @@ class Runtime:
     subscriptions: Subscriptions = field(default_factory=Subscriptions)
     # The subscriptions/listen bus, to deliver changes announced by other processes.
     bus: NamespacedBus | None = None
+    # The work tree whose memory this process keeps apart (see engine/paging/projects.py).
+    project: str | None = None
 
     @property
     def namespace(self) -> str:

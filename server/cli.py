@@ -19,6 +19,7 @@ from memvm.engine.errors import (
     StorageReadOnly,
 )
 from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, GuardPreset, load_guard_config
+from memvm.engine.paging.projects import project_session, work_tree
 from memvm.engine.paging.tokens import SUPPORTED_ENCODINGS
 from memvm.engine.paths import database_named
 from memvm.engine.storage.open import is_postgres_url, shown
@@ -66,7 +67,16 @@ def _parser() -> argparse.ArgumentParser:
         "the per-user data directory); ':memory:' for a throwaway run",
     )
     serve.add_argument("--namespace", default="default", help="whose memory this process serves")
-    serve.add_argument("--session", default="default", help="the session used when a tool names none")
+    serve.add_argument(
+        "--session",
+        help="the session used when a tool names none (default: 'default', or the project's own)",
+    )
+    serve.add_argument(
+        "--project",
+        metavar="DIR",
+        help="keep DIR's project memory apart (its git work tree, else DIR): what is written here is "
+        "recalled only here, beside the notes kept for every project; as the hooks do in DIR",
+    )
     serve.add_argument(
         "--tools",
         choices=[p.value for p in ToolProfile],
@@ -153,6 +163,7 @@ def _guards(args: argparse.Namespace) -> GuardConfig:
 
 
 def _settings(args: argparse.Namespace) -> ServerSettings:
+    project = _project(args.project)
     db = database_named(args.db)
     if db != ":memory:" and not is_postgres_url(db):
         try:
@@ -162,7 +173,8 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
     return ServerSettings(
         db=db,
         namespace=args.namespace,
-        session=args.session,
+        session=args.session or (project_session(project) if project else "default"),
+        project=project,
         tools=ToolProfile(args.tools),
         engine=_room_for_pages(
             EngineConfig(
@@ -179,6 +191,14 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
         ),
         tokens=load_tokens(args.tokens) if args.tokens else None,
     )
+
+
+def _project(directory: str | None) -> str | None:
+    if directory is None:
+        return None
+    if not Path(directory).expanduser().is_dir():
+        raise SettingsError(f"--project {directory}: no such directory; give the project's folder")
+    return work_tree(directory)
 
 
 def _room_for_pages(config: EngineConfig) -> EngineConfig:

@@ -35,7 +35,9 @@ def followable(uri: str) -> bool:
 
 
 async def _manifest(runtime: Runtime, session: str) -> str:
-    return await render_manifest(runtime.engine, namespace=runtime.namespace, session=session)
+    return await render_manifest(
+        runtime.engine, namespace=runtime.namespace, session=session, project=runtime.project
+    )
 
 
 async def _working_set(runtime: Runtime, session: str) -> str:
@@ -45,13 +47,19 @@ async def _working_set(runtime: Runtime, session: str) -> str:
 
 async def _context(runtime: Runtime, session: str) -> str:
     message = await render_developer_message(
-        runtime.engine, namespace=runtime.namespace, session=session, mode=RuleMode.STRICT
+        runtime.engine,
+        namespace=runtime.namespace,
+        session=session,
+        mode=RuleMode.STRICT,
+        project=runtime.project,
     )
     return message.text
 
 
 async def _page(runtime: Runtime, page_id: str) -> str:
-    page = await runtime.engine.get_page(namespace=runtime.namespace, page_id=page_id)
+    page = await runtime.engine.get_page(
+        namespace=runtime.namespace, page_id=page_id, project=runtime.project
+    )
     return json.dumps(
         {
             "page_id": page.page_id,

@@ -19,6 +19,8 @@ class ServerSettings(BaseModel):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     session: str = Field("default", pattern=NAME_PATTERN)
     tools: ToolProfile = ToolProfile.MODEL
+    # The work tree this process keeps apart; None serves every project's pages.
+    project: str | None = None
     engine: EngineConfig = Field(default_factory=EngineConfig)
     # token -> namespace, for the HTTP transports; None serves the process's namespace to all.
     tokens: dict[str, str] | None = Field(None, repr=False)

@@ -45,6 +45,7 @@ async def ingest(
         namespace=runtime.namespace,
         session=runtime.session(session),
         messages=[IngestMessage(role=m.role, content=m.content, name=m.name) for m in messages],
+        project=runtime.project,
     )
     await working_set_changed(ctx, runtime.session(session))
     return result
@@ -66,7 +67,11 @@ async def pin_page(
     """Pin a page (kept in the working set, never evicted) or unpin it. Returns the page's state."""
     runtime = ctx.request_context.lifespan_context
     state = await runtime.engine.pin_page(
-        namespace=runtime.namespace, session=runtime.default_session, page_id=page_id, pinned=pinned
+        namespace=runtime.namespace,
+        session=runtime.default_session,
+        page_id=page_id,
+        pinned=pinned,
+        project=runtime.project,
     )
     await working_set_changed(ctx, runtime.default_session)
     return state
@@ -90,6 +95,7 @@ async def build_context(
         session=runtime.session(session),
         mode=mode,
         system_prompt=system_prompt,
+        project=runtime.project,
     )
 
 

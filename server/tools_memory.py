@@ -41,6 +41,11 @@ RememberType = Annotated[
     ),
 ]
 
+RememberScope = Annotated[
+    Literal["project", "user"],
+    Field(description="user: a fact about the user (name, family, tastes), recalled in every project."),
+]
+
 
 async def page_fault(
     page_id: PageId,
@@ -67,6 +72,7 @@ async def page_fault(
         page_id=page_id,
         target_level=Level(target_level),
         host_session=runtime.default_session,
+        project=runtime.project,
     )
     if not result.already_mapped:
         await working_set_changed(ctx, runtime.session(session))
@@ -99,6 +105,7 @@ async def search_pages(
         page_type=type,
         modality=modality,
         scope=scope,
+        project=runtime.project,
     )
 
 
@@ -110,6 +117,7 @@ async def remember(
     summary: Summary = None,
     importance: Annotated[float, Field(ge=0.0, le=1.0, description="Higher stays in context longer.")] = 0.5,
     pin: Annotated[bool, Field(description="Keep it in your context at all times.")] = False,
+    scope: RememberScope = "project",
     session: SessionName = None,
     ttl_seconds: Annotated[
         int | None,
@@ -139,6 +147,8 @@ async def remember(
         ),
         key=key,
         ttl_seconds=ttl_seconds,
+        project=runtime.project,
+        everywhere=True if scope == "user" else None,
     )
     if pin or not result.created:
         await working_set_changed(ctx, runtime.session(session))
@@ -153,7 +163,7 @@ async def forget(page_id: PageId, ctx: ToolContext) -> ForgetResult:
     files (`purged`). Find its page id with search_pages first."""
     runtime = ctx.request_context.lifespan_context
     result = await runtime.engine.forget(
-        namespace=runtime.namespace, session=runtime.default_session, page_id=page_id
+        namespace=runtime.namespace, session=runtime.default_session, page_id=page_id, project=runtime.project
     )
     await working_set_changed(ctx, runtime.default_session)
     return result

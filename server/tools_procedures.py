@@ -57,6 +57,7 @@ async def record_tool_outcome(
             goal=goal,
         ),
         host_session=runtime.default_session,
+        project=runtime.project,
     )
     if recorded.page_id is not None:  # a large result became a page the manifest may list
         await manifest_changed(ctx, runtime.session(session))

@@ -7,13 +7,20 @@ import re
 import shlex
 from pathlib import Path
 
+from memvm.engine.paging.projects import project_session
 from memvm.server.cli import _parser as memvm_parser
+from memvm.server.cli import _settings as serve_settings
 
 from tests.commands import run
 from tests.hooks.test_install import PROGRAM, SHOWN_PROGRAM, as_user, documented_entries
 
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
 SHOWN_DB = "/ABSOLUTE/PATH/TO/memvm.db"
+
+
+def _label(args: list[str]) -> str:
+    """An entry's session, or 'project' for one that keeps its project's memory apart."""
+    return args[args.index("--session") + 1] if "--session" in args else "project"
 
 
 def server_entries() -> dict[str, list[str]]:
@@ -24,22 +31,34 @@ def server_entries() -> dict[str, list[str]]:
         servers = config.get("mcpServers") or config.get("servers") or {}
         for entry in servers.values():
             assert entry["command"] == SHOWN_PROGRAM, entry
-            found[entry["args"][entry["args"].index("--session") + 1]] = entry["args"]
+            found[_label(entry["args"])] = entry["args"]
     for line in README.splitlines():
         if line.startswith("claude mcp add"):
             command = shlex.split(line)
             program, *args = command[command.index("--") + 1 :]
             assert program == SHOWN_PROGRAM, line
-            found[args[args.index("--session") + 1]] = args
+            found[_label(args)] = args
     return found
 
 
 def test_every_hosts_server_entry_is_a_serve_memvm_accepts_on_the_same_database():
     entries = server_entries()
-    assert set(entries) == {"desktop", "claude-code", "cursor", "vscode"}
-    for session, args in entries.items():
+    assert set(entries) == {"desktop", "project", "cursor", "vscode"}
+    for label, args in entries.items():
         parsed = memvm_parser().parse_args(args)
-        assert (parsed.command, parsed.db, parsed.session) == ("serve", SHOWN_DB, session)
+        assert (parsed.command, parsed.db) == ("serve", SHOWN_DB)
+        assert parsed.session == label if label != "project" else parsed.project == "."
+
+
+def test_the_claude_code_server_started_in_a_project_keeps_that_projects_memory(tmp_path, monkeypatch):
+    repository = tmp_path / "billing"
+    (repository / ".git").mkdir(parents=True)
+    (repository / "src").mkdir()
+    monkeypatch.chdir(repository / "src")  # where the host starts the server: its own directory
+    args = server_entries()["project"]
+    settings = serve_settings(memvm_parser().parse_args([*args[:2], str(tmp_path / "m.db"), *args[3:]]))
+    assert settings.project == str(repository.resolve())
+    assert settings.session == project_session(str(repository.resolve()))
 
 
 def test_each_hook_line_run_as_written_installs_the_entries_the_hooks_page_shows(tmp_path):

@@ -2,7 +2,7 @@
 
 An export names its schema; one from before the page texts moved to their own table (7) or the
 tool call ids were counted per namespace (8) or sessions were marked ad hoc (9) or pages could
-expire (14) still imports. Its rows are reshaped here as they are
+expire (14) or belonged to a project (15) still imports. Its rows are reshaped here as they are
 read, and the ids of its tool calls are turned into per-namespace ones, after the last row, by the
 same statements the migration runs.
 """
@@ -17,6 +17,7 @@ _TEXTS_APART = 7
 _CALLS_PER_NAMESPACE = 8
 _AD_HOC_SESSIONS = 9
 _EXPIRY = 14
+_PROJECTS = 15
 
 Row = dict[str, Any]
 
@@ -33,6 +34,9 @@ class Upgrade:
         if table == "pages" and self.schema < _EXPIRY and "expires_at" not in row:
             # Pages from before expiry never expire.
             row = {**row, "expires_at": None}
+        if table == "pages" and self.schema < _PROJECTS and "project" not in row:
+            # Pages from before projects are recalled in every project, as the migration leaves them.
+            row = {**row, "project": ""}
         if table == "pages" and self.schema < _TEXTS_APART and {"content", "reduced"} <= set(row):
             page = {key: value for key, value in row.items() if key not in ("content", "reduced")}
             # Inserting the texts sets the search length and indexes the page.

@@ -13,6 +13,7 @@ from memvm.engine.config import EngineConfig
 from memvm.engine.errors import FaultLimitReached, PageNotFound
 from memvm.engine.models import Actor, EvictedPage, FaultResult, Level, Page, SessionState
 from memvm.engine.paging.pages import get_page, touch_page
+from memvm.engine.paging.projects import sees
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping
 from memvm.engine.sessions import charge_fault, get_session, read_session, touch_with_allowance
@@ -34,20 +35,22 @@ async def page_fault(
     page_id: str,
     target_level: Level,
     host_session: str | None = None,
+    project: str | None = None,
 ) -> FaultResult:
     """Map the page at `target_level`, or at the finest coarser level that fits, or nowhere.
 
     No reply carries more than the working set could hold: a level that does not fit is never
     returned. A fault that maps nothing is not charged. `host_session` is the session whose
     working set the host shows; a fault into a session that did not exist yet says so, and a
-    fault into an ad-hoc session is charged to `host_session` as well.
+    fault into an ad-hoc session is charged to `host_session` as well. A page another project
+    keeps is not found from `project`.
     """
     levels = [Level(level) for level in range(target_level, Level.REFERENCE + 1)]
     # A long page's line takes a fifth of a second to count: count it before taking the lock
     # (and off the event loop), and again inside only if the page changed in between.
     async with db.read() as conn:
         seen = await get_page(conn, namespace, page_id, live_at=clock.now())
-    if seen is None:
+    if seen is None or not sees(project, seen.project):
         raise PageNotFound(page_id)
     bodies = await _bodies(seen, levels, counter)
     now = clock.now()
@@ -58,7 +61,7 @@ async def page_fault(
         )
         charged = [state] if accountable is state else [state, accountable]
         page = await get_page(conn, namespace, page_id, live_at=now)
-        if page is None:
+        if page is None or not sees(project, page.project):
             raise PageNotFound(page_id)
         if page.levels != seen.levels:
             bodies = await _bodies(page, levels, counter)

@@ -7,6 +7,7 @@ read is bounded: by an index and a limit, never a scan that grows with the names
 
 from memvm.engine.models import REMEMBERED_TYPES, PageType, Role, StandingNote, TranscriptText
 from memvm.engine.paging.pages import live
+from memvm.engine.paging.projects import named_elsewhere, visible_sql
 from memvm.engine.storage.api import Reads
 
 # How many recently used pages are looked through for remembered notes: bounds the query at any
@@ -15,20 +16,21 @@ _RECENT_WINDOW = 500
 # A session's recent calls looked through for the tools it uses.
 _CALL_WINDOW = 200
 
-_COLUMNS = "rowid, page_id, type, role, session, created_at, pinned, abstract, last_access"
+_COLUMNS = "rowid, page_id, type, role, session, created_at, pinned, abstract, last_access, project"
 
 _LIVE = live()
 
 _STANDING = f"""
-SELECT page_id, type, role, session, created_at, pinned, abstract FROM (
+SELECT page_id, type, role, session, created_at, pinned, abstract, project FROM (
     SELECT * FROM (
-        SELECT {_COLUMNS} FROM pages WHERE namespace = ? AND pinned = 1 AND {_LIVE}
+        SELECT {_COLUMNS} FROM pages p WHERE namespace = ? AND pinned = 1 AND {_LIVE} {{visible}}
         ORDER BY last_access DESC LIMIT ?
     ) AS pinned_pages
     UNION
     SELECT * FROM (
         SELECT {_COLUMNS} FROM (
-            SELECT {_COLUMNS} FROM pages WHERE namespace = ? AND {_LIVE} ORDER BY last_access DESC LIMIT ?
+            SELECT {_COLUMNS} FROM pages p WHERE namespace = ? AND {_LIVE} {{visible}}
+            ORDER BY last_access DESC LIMIT ?
         ) AS recent WHERE type IN ({{marks}})
     ) AS remembered
 ) AS standing
@@ -55,11 +57,17 @@ _KNOWN_TOOLS = (
 )
 
 
-async def standing_notes(conn: Reads, namespace: str, limit: int, now: float) -> list[StandingNote]:
-    """Pinned pages, then remembered notes, each most recently used first; none expired by `now`."""
+async def standing_notes(
+    conn: Reads, namespace: str, limit: int, now: float, project: str | None = None
+) -> list[StandingNote]:
+    """Pinned pages, then remembered notes, each most recently used first; none expired by `now`,
+    none of a project other than `project`."""
     remembered = sorted(kind.value for kind in REMEMBERED_TYPES)
-    sql = _STANDING.format(marks=", ".join("?" * len(remembered)))
-    rows = await conn.all(sql, (namespace, now, limit, namespace, now, _RECENT_WINDOW, *remembered, limit))
+    visible, params = visible_sql(project)
+    sql = _STANDING.format(marks=", ".join("?" * len(remembered)), visible=visible)
+    rows = await conn.all(
+        sql, (namespace, now, *params, limit, namespace, now, *params, _RECENT_WINDOW, *remembered, limit)
+    )
     return [
         StandingNote(
             page_id=row["page_id"],
@@ -69,6 +77,7 @@ async def standing_notes(conn: Reads, namespace: str, limit: int, now: float) ->
             created_at=row["created_at"],
             pinned=bool(row["pinned"]),
             abstract=row["abstract"],
+            project=named_elsewhere(project, row["project"]),
         )
         for row in rows
     ]

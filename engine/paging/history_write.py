@@ -19,6 +19,7 @@ from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import NewPage, PageType, Role
 from memvm.engine.paging.memory import Writer, fresh_page_id
 from memvm.engine.paging.pages import insert_page
+from memvm.engine.paging.projects import EVERYWHERE
 from memvm.engine.sessions import touch_session
 from memvm.engine.storage.api import Reads
 from pydantic import BaseModel, Field
@@ -70,8 +71,10 @@ async def write_history(
     title: str | None,
     messages: Sequence[HistoryMessage],
     batch_pages: int = BATCH_PAGES,
+    project: str | None = None,
 ) -> HistoryWritten:
-    """Store the messages of `session` not stored yet, `batch_pages` to a write transaction."""
+    """Store the messages of `session` not stored yet, as pages of `project`, `batch_pages` to a
+    write transaction."""
     for message in messages:
         if not math.isfinite(message.created_at):
             raise InvalidArgument(
@@ -109,6 +112,7 @@ async def write_history(
                     levels=levels,
                     turn=state.turn,
                     now=message.created_at,
+                    project=project or EVERYWHERE,
                 )
                 page_ids.append(page_id)
     return HistoryWritten(page_ids=page_ids, already_there=len(messages) - len(page_ids))

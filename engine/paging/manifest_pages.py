@@ -6,6 +6,7 @@ recently used pages, those that weigh most by importance, access and pinning.
 
 from memvm.engine.models import ManifestPage, PageType, Role
 from memvm.engine.paging.pages import expired_count_sql, level_tokens, live
+from memvm.engine.paging.projects import visible_sql
 from memvm.engine.storage.api import Reads
 
 # How many recent pages are weighed at most: bounds the query at any database size.
@@ -14,7 +15,7 @@ _RECENT_WINDOW = 500
 _CANDIDATE = f"""
     SELECT rowid, namespace, page_id, type, role, session, reference, importance, pinned, access_count,
            last_access, tokens_full, tokens_reduced, tokens_abstract, tokens_reference
-    FROM pages WHERE namespace = ? AND {live()}
+    FROM pages p WHERE namespace = ? AND {live()} {{visible}}
 """
 
 # Pinned pages are candidates however long ago they were used (on their partial index), beside the
@@ -45,11 +46,14 @@ SELECT
 
 
 async def available_pages(
-    db: Reads, namespace: str, session: str, limit: int, now: float
+    db: Reads, namespace: str, session: str, limit: int, now: float, project: str | None = None
 ) -> list[ManifestPage]:
-    """The pages worth listing that `session` has not mapped, none expired by `now`."""
+    """The pages worth listing that `session` has not mapped, none expired by `now`, among those a
+    reader in `project` sees."""
+    visible, params = visible_sql(project)
     rows = await db.all(
-        _AVAILABLE, (namespace, now, _RECENT_WINDOW, namespace, now, _RECENT_WINDOW, session, limit)
+        _AVAILABLE.format(visible=visible),
+        (namespace, now, *params, _RECENT_WINDOW, namespace, now, *params, _RECENT_WINDOW, session, limit),
     )
     return [
         ManifestPage(

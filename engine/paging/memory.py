@@ -14,6 +14,7 @@ from memvm.engine.config import EngineConfig
 from memvm.engine.errors import (
     InvalidArgument,
     KeyConflict,
+    KeyInOtherProject,
     PageChanged,
     PageNotFound,
     StorageBusy,
@@ -48,6 +49,7 @@ from memvm.engine.paging.pages import (
     set_pinned,
     update_remembered,
 )
+from memvm.engine.paging.projects import EVERYWHERE, sees
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.versions import current_version, supersede
 from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping, sessions_mapping
@@ -118,13 +120,18 @@ async def remember(
     key: str | None,
     unless_changed_from: str | None = None,
     ttl_seconds: float | None = None,
+    project: str | None = None,
+    everywhere: bool | None = None,
 ) -> RememberResult:
     """Store `page`, or rewrite the remembered page `key` names, keeping what it said before as a
     superseded version (see versions.py). With `ttl_seconds` the page expires that long after this
     write; without, it never does (a rewrite without one makes the page lasting again). With
     `unless_changed_from` (the fingerprint of the full text the writer started from), a page
     rewritten meanwhile is refused with PageChanged, checked inside the write so that no other
-    write slips between."""
+    write slips between.
+
+    The writer works in `project` (None: no project). The page belongs to that project, or to every
+    project with `everywhere` (a rewrite with `everywhere` None keeps where the page was)."""
     if ttl_seconds is not None and not 0 < ttl_seconds <= MAX_TTL_SECONDS:
         raise InvalidArgument(
             f"ttl_seconds must be between 1 and {MAX_TTL_SECONDS} (ten years); omit it to keep the page "
@@ -142,11 +149,15 @@ async def remember(
         else:
             # The same text remembered again is the page already holding it, not a second copy: a
             # model that repeats itself must not fill memory, nor make search return it twice.
-            existing = await page_with_text(conn, namespace, page.type, levels.texts[Level.FULL], now)
+            existing = await page_with_text(
+                conn, namespace, page.type, levels.texts[Level.FULL], now, project
+            )
         if existing is not None and _expired(existing, now):
             # Gone for every reader already: the key starts afresh, with no versions of it.
             await _drop(writer, conn, namespace, existing, cause="expired")
             existing = None
+        if key and existing is not None and not sees(project, existing.project):
+            raise KeyInOtherProject(key)
         if existing is not None and existing.type not in REMEMBERED_TYPES:
             raise KeyConflict(existing.page_id, existing.type.value)
         if unless_changed_from is not None and (
@@ -165,6 +176,7 @@ async def remember(
                 turn=state.turn,
                 now=now,
                 expires_at=expires_at,
+                project=existing.project if everywhere is None else _written_in(project, everywhere),
             )
             # Its old lines are stale in every working set that held it: take it out everywhere.
             await _unmap_everywhere(writer, conn, namespace, existing, cause="rewritten by remember")
@@ -180,6 +192,7 @@ async def remember(
                 turn=state.turn,
                 now=now,
                 expires_at=expires_at,
+                project=_written_in(project, bool(everywhere)),
             )
         # A page made now has no versions: it is 1 without asking.
         version = 1 if existing is None else await current_version(conn, stored.rowid)
@@ -199,10 +212,21 @@ async def remember(
     )
 
 
+def _written_in(project: str | None, everywhere: bool) -> str:
+    """The project a page written from `project` belongs to."""
+    return EVERYWHERE if everywhere or project is None else project
+
+
 async def ingest(
-    writer: Writer, *, namespace: str, session: str, messages: Sequence[IngestMessage]
+    writer: Writer,
+    *,
+    namespace: str,
+    session: str,
+    messages: Sequence[IngestMessage],
+    project: str | None = None,
 ) -> IngestResult:
-    """Store each message as a transcript page and map it in full; a user message starts a turn."""
+    """Store each message as a transcript page of `project` and map it in full; a user message
+    starts a turn."""
     pages = [
         NewPage(
             content=message.content,
@@ -238,6 +262,7 @@ async def ingest(
                 levels=levels,
                 turn=state.turn,
                 now=now,
+                project=_written_in(project, everywhere=False),
             )
             # The conversation so far belongs in context, in full where it fits (else as fine as
             # fits); older pages make room as usual.
@@ -249,7 +274,14 @@ async def ingest(
 
 
 async def pin_page(
-    writer: Writer, *, namespace: str, session: str, page_id: str, pinned: bool, place: bool = True
+    writer: Writer,
+    *,
+    namespace: str,
+    session: str,
+    page_id: str,
+    pinned: bool,
+    place: bool = True,
+    project: str | None = None,
 ) -> PageState:
     """Pin or unpin a page for the whole namespace; pinning maps it into `session` unless `place`
     is False (a curator pinning a page has no context of its own to put it in)."""
@@ -257,7 +289,7 @@ async def pin_page(
     async with writer.db.write(namespace) as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
         page = await get_page(conn, namespace, page_id, live_at=now)
-        if page is None:
+        if page is None or not sees(project, page.project):
             raise PageNotFound(page_id)
         await set_pinned(conn, namespace, page.rowid, pinned)
         working_set = writer.working_set(conn, namespace, session, state.turn)
@@ -287,14 +319,16 @@ def fingerprint(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-async def forget(writer: Writer, *, namespace: str, session: str, page_id: str) -> ForgetResult:
+async def forget(
+    writer: Writer, *, namespace: str, session: str, page_id: str, project: str | None = None
+) -> ForgetResult:
     """Delete the page and what it left in other tables (see derived), in one write; then take
     the deleted text out of storage (Database.purge_deleted), outside the write."""
     now = writer.clock.now()
     async with writer.db.write(namespace, removal=True) as conn:
         await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
         page = await get_page(conn, namespace, page_id)
-        if page is None:
+        if page is None or not sees(project, page.project):
             raise PageNotFound(page_id)
         await _drop(writer, conn, namespace, page, cause="forget")
     return ForgetResult(page_id=page_id, deleted=True, purged=await _purged(writer.db))

@@ -4,6 +4,7 @@ import json
 
 from memvm.engine.models import LevelTokens, Modality, NewPage, Page, PageType, Role
 from memvm.engine.paging.levels import Levels
+from memvm.engine.paging.projects import EVERYWHERE, visible_sql
 from memvm.engine.storage.api import Reads, Row, Writes
 
 # Readable ids per page type: msg_000123, tool_000045, note_000007, ...
@@ -21,7 +22,7 @@ PAGE_COLUMNS = """
     p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.importance, p.pinned, p.provenance,
     p.created_at, p.last_access, p.access_count, p.turn, p.metadata,
     t.content, t.reduced, p.abstract, p.reference,
-    p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference, p.expires_at
+    p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference, p.expires_at, p.project
 """
 
 # The long levels (full and reduced) live apart from the page row, in page_texts: what reads only
@@ -39,8 +40,8 @@ _INSERT = """
 INSERT INTO pages (
     namespace, page_id, session, type, role, modality, importance, pinned, provenance,
     created_at, last_access, access_count, turn, metadata, abstract, reference,
-    tokens_full, tokens_reduced, tokens_abstract, tokens_reference, expires_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    tokens_full, tokens_reduced, tokens_abstract, tokens_reference, expires_at, project
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING rowid
 """
 
@@ -50,7 +51,8 @@ _UPDATE_REMEMBERED = """
 UPDATE pages SET
     type = ?, importance = ?, pinned = ?, provenance = ?, last_access = ?, turn = ?, metadata = ?,
     abstract = ?, reference = ?,
-    tokens_full = ?, tokens_reduced = ?, tokens_abstract = ?, tokens_reference = ?, expires_at = ?
+    tokens_full = ?, tokens_reduced = ?, tokens_abstract = ?, tokens_reference = ?, expires_at = ?,
+    project = ?
 WHERE namespace = ? AND rowid = ?
 """
 
@@ -127,6 +129,7 @@ def page_from_row(row: Row) -> Page:
         levels=level_texts(row),
         tokens=level_tokens(row),
         expires_at=row["expires_at"],
+        project=row["project"],
     )
 
 
@@ -148,8 +151,9 @@ async def insert_page(
     turn: int,
     now: float,
     expires_at: float | None = None,
+    project: str = EVERYWHERE,
 ) -> Page:
-    """Insert one page and return it as stored."""
+    """Insert one page of `project` and return it as stored."""
     content, reduced, abstract, reference = levels.texts
     row = await conn.one(
         _INSERT,
@@ -171,6 +175,7 @@ async def insert_page(
             reference,
             *_token_tuple(levels.tokens),
             expires_at,
+            project,
         ),
     )
     assert row is not None  # RETURNING always yields the inserted row
@@ -191,8 +196,9 @@ async def update_remembered(
     turn: int,
     now: float,
     expires_at: float | None,
+    project: str,
 ) -> Page:
-    """Rewrite a remembered page in place and return it as now stored."""
+    """Rewrite a remembered page in place, as a page of `project`, and return it as now stored."""
     content, reduced, abstract, reference = levels.texts
     await conn.execute(
         _UPDATE_REMEMBERED,
@@ -208,6 +214,7 @@ async def update_remembered(
             reference,
             *_token_tuple(levels.tokens),
             expires_at,
+            project,
             namespace,
             rowid,
         ),
@@ -233,16 +240,18 @@ async def get_page(conn: Reads, namespace: str, page_id: str, *, live_at: float 
 # few beside its transcript, and the text is compared only on those.
 _SAME_TEXT = f"""
 SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS}
-WHERE p.namespace = ? AND p.type = ? AND t.content = ? AND {live(table="p")}
+WHERE p.namespace = ? AND p.type = ? AND t.content = ? AND {live(table="p")} {{visible}}
 ORDER BY p.rowid LIMIT 1
 """
 
 
 async def page_with_text(
-    conn: Reads, namespace: str, page_type: PageType, text: str, now: float
+    conn: Reads, namespace: str, page_type: PageType, text: str, now: float, project: str | None = None
 ) -> Page | None:
-    """The oldest live page of `page_type` whose full text is `text`, if any."""
-    row = await conn.one(_SAME_TEXT, (namespace, page_type.value, text, now))
+    """The oldest live page of `page_type` whose full text is `text`, among those a reader in
+    `project` sees, if any."""
+    visible, params = visible_sql(project)
+    row = await conn.one(_SAME_TEXT.format(visible=visible), (namespace, page_type.value, text, now, *params))
     return page_from_row(row) if row else None
 
 

@@ -21,6 +21,7 @@ from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, Sear
 from memvm.engine.paging import tiers
 from memvm.engine.paging.levels import collapse
 from memvm.engine.paging.pages import expired, level_tokens, live
+from memvm.engine.paging.projects import named_elsewhere, sees, visible_sql
 from memvm.engine.paging.snippets import searched, snippet, window_sql
 from memvm.engine.paging.stopwords import STOPWORDS
 from memvm.engine.paging.terms import query_terms, words
@@ -35,7 +36,7 @@ _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 
 # What a hit reports of its page, and at which level the viewer's working set holds it (if it does).
 _HIT_COLUMNS = """p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
-       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference"""
+       p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference, p.project"""
 _MAPPED_IN_VIEWER = (
     "LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?"
 )
@@ -144,10 +145,12 @@ class _Filters:
     modality: Modality | None
     session: str | None
     pinned_only: bool = False
+    project: str | None = None  # the reader's: other projects' pages are left out
 
     def sql(self) -> tuple[str, list[object]]:
-        clauses: list[str] = []
-        params: list[object] = []
+        visible, visible_params = visible_sql(self.project)
+        clauses: list[str] = [visible] if visible else []
+        params: list[object] = list(visible_params)
         for column, value in (
             ("type", self.page_type),
             ("modality", self.modality),
@@ -166,6 +169,7 @@ class _Filters:
             and (self.modality is None or row["modality"] == self.modality.value)
             and (self.session is None or row["session"] == self.session)
             and (not self.pinned_only or bool(row["pinned"]))
+            and sees(self.project, row["project"])
         )
 
 
@@ -217,7 +221,7 @@ def rescore(
     return scores
 
 
-def _hit(row: Row, *, score: float, snippet: str) -> SearchHit:
+def _hit(row: Row, *, score: float, snippet: str, reader: str | None) -> SearchHit:
     mapped_level = row["mapped_level"]
     return SearchHit(
         page_id=row["page_id"],
@@ -231,6 +235,7 @@ def _hit(row: Row, *, score: float, snippet: str) -> SearchHit:
         tokens=level_tokens(row).as_dict(),
         mapped=mapped_level is not None,
         level=None if mapped_level is None else int(Level(mapped_level)),
+        project=named_elsewhere(reader, row["project"]),
     )
 
 
@@ -246,6 +251,7 @@ async def search_pages(
     modality: Modality | None = None,
     only_session: str | None = None,
     pinned_only: bool = False,
+    project: str | None = None,
     tuning: SearchTuning = DEFAULT_TUNING,
     now: float | None = None,
 ) -> SearchResult:
@@ -253,9 +259,10 @@ async def search_pages(
 
     `score` is higher for better matches: BM25 with the bonuses of `tuning` (neighbours,
     speaker, role, session); an exact id match scores EXACT_ID_SCORE. All within one read
-    transaction, so the ranking and the snippets see the same pages.
+    transaction, so the ranking and the snippets see the same pages. A reader in `project` finds
+    that project's pages and those kept for every project (see projects.py).
     """
-    filters = _Filters(page_type, modality, only_session, pinned_only)
+    filters = _Filters(page_type, modality, only_session, pinned_only, project)
     if not query.strip():
         return await _listed(conn, namespace, viewer_session, filters, limit, now)
     gone = await _expired(conn, namespace, now)
@@ -291,7 +298,7 @@ async def search_pages(
                 )
         if scores:
             words = _Words(terms, stemmer.stems(terms), stemmer)
-            hits += await _dressed(conn, scores, hits, viewer_session, words, limit)
+            hits += await _dressed(conn, scores, hits, viewer_session, words, limit, project)
     results = hits[:limit]
     message = None if results else _nothing_found(pages, terms, filters)
     return SearchResult(results=results, total_pages=pages - len(gone), message=message)
@@ -444,7 +451,7 @@ async def _exact_ids(
     )
     order = {page_id: i for i, page_id in enumerate(candidates)}
     return [
-        _hit(row, score=EXACT_ID_SCORE, snippet=row["snippet"])
+        _hit(row, score=EXACT_ID_SCORE, snippet=row["snippet"], reader=filters.project)
         for row in sorted(rows, key=lambda r: order[r["page_id"]])
     ]
 
@@ -476,7 +483,7 @@ async def _listed(
         rows = await conn.all(
             _LISTED.format(filters=clauses), (viewer_session, namespace, pinned, *params, limit - len(hits))
         )
-        hits += [_hit(row, score=0.0, snippet=row["snippet"]) for row in rows]
+        hits += [_hit(row, score=0.0, snippet=row["snippet"], reader=filters.project) for row in rows]
     collection = await conn.one(_COLLECTION, (namespace,))
     assert collection is not None  # an aggregate always yields a row
     pages = int(collection[0]) - len(await _expired(conn, namespace, now))
@@ -511,6 +518,7 @@ async def _dressed(
     viewer_session: str,
     words: _Words,
     limit: int,
+    reader: str | None,
 ) -> list[SearchHit]:
     """The best-scoring pages not already `found`, with snippets and their place in the viewer's set."""
     best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(found)]
@@ -526,6 +534,7 @@ async def _dressed(
             row,
             score=round(scores[rowid], 6),
             snippet=snippet(row["snippet_window"] or "", row["snippet_at"], words.stems, words.stemmer),
+            reader=reader,
         )
         for rowid in best
         if (row := by_rowid[rowid])["page_id"] not in seen

@@ -24,6 +24,7 @@ from memvm.engine.models import (
 )
 from memvm.engine.paging.memory import Writer, fresh_page_id
 from memvm.engine.paging.pages import insert_page
+from memvm.engine.paging.projects import EVERYWHERE
 from memvm.engine.procedures.signatures import argument_delta, error_signature, flatten
 from memvm.engine.sessions import touch_with_allowance
 from memvm.engine.storage.api import Writes
@@ -107,13 +108,21 @@ def goal_key(goal: str | None) -> str:
 
 
 async def record_tool_outcome(
-    writer: Writer, *, namespace: str, session: str, call: ToolOutcome, host_session: str | None = None
+    writer: Writer,
+    *,
+    namespace: str,
+    session: str,
+    call: ToolOutcome,
+    host_session: str | None = None,
+    project: str | None = None,
 ) -> OutcomeResult:
     """Log `call` in `session`, link it to the failure it fixes, and say if the tool has run away.
 
     The call and its result page stay in `session`. When `session` is ad hoc, the result is also
     bound in `host_session`, the caller's own, and the runaway check reads that session's results:
-    the guards judge an ad-hoc session's calls there, so a new name per call hides nothing.
+    the guards judge an ad-hoc session's calls there, so a new name per call hides nothing. The
+    result page belongs to `project` (see paging/projects.py); what the tool taught is the
+    namespace's, whatever the project.
     """
     page = _result_page(call)
     levels = (await writer.levels_off_loop([page]))[0] if page else None
@@ -183,6 +192,7 @@ async def record_tool_outcome(
                 levels=levels,
                 turn=state.turn,
                 now=now,
+                project=project or EVERYWHERE,
             )
             await conn.execute(_SET_RESULT_PAGE, (page_id, namespace, call_id))
 

@@ -13,7 +13,7 @@ from memvm.engine.storage.fulltext_sqlite import Candidates, Posting
 from memvm.engine.storage.tokenizer import Stemmer
 
 _POSTINGS = """
-SELECT t.page_rowid AS rowid, t.stem, t.tf, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned
+SELECT t.page_rowid AS rowid, t.stem, t.tf, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned, p.project
 FROM page_terms t JOIN pages p ON p.rowid = t.page_rowid
 WHERE t.namespace = ? AND t.stem IN ({marks})
 """
@@ -84,12 +84,12 @@ async def newest_holding(
     conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer, count: int
 ) -> list[Posting]:
     """The namespace's newest `count` pages holding every one of `terms`, as postings without a
-    stem: (rowid, chars, type, modality, session, pinned)."""
+    stem: (rowid, chars, type, modality, session, pinned, project)."""
     stems = _stems_of(stemmer, terms)
     if not stems:
         return []
     sql = (
-        "SELECT p.rowid, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned FROM pages p"
+        "SELECT p.rowid, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned, p.project FROM pages p"
         f" JOIN ({_holding_all_sql(len(stems))} ORDER BY t0.page_rowid DESC LIMIT {int(count)}) AS n"
         " ON n.page_rowid = p.rowid ORDER BY p.rowid DESC"
     )
@@ -111,7 +111,7 @@ async def holding_among(
 async def postings(
     conn: Reads, namespace: str, terms: list[str], stems: list[str], stemmer: Stemmer, *, whole_file: bool
 ) -> list[Posting]:
-    """One posting (rowid, stem, tf, chars, type, modality, session, pinned) per page and stem."""
+    """One posting (rowid, stem, tf, chars, type, modality, session, pinned, project) per page and stem."""
     if not stems:
         return []
     sql = _POSTINGS.format(marks=", ".join("?" * len(stems)))

@@ -46,7 +46,7 @@ _TEXT_BATCH_CHARS = 4_000_000
 # the page is joined to each count, not to each occurrence: a page that repeats a term
 # thousands of times is then read once, not once per occurrence.
 _COUNTED = """
-SELECT t.doc AS rowid, t.stem, t.tf, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned
+SELECT t.doc AS rowid, t.stem, t.tf, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned, p.project
 FROM (SELECT doc, term AS stem, count(*) AS tf FROM pages_terms WHERE term IN ({marks}) GROUP BY doc, term) AS t
 JOIN pages p ON p.rowid = t.doc
 WHERE p.namespace = ?
@@ -55,7 +55,7 @@ _OCCURRENCES = "SELECT count(*) FROM (SELECT 1 FROM pages_terms WHERE term IN ({
 # The namespace's pages holding any of the terms. CROSS JOIN keeps the index outermost (see
 # _CAPPED_IN_NAMESPACE).
 _HOLDING = """
-SELECT p.rowid, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned
+SELECT p.rowid, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned, p.project
 FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
 WHERE pages_fts MATCH ? AND p.namespace = ?
 """
@@ -83,7 +83,7 @@ _NEWEST_COUNT_IN_FILE = """
 SELECT count(*), min(rowid) FROM (
     SELECT rowid FROM pages_fts WHERE pages_fts MATCH ? AND ? IS NOT NULL ORDER BY rowid DESC LIMIT {cap})"""
 _NEWEST = """
-SELECT p.rowid, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned
+SELECT p.rowid, p.search_chars AS chars, p.type, p.modality, p.session, p.pinned, p.project
 FROM pages_fts CROSS JOIN pages p ON p.rowid = pages_fts.rowid
 WHERE pages_fts MATCH ? AND p.namespace = ? ORDER BY pages_fts.rowid DESC LIMIT {count}"""
 # Pages holding a match no older than a rowid: the index skips to it.
@@ -119,7 +119,7 @@ async def newest_holding(
     conn: Reads, namespace: str, terms: list[str], stemmer: Stemmer, count: int
 ) -> list[Posting]:
     """The namespace's newest `count` pages holding every one of `terms`, as postings without a
-    stem: (rowid, chars, type, modality, session, pinned)."""
+    stem: (rowid, chars, type, modality, session, pinned, project)."""
     query = " AND ".join(match_expression([term]) for term in terms)
     return [dict(row) for row in await conn.all(_NEWEST.format(count=int(count)), (query, namespace))]
 
@@ -138,7 +138,7 @@ async def holding_among(
 async def postings(
     conn: Reads, namespace: str, terms: list[str], stems: list[str], stemmer: Stemmer, *, whole_file: bool
 ) -> list[Posting]:
-    """One posting (rowid, stem, tf, chars, type, modality, session, pinned) per page and stem of `terms`."""
+    """One posting (rowid, stem, tf, chars, type, modality, session, pinned, project) per page and stem of `terms`."""
     if not stems:
         return []
     marks = ", ".join("?" * len(stems))

@@ -339,5 +339,10 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        version=15,
+        name="the project each page belongs to",
+        statements=(f"ALTER TABLE pages ADD COLUMN project {_T} NOT NULL DEFAULT ''",),
+    ),
 )
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

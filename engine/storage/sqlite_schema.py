@@ -753,6 +753,14 @@ _VERSIONS_AND_EXPIRY = Migration(
     ),
 )
 
+# Memory per project: a page written in a project (a host's working tree) is read there and where
+# no project is set; '' marks a page for every project (see paging/projects.py).
+_PROJECTS = Migration(
+    version=15,
+    name="the project each page belongs to",
+    statements=("ALTER TABLE pages ADD COLUMN project TEXT NOT NULL DEFAULT ''",),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
@@ -768,6 +776,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _PAGES_BY_NAMESPACE,
     _GUARD_VERDICTS,
     _VERSIONS_AND_EXPIRY,
+    _PROJECTS,
 )
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)
