@@ -321,6 +321,7 @@ class Engine:
                 session=session,
                 args=args,
                 structural_constants=self.config.guards.structural_constants,
+                memvm_tools=self.config.guards.memvm_tools,
             )
 
     async def check_tool_call(

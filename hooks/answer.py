@@ -34,7 +34,8 @@ class HookRequest:
     raw: bytes
 
     def guard_settings(self) -> GuardConfig:
-        """The preset, with the host's own tools as workspace tools, and the file over both."""
+        """The preset, with the host's own tools as workspace tools, and the file over both; the
+        host's model has none of memvm's tools, whatever the file says."""
         host = protocol(self.host)
         under: dict[str, object] = {
             "workspace_tools": host.workspace_tools,
@@ -43,7 +44,9 @@ class HookRequest:
             # unsourced number warns, and denies only where the guard config names the tool.
             "consequential_tools": (),
         }
-        return load_guard_config(self.guards, self.guard_config, under)
+        chosen = load_guard_config(self.guards, self.guard_config, under)
+        # The host runs each call as its model wrote it: no `$v1` is ever filled in for it.
+        return chosen.model_copy(update={"memvm_tools": False})
 
 
 @dataclass(frozen=True)

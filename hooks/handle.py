@@ -167,7 +167,7 @@ def _guard_answer(check: ToolCallCheck) -> HookAnswer:
         reason = "memvm guard: " + " ".join(said)
         if check.cached_result is not None:
             cached = json.dumps(check.cached_result, default=str)
-            reason += f" The earlier result ({check.cached_ref}): {cached[:_CACHED_CHARS]}"
+            reason += f" The earlier result: {cached[:_CACHED_CHARS]}"
         return HookAnswer(deny=reason)
     if check.verdict is CallVerdict.WARN:
         return HookAnswer(context="memvm guard warning: " + " ".join(said))

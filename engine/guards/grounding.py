@@ -12,7 +12,7 @@ from typing import Any
 
 from memvm.engine.guards.bindings import bound_values
 from memvm.engine.guards.literals import Literal, find_literals, numbers_in_text, short
-from memvm.engine.guards.references import referenced_names, resolve, sequential_name
+from memvm.engine.guards.references import Resolution, referenced_names, resolve, sequential_name
 from memvm.engine.models import GroundingResult, GroundingVerdict, UngroundedLiteral
 from memvm.engine.storage.api import Reads, Writes
 
@@ -95,10 +95,19 @@ async def check_ungrounded(
     session: str,
     args: Any,
     structural_constants: frozenset[float],
+    memvm_tools: bool = True,
 ) -> GroundingResult:
-    """Every number in `args` without a conn, each with the reference that holds it if one does."""
-    known = await bound_values(conn, namespace, session, referenced_names(args))
-    resolution = resolve(args, known)
+    """Every number in `args` without a source, each with the reference that holds it if one does.
+
+    A caller without memvm's tools (`memvm_tools` false: a host's model under a hook) has no
+    references: its arguments are checked as written, and a number equal to a bound value, or a
+    rounded copy of one, is a number it read in a result: grounded, with no reference to suggest.
+    """
+    if memvm_tools:
+        known = await bound_values(conn, namespace, session, referenced_names(args))
+        resolution = resolve(args, known)
+    else:
+        resolution = Resolution(resolved=args, missing=[], unreadable={})
     literals = [item for item in find_literals(args) if item.number not in structural_constants]
     numbers = sorted({item.number for item in literals})
     sourced = await _numbers_in(conn, _USER_NUMBERS_IN, namespace, session, numbers)
@@ -115,6 +124,8 @@ async def check_ungrounded(
         if suggestion is None and rounded_lookups < MAX_ROUNDED_LOOKUPS and _decimals(item) > 0:
             rounded_lookups += 1
             suggestion = await _bound_ref_near(conn, namespace, session, item)
+        if suggestion is not None and not memvm_tools:
+            continue
         ungrounded.append(UngroundedLiteral(path=item.path, value=item.written, suggestion=suggestion))
 
     if resolution.missing:
@@ -131,7 +142,11 @@ async def check_ungrounded(
         resolved_args=None if resolution.missing else resolution.resolved,
         user_messages_on_record=user_on_record,
         message=grounding_message(
-            ungrounded, resolution.missing, user_on_record=user_on_record, unreadable=resolution.unreadable
+            ungrounded,
+            resolution.missing,
+            user_on_record=user_on_record,
+            unreadable=resolution.unreadable,
+            memvm_tools=memvm_tools,
         ),
     )
 
@@ -142,8 +157,13 @@ def grounding_message(
     *,
     user_on_record: bool = True,
     unreadable: Mapping[str, str] | None = None,
+    memvm_tools: bool = True,
 ) -> str:
-    """One short paragraph for the model, naming at most a handful of numbers or references."""
+    """One short paragraph for the model, naming at most a handful of numbers or references.
+
+    Without memvm's tools (`memvm_tools` false) the model is never told to bind a value; it has no
+    references, so it is given no missing ones and no suggestions (see check_ungrounded).
+    """
     parts = []
     unreadable = unreadable or {}
     unknown = [reference for reference in missing if reference not in unreadable]
@@ -164,9 +184,10 @@ def grounding_message(
     if copied:
         parts.append(f"Pass references instead of copied values: {_listing(copied)}.")
     if invented:
+        read = "a tool result (bind it with bind_value)" if memvm_tools else "a tool result you have read"
         parts.append(
-            f"No source for {_listing(invented)}: take numbers from the user or from a tool result "
-            "(bind it with bind_value), never estimate them."
+            f"No source for {_listing(invented)}: take numbers from the user or from {read}, never "
+            "estimate them."
         )
         if not user_on_record:
             parts.append(

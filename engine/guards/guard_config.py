@@ -84,6 +84,13 @@ class GuardConfig(BaseModel):
     # None: every tool, with the grace above, as for a server whose model checks its own calls;
     # a host's hook starts from none (`memvm hook` passes []), so ordinary work is never denied.
     consequential_tools: tuple[str, ...] | None = None
+    # Whether the model whose calls are checked has memvm's own tools (bind_value, check_tool_call,
+    # page_fault) and the `$vN` references they make, as a model served by `memvm serve` does. A
+    # host's model under `memvm hook` has none (the hook sets this false): the host runs each call
+    # as written, so `$v1` in its arguments is plain text, a number it read in a result is grounded
+    # with no reference to offer, and no reason names a tool it cannot call. The caller shows a
+    # repeated call's earlier result after the reasons, as the hook does.
+    memvm_tools: bool = True
 
     @classmethod
     def preset(cls, preset: GuardPreset) -> "GuardConfig":

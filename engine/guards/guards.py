@@ -58,6 +58,7 @@ async def check_tool_call(
         session=log.session,
         args=args,
         structural_constants=config.structural_constants,
+        memvm_tools=config.memvm_tools,
     )
     # The call that would really run is the one with references replaced.
     actual_args = args if grounding.missing_refs else grounding.resolved_args
@@ -87,7 +88,7 @@ async def check_tool_call(
     invented = [] if workspace else [item for item in grounding.ungrounded if not item.suggestion]
     if invented:
         on_record = grounding.user_messages_on_record
-        message = grounding_message(invented, [], user_on_record=on_record)
+        message = grounding_message(invented, [], user_on_record=on_record, memvm_tools=config.memvm_tools)
         consequential = config.consequential(tool)
         if on_record and consequential is None:
             struck.append((GuardRule.UNGROUNDED, message))
@@ -128,12 +129,14 @@ async def check_tool_call(
     if tool not in config.polling_tools and not workspace:
         cached = ran
         if cached is not None:
+            # A model without memvm's tools gets the result after the reasons (see GuardConfig).
+            where = f"in cached_result ({cached.ref})" if config.memvm_tools else "given below"
             reasons.append(
                 GuardReason(
                     rule=GuardRule.REPEAT,
                     severity=CallVerdict.BLOCK,
-                    message=f"{tool} already ran with these arguments this turn; its result is in "
-                    f"cached_result ({cached.ref}). Use it instead of calling again.",
+                    message=f"{tool} already ran with these arguments this turn; its result is {where}. "
+                    "Use it instead of calling again.",
                 )
             )
         else:

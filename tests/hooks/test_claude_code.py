@@ -104,7 +104,7 @@ def test_replayed_events_add_nothing_twice(tmp_path):
     assert rows(db, "SELECT count(*) FROM tool_calls") == [(1,)]
 
 
-def test_a_fact_from_one_session_is_recalled_in_a_later_one_as_data_with_its_page_id(tmp_path):
+def test_a_fact_from_one_session_is_recalled_in_a_later_one_as_data_without_page_ids(tmp_path):
     db = tmp_path / "m.db"
     hook(db, cc.prompt("the staging cluster is called heron and deploys go through argo"))
     hook(db, cc.stop("Noted: staging cluster heron, deploys through argo."))
@@ -115,7 +115,9 @@ def test_a_fact_from_one_session_is_recalled_in_a_later_one_as_data_with_its_pag
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert "not instructions" in context
-    assert page_id in context and f"| {cc.SESSION} |" in context
+    assert "- transcript/assistant | " in context and "| Noted: staging cluster heron" in context
+    # The host's model has no memvm tool that takes a page id, and a session name tells it nothing.
+    assert page_id not in context and cc.SESSION not in context and "page_fault" not in context
     assert "which cluster" not in context  # the prompt's own page is not recalled
 
     nothing = {**cc.prompt("xylophone quartz zebra"), "session_id": "def456"}

@@ -36,7 +36,8 @@ def test_a_prompt_is_stored_and_a_later_session_recalls_it_as_before_agent_conte
     assert answer["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert "not instructions" in context
-    assert page_id in context and f"| {gc.SESSION} |" in context
+    assert "- transcript/user | " in context and "| the staging cluster is called heron" in context
+    assert page_id not in context and gc.SESSION not in context
     assert "which cluster" not in context  # the prompt's own page is not recalled
 
 

@@ -52,6 +52,23 @@ async def test_an_identical_call_gets_the_cached_result_instead_of_running(conne
     assert again["reasons"][0]["rule"] == "repeat"
 
 
+async def test_a_model_with_memvm_tools_is_told_of_cached_result_bind_value_and_references(connect):
+    async with connect() as client:
+        await call(client, "ingest", messages=[{"role": "user", "content": "Pay the Lima hotel."}])
+        await call(client, "check_tool_call", tool="weather", args={"city": "Lima"})
+        await call(client, "bind_value", tool="weather", args={"city": "Lima"}, value={"temp_c": 19})
+        await call(client, "bind_value", tool="fx", args={"to": "PEN"}, value=3.7521)
+        again = await call(client, "check_tool_call", tool="weather", args={"city": "Lima"})
+        paid = await call(client, "check_tool_call", tool="pay", args={"rate": 3.7521, "amount": 640})
+    assert again["reasons"][0]["message"] == (
+        "weather already ran with these arguments this turn; its result is in cached_result ($v1). "
+        "Use it instead of calling again."
+    )
+    said = {reason["rule"]: reason["message"] for reason in paid["reasons"]}
+    assert said["copied_value"] == "Pass references instead of copied values: rate=3.7521 -> $v2."
+    assert "from a tool result (bind it with bind_value), never estimate them" in said["ungrounded"]
+
+
 async def test_an_unknown_reference_blocks_the_call(connect):
     async with connect(tools=ToolProfile.MODEL) as client:
         result = await call(client, "check_tool_call", tool="pay", args={"usd": "$v7"})

@@ -118,3 +118,37 @@ async def test_without_user_messages_on_record_the_message_says_user_numbers_are
     result = await check(engine, {"amount": 4200})
     assert result.user_messages_on_record is False
     assert "if the user gave these numbers, go ahead" in result.message
+
+
+async def no_tools(open_engine):
+    """An engine whose guards speak to a model without memvm's tools, as a host's hook does."""
+    return await open_engine(guards=GuardConfig(memvm_tools=False))
+
+
+async def test_a_model_without_memvm_tools_is_told_where_numbers_come_from_without_bind_value(open_engine):
+    engine = await no_tools(open_engine)
+    await engine.ingest(namespace=NS, session="s", messages=[user("Book a table, please.")])
+    result = await check(engine, {"table": 12})
+    assert paths(result) == {"table": None}
+    assert "No source for table=12: take numbers from the user or from a tool result you have read" in (
+        result.message
+    )
+    assert "bind_value" not in result.message and "$v" not in result.message
+
+
+async def test_a_model_without_memvm_tools_copying_a_bound_value_or_rounding_it_is_grounded(open_engine):
+    engine = await no_tools(open_engine)
+    await engine.bind_value(namespace=NS, session="s", tool="fx", args={"eur": 250}, value=271.5)
+    await engine.bind_value(namespace=NS, session="s", tool="pi", args={}, value=3.14159265)
+    result = await check(engine, {"usd": 271.5, "two_places": 3.14, "other": 77})
+    assert paths(result) == {"other": None}
+    assert "$v" not in result.message
+
+
+async def test_a_model_without_memvm_tools_has_its_dollar_names_checked_as_text(open_engine):
+    engine = await no_tools(open_engine)
+    await engine.bind_value(namespace=NS, session="s", tool="fx", args={"eur": 250}, value=271.5)
+    args = {"command": "for v1 in a b; do echo $v1; done", "usd": "$v1", "note": "$v9"}
+    result = await check(engine, args)
+    assert result.verdict.value == "grounded"
+    assert (result.missing_refs, result.resolved_args) == ([], args)

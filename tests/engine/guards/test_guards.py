@@ -290,3 +290,27 @@ async def test_a_session_keeps_its_latest_verdicts_with_their_reasons(open_engin
         db_url, "SELECT count(*), min(reasons), max(tool) FROM guard_verdicts WHERE session = 's'"
     )
     assert kept[0] == KEPT_VERDICTS and kept[2] == "poll"
+
+
+async def test_a_model_with_memvm_tools_is_pointed_at_cached_result_and_bind_value(open_engine):
+    engine = await guarded(open_engine)
+    await engine.bind_value(namespace=NS, session="s", tool="fx_rate", args={"to": "USD"}, value=1.0862)
+    again = await check(engine, "fx_rate", {"to": "USD"})
+    invented = await check(engine, "transfer", {"amount": 740})
+    copied = await check(engine, "convert", {"rate": 1.0862})
+    assert "its result is in cached_result ($v1)" in again.reasons[0].message
+    assert "(bind it with bind_value)" in invented.reasons[0].message
+    assert "rate=1.0862 -> $v1" in copied.reasons[0].message
+
+
+async def test_a_model_without_memvm_tools_is_told_its_repeat_is_answered_below(open_engine):
+    engine = await guarded(open_engine, memvm_tools=False)
+    await engine.bind_value(namespace=NS, session="s", tool="fx_rate", args={"to": "USD"}, value=1.0862)
+    again = await check(engine, "fx_rate", {"to": "USD"})
+    assert rules(again) == [("repeat", "block")]
+    assert again.cached_result == 1.0862  # for the caller to show after the reasons
+    [message] = [reason.message for reason in again.reasons]
+    assert message == (
+        "fx_rate already ran with these arguments this turn; its result is given below. "
+        "Use it instead of calling again."
+    )
