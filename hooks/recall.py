@@ -21,7 +21,9 @@ _PAGES_TITLE = "Stored pages (kind | date | excerpt):"
 
 
 def _line(hit: SearchHit) -> str:
-    return f"- {kind(hit.type, hit.role)} | {day(hit.created_at)} | {one_line(hit.snippet)}"
+    # A page of another project (seen only where the event named no directory) says whose it is.
+    shown = kind(hit.type, hit.role) + (f", from {hit.project}" if hit.project else "")
+    return f"- {shown} | {day(hit.created_at)} | {one_line(hit.snippet)}"
 
 
 def _worth_showing(hit: SearchHit, session: str, own_pages: set[str]) -> bool:

@@ -24,6 +24,7 @@ _NOTES_TITLE = "Pinned and remembered pages (kind | date | abstract):"
 
 def _line(note: StandingNote) -> str:
     shown = kind(note.type, note.role) + (", pinned" if note.pinned else "")
+    shown += f", from {note.project}" if note.project else ""
     return f"- {shown} | {day(note.created_at)} | {one_line(note.abstract)}"
 
 

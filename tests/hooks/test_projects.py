@@ -85,3 +85,14 @@ def test_gemini_cli_keeps_projects_apart_by_its_events_cwd(tmp_path):
     gemini(gc.before_agent("the billing queue is sqs-billing-7"), billing, "g1")
     assert "sqs-billing-7" not in gemini(gc.before_agent("which queue does billing use?"), website, "g2")
     assert "sqs-billing-7" in gemini(gc.before_agent("which queue does billing use?"), billing, "g3")
+
+
+def test_an_event_with_no_directory_recalls_every_project_and_names_each(tmp_path):
+    db = tmp_path / "m.db"
+    billing = _work_tree(tmp_path, "billing")
+    claude(db, cc.prompt("the billing queue is sqs-billing-7"), billing, "s1")
+    event = {key: value for key, value in cc.prompt("which queue does billing use?").items() if key != "cwd"}
+    answer, errors = run_hook("claude-code", db, {**event, "session_id": "s2"})
+    assert errors == []
+    line = next(line for line in _context(answer).splitlines() if "sqs-billing-7" in line)
+    assert f"from {billing.resolve()}" in line

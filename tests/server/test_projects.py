@@ -56,3 +56,15 @@ def test_serve_refuses_a_project_directory_that_does_not_exist(tmp_path, capsys)
     code = main(["serve", "--db", str(tmp_path / "m.db"), "--project", str(tmp_path / "nowhere")])
     assert code != 0
     assert "no such directory" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_remember_with_scope_user_keeps_a_fact_for_every_project(tmp_path, migrated, connect):
+    db = migrated()
+    billing, website = _work_tree(tmp_path, "billing"), _work_tree(tmp_path, "website")
+    async with connect(tools=ToolProfile.MODEL, project=str(billing)) as client:
+        kept = await call(client, "remember", content="my name is Ana", type="preference", scope="user")
+    async with connect(tools=ToolProfile.MODEL, project=str(website)) as client:
+        found = await call(client, "search_pages", query="name", limit=5)
+    assert [hit["page_id"] for hit in found["results"]] == [kept["page_id"]]
+    assert rows(db, f"SELECT project FROM pages WHERE page_id = '{kept['page_id']}'") == [("",)]
