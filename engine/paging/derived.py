@@ -6,7 +6,8 @@ elsewhere when they were written:
 
 - a tool result: the value bound from the same result ($vN, in the call's session and in the
   caller's own when that session was ad hoc) holds the result itself, and the numbers inside it
-  were kept for grounding; the call that produced it names it;
+  were kept for grounding (registered as read, for a result too large to bind); the call that
+  produced it names it;
 - a message of the user: the numbers in it were registered, so that tool calls may use them.
 
 The mutation log is append-only and keeps what happened to the page's id (a generated id, or the
@@ -50,4 +51,6 @@ async def _forget_tool_result(conn: Writes, namespace: str, page: Page) -> None:
     seq = sequence_of(call["ref"].removeprefix("$")) if call["ref"] else None
     if seq is not None:
         await forget_bound_result(conn, namespace, call["session"], seq)
+    else:
+        await forget_user_numbers(conn, namespace, call["session"], page.rowid, page.content(Level.FULL))
     await conn.execute(_UNLINK_RESULT, (namespace, call_id))

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from memvm.engine.guards.bindings import bind, recent_results
+from memvm.engine.guards.grounding import register_user_numbers
 from memvm.engine.guards.guards import runaway_reason
 from memvm.engine.guards.literals import call_hash, canonical_json
 from memvm.engine.models import (
@@ -195,6 +196,11 @@ async def record_tool_outcome(
                 project=project or EVERYWHERE,
             )
             await conn.execute(_SET_RESULT_PAGE, (page_id, namespace, call_id))
+            if ref is None and call.outcome is Outcome.SUCCESS:
+                # Too large to bind (a long file read): its numbers are still ones the agent has
+                # read, and ground the calls that use them as a user's would; forgetting the page
+                # takes them back (see paging/derived.py).
+                await register_user_numbers(conn, namespace, session, page.content)
 
         fix = None
         if call.outcome is Outcome.SUCCESS:

@@ -1,5 +1,6 @@
 import pytest
 from memvm.engine.guards.guard_config import GuardConfig
+from memvm.engine.models import Outcome, ToolOutcome
 
 from tests.conftest import NS, assistant, user
 
@@ -90,6 +91,24 @@ async def test_numbers_written_in_a_results_text_ground_their_copies(engine):
     )
     result = await check(engine, {"id": 4411, "comments": 3, "lines": 120, "kb": 4.5, "made_up": 77})
     assert [item.path for item in result.ungrounded] == ["made_up"]
+
+
+async def test_numbers_in_a_result_too_large_to_bind_ground_until_its_page_is_forgotten(engine):
+    # A long file the agent read: stored as a page, too large to bind, its numbers still read.
+    source = (
+        "\n".join(f"line {i}: retry_after = 30  # budget cap" for i in range(400)) + "\nMAX_RETRIES = 4417"
+    )
+    recorded = await engine.record_tool_outcome(
+        namespace=NS,
+        session="s",
+        call=ToolOutcome(
+            tool="Read", args={"file_path": "/src/retry.py"}, outcome=Outcome.SUCCESS, result=source
+        ),
+    )
+    assert recorded.ref is None and recorded.page_id is not None
+    assert paths(await check(engine, {"retries": 4417, "made_up": 9931})) == {"made_up": None}
+    await engine.forget(namespace=NS, session="s", page_id=recorded.page_id)
+    assert paths(await check(engine, {"retries": 4417})) == {"retries": None}
 
 
 async def test_an_unknown_reference_is_missing_and_nothing_is_resolved(engine):
