@@ -61,10 +61,13 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
     # subscriptions/listen streams hear only their own namespace's changes.
     bus = NamespacedBus(lambda: holder.runtime.namespace)
 
+    # A host that marks no turns starts none: the engine then says only what does start one.
+    config = settings.engine.model_copy(update={"turns_from_host": settings.tools.host_managed})
+
     async def open_runtime() -> Runtime:
-        engine = await Engine.open(settings.db, settings.engine, reserve=reserved_tokens)
+        engine = await Engine.open(settings.db, config, reserve=reserved_tokens)
         # Built when first needed, or once the start-up's own work is done.
-        warm_up(settings.engine.encoding, after_seconds=ENCODING_WARM_UP_S)
+        warm_up(config.encoding, after_seconds=ENCODING_WARM_UP_S)
         runtime = Runtime(
             engine=engine,
             process_namespace=settings.namespace,
@@ -91,7 +94,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
         subscriptions=bus,
         **_bearer_auth(settings),
     )
-    tools_memory.register(server, settings.engine)
+    tools_memory.register(server, config)
     tools_guards.register(server)
     tools_procedures.register(server)
     if settings.tools is ToolProfile.ALL:

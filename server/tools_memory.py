@@ -5,6 +5,7 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from memvm.engine import EngineConfig
+from memvm.engine.errors import fault_limit_resets
 from memvm.engine.models import (
     FaultResult,
     ForgetResult,
@@ -56,9 +57,9 @@ async def page_fault(
     Call it when search_pages, the manifest or the context names a page you need before answering.
     Start at target_level 2 (abstract); go to 1 or 0 only for more detail. Reading a page already
     loaded at that level or finer is free. Other loads are limited to {max_faults_per_turn} per turn:
-    past that the call fails until the next turn (the next user message, or {turn_idle_seconds:g} s
-    without memory calls), so answer with what you have. A page that does not fit at the level asked
-    for comes at a coarser `level`, or with `mapped` false when no level fits; `reason` says why.
+    past that the call fails, so answer with what you have; the limit resets {limit_resets}. A page
+    that does not fit at the level asked for comes at a coarser `level`, or with `mapped` false when
+    no level fits; `reason` says why.
     """
     runtime = ctx.request_context.lifespan_context
     result = await runtime.engine.page_fault(
@@ -165,7 +166,7 @@ def register(server: MCPServer[Runtime], config: EngineConfig) -> None:
         description=docstring(
             page_fault,
             max_faults_per_turn=config.max_faults_per_turn,
-            turn_idle_seconds=config.turn_idle_seconds,
+            limit_resets=fault_limit_resets(config.turn_idle_seconds, turns_from_host=config.turns_from_host),
         ),
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False

@@ -62,7 +62,8 @@ async def test_page_fault_states_the_configured_fault_limit_and_what_happens_pas
         default = (await listed(client))["page_fault"].description
     assert "limited to 5 per turn" in configured
     assert "limited to 3 per turn" in default
-    assert "fails until the next turn" in default and "answer with what you have" in default
+    assert "the call fails, so answer with what you have" in default
+    assert "the limit resets at the next turn" in default
 
 
 async def test_check_tool_call_says_what_to_do_on_each_verdict(connect):
