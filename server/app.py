@@ -27,10 +27,11 @@ from memvm.server.strict_arguments import check_arguments_strictly
 from memvm.server.subscriptions import NamespacedBus
 from memvm.server.tokens import NamespaceTokens
 from memvm.server.tool_listing import compact_tool_listing
+from memvm.server.working_set_fields import leave_out_working_set
 
 INSTRUCTIONS = (
     "memvm is this assistant's long-term, paged memory. Use search_pages to find earlier conversation, "
-    "notes and tool results; page_fault to load a page (abstract first: target_level 2); remember to keep "
+    "notes and tool results; page_fault to read a page (abstract first: target_level 2); remember to keep "
     "a fact, preference or note for later. The manifest and working-set resources show what is loaded."
 )
 
@@ -94,11 +95,13 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
         subscriptions=bus,
         **_bearer_auth(settings),
     )
-    tools_memory.register(server, config)
+    tools_memory.register(server, config, in_context=settings.tools.host_managed)
     tools_guards.register(server)
     tools_procedures.register(server)
     if settings.tools is ToolProfile.ALL:
         tools_host.register(server)
+    if not settings.tools.host_managed:
+        leave_out_working_set(server)
     check_arguments_strictly(server)
     compact_tool_listing(server)
     mcp_resources.register(server, holder)

@@ -1,6 +1,6 @@
 """What the default tools (`--tools model`) promise a model whose host only passes tool replies to
 it (Claude Desktop, Cursor, VS Code: no turns, no working set in the prompt), and that each
-promise holds through the client. The host-facing profile is told about turns."""
+promise holds through the client. The host-facing profile is told about turns and context."""
 
 import json
 
@@ -20,6 +20,30 @@ async def everything_said(client: Client) -> str:
     tools = (await client.list_tools()).tools
     listing = [tool.model_dump(mode="json", exclude_none=True) for tool in tools]
     return json.dumps([client.instructions or "", listing], ensure_ascii=False)
+
+
+async def test_a_desktop_model_is_never_promised_that_a_pinned_note_stays_in_its_context(connect):
+    async with connect(tools=ToolProfile.MODEL) as client:
+        said = await everything_said(client)
+        remember = {tool.name: tool for tool in (await client.list_tools()).tools}["remember"]
+    assert "at all times" not in said and "never evicted" not in said
+    pin = remember.input_schema["properties"]["pin"]["description"]
+    assert pin == "List it first whenever search_pages lists what is remembered (empty query)."
+
+
+async def test_a_note_pinned_in_one_conversation_is_listed_first_in_the_next(connect):
+    async with connect(tools=ToolProfile.MODEL, session="monday") as client:
+        await call(client, "remember", content="The user is vegetarian.", key="diet", pin=True)
+        for i in range(3):
+            await call(
+                client, "remember", content=f"Errand {i}: buy stamps at the corner shop.", key=f"errand-{i}"
+            )
+    async with connect(tools=ToolProfile.MODEL, session="tuesday") as client:
+        listed = await call(client, "search_pages", query="", limit=2)
+        fault = await call(client, "page_fault", page_id=listed["results"][0]["page_id"], target_level=0)
+    assert [hit["page_id"] for hit in listed["results"]] == ["diet", "errand-2"]  # pinned, then newest
+    assert listed["total_pages"] == 4
+    assert fault["content"] == "The user is vegetarian."
 
 
 async def test_a_desktop_model_is_told_only_the_idle_reset_of_its_fault_limit(connect):
