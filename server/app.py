@@ -32,8 +32,20 @@ from memvm.server.working_set_fields import leave_out_working_set
 INSTRUCTIONS = (
     "memvm is this assistant's long-term, paged memory. Use search_pages to find earlier conversation, "
     "notes and tool results; page_fault to read a page (abstract first: target_level 2); remember to keep "
-    "a fact, preference or note for later. The manifest and working-set resources show what is loaded."
+    "a fact, preference or note for later."
 )
+# Where the host puts the working set in the prompt, pinned notes are in it; elsewhere they are
+# what an empty search lists first.
+IN_CONTEXT_INSTRUCTIONS = " The manifest and working-set resources show what is loaded."
+PINNED_INSTRUCTIONS = (
+    " Notes pinned with remember come first when search_pages lists what is remembered (an empty "
+    "query): list them at the start of a conversation."
+)
+
+
+def instructions(profile: ToolProfile) -> str:
+    """What a host passes on to the model at initialize, true for the hosts that serve `profile`."""
+    return INSTRUCTIONS + (IN_CONTEXT_INSTRUCTIONS if profile.host_managed else PINNED_INSTRUCTIONS)
 
 
 # How long after start the encoding is built if nothing needed it before: by then a host has
@@ -88,7 +100,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
 
     server = MemvmServer(
         "memvm",
-        instructions=INSTRUCTIONS,
+        instructions=instructions(settings.tools),
         version=_version(),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]

@@ -46,6 +46,18 @@ async def test_a_note_pinned_in_one_conversation_is_listed_first_in_the_next(con
     assert fault["content"] == "The user is vegetarian."
 
 
+async def test_the_instructions_tell_a_desktop_model_how_to_see_its_pinned_notes(connect):
+    async with connect(tools=ToolProfile.MODEL) as client:
+        desktop = client.instructions
+    async with connect(tools=ToolProfile.ALL) as client:
+        loop = client.instructions
+    assert desktop is not None and loop is not None
+    assert "search_pages lists what is remembered (an empty query)" in desktop
+    assert "list them at the start of a conversation" in desktop
+    assert "resources" not in desktop
+    assert "The manifest and working-set resources show what is loaded." in loop
+
+
 async def test_a_desktop_model_is_told_only_the_idle_reset_of_its_fault_limit(connect):
     async with connect(tools=ToolProfile.MODEL) as client:
         said = await everything_said(client)
