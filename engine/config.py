@@ -72,6 +72,10 @@ class EngineConfig(BaseModel):
     reserved_tokens: int = Field(0, ge=0)
     max_faults_per_turn: int = Field(3, ge=1, le=100)
     turn_idle_seconds: float = Field(120.0, ge=1.0)
+    # Whether the host starts turns (begin_turn, ingest, a hook's prompt). A desktop host never
+    # does: there only `turn_idle_seconds` without a call starts one, and that is all its model is
+    # told about when the fault allowance comes back.
+    turns_from_host: bool = True
     manifest_max_tokens: int = Field(1_500, ge=200, le=50_000)
     manifest_max_pages: int = Field(40, ge=1, le=1_000)
     abstract_max_tokens: int = Field(48, ge=8, le=512)

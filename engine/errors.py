@@ -21,12 +21,20 @@ class PageNotFound(MemvmError):
         self.page_id = page_id
 
 
+def fault_limit_resets(idle_seconds: float, *, turns_from_host: bool) -> str:
+    """When a used-up fault allowance comes back, in words true for the host: a host that never
+    starts turns lets only the idle gap start one, so its model is never promised a user message."""
+    idle = f"after {idle_seconds:g} s without memory calls"
+    return f"at the next turn (the next user message) or {idle}" if turns_from_host else idle
+
+
 class FaultLimitReached(MemvmError):
-    def __init__(self, limit: int, turn: int, idle_seconds: float) -> None:
+    def __init__(self, limit: int, turn: int, idle_seconds: float, *, turns_from_host: bool = True) -> None:
+        # The turn number means nothing to a model whose host never starts turns.
+        which = f" for turn {turn}" if turns_from_host else ""
         super().__init__(
-            f"The limit of {limit} page faults for turn {turn} is used up; answer with what you have. "
-            f"It resets at the next turn: the next user message, or after {idle_seconds:g} s without "
-            "memory calls."
+            f"The limit of {limit} page faults{which} is used up; answer with what you have. "
+            f"It resets {fault_limit_resets(idle_seconds, turns_from_host=turns_from_host)}."
         )
 
 

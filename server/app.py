@@ -27,12 +27,25 @@ from memvm.server.strict_arguments import check_arguments_strictly
 from memvm.server.subscriptions import NamespacedBus
 from memvm.server.tokens import NamespaceTokens
 from memvm.server.tool_listing import compact_tool_listing
+from memvm.server.working_set_fields import leave_out_working_set
 
 INSTRUCTIONS = (
     "memvm is this assistant's long-term, paged memory. Use search_pages to find earlier conversation, "
-    "notes and tool results; page_fault to load a page (abstract first: target_level 2); remember to keep "
-    "a fact, preference or note for later. The manifest and working-set resources show what is loaded."
+    "notes and tool results; page_fault to read a page (abstract first: target_level 2); remember to keep "
+    "a fact, preference or note for later."
 )
+# Where the host puts the working set in the prompt, pinned notes are in it; elsewhere they are
+# what an empty search lists first.
+IN_CONTEXT_INSTRUCTIONS = " The manifest and working-set resources show what is loaded."
+PINNED_INSTRUCTIONS = (
+    " Notes pinned with remember come first when search_pages lists what is remembered (an empty "
+    "query): list them at the start of a conversation."
+)
+
+
+def instructions(profile: ToolProfile) -> str:
+    """What a host passes on to the model at initialize, true for the hosts that serve `profile`."""
+    return INSTRUCTIONS + (IN_CONTEXT_INSTRUCTIONS if profile.host_managed else PINNED_INSTRUCTIONS)
 
 
 # How long after start the encoding is built if nothing needed it before: by then a host has
@@ -61,10 +74,13 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
     # subscriptions/listen streams hear only their own namespace's changes.
     bus = NamespacedBus(lambda: holder.runtime.namespace)
 
+    # A host that marks no turns starts none: the engine then says only what does start one.
+    config = settings.engine.model_copy(update={"turns_from_host": settings.tools.host_managed})
+
     async def open_runtime() -> Runtime:
-        engine = await Engine.open(settings.db, settings.engine, reserve=reserved_tokens)
+        engine = await Engine.open(settings.db, config, reserve=reserved_tokens)
         # Built when first needed, or once the start-up's own work is done.
-        warm_up(settings.engine.encoding, after_seconds=ENCODING_WARM_UP_S)
+        warm_up(config.encoding, after_seconds=ENCODING_WARM_UP_S)
         runtime = Runtime(
             engine=engine,
             process_namespace=settings.namespace,
@@ -85,18 +101,20 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
 
     server = MemvmServer(
         "memvm",
-        instructions=INSTRUCTIONS,
+        instructions=instructions(settings.tools),
         version=_version(),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
         subscriptions=bus,
         **_bearer_auth(settings),
     )
-    tools_memory.register(server, settings.engine)
+    tools_memory.register(server, config, in_context=settings.tools.host_managed)
     tools_guards.register(server)
     tools_procedures.register(server)
     if settings.tools is ToolProfile.ALL:
         tools_host.register(server)
+    if not settings.tools.host_managed:
+        leave_out_working_set(server)
     check_arguments_strictly(server)
     compact_tool_listing(server)
     mcp_resources.register(server, holder)

@@ -33,7 +33,7 @@ def _optional_storable(text: str | None) -> str | None:
 
 PageId = Annotated[
     str,
-    Field(pattern=ID_PATTERN, description="A page id from search_pages, the manifest or the context."),
+    Field(pattern=ID_PATTERN, description="A page id from search_pages or the conversation."),
 ]
 Key = Annotated[
     str,
@@ -50,7 +50,7 @@ SessionName = Annotated[
         # A model that makes a name up ("current") would work in a session nobody renders.
         description="One conversation inside the memory. Leave it out to use this connection's own "
         "session. Pages of every session stay searchable; a new name starts a new, "
-        "empty working set that the host's resources do not show, while its page loads "
+        "empty session that your host does not show, while its page loads "
         "and guard budgets still count in your own session.",
     ),
 ]

@@ -11,6 +11,13 @@ class ToolProfile(StrEnum):
     MODEL = "model"  # what a model should see: paging, search and remember
     ALL = "all"  # plus the host-facing tools, for agent loops that manage the conversation
 
+    @property
+    def host_managed(self) -> bool:
+        """Whether the host marks turns (begin_turn, ingest) and puts the working set in the prompt
+        (build_context). Desktop hosts do neither: they only pass tool replies to the model, so
+        nothing it is told may rest on a turn or a working set it never sees."""
+        return self is ToolProfile.ALL
+
 
 class ServerSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -1,10 +1,11 @@
 """The model-facing memory tools: page_fault, search_pages, remember."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from memvm.engine import EngineConfig
+from memvm.engine.errors import fault_limit_resets
 from memvm.engine.models import (
     FaultResult,
     ForgetResult,
@@ -37,7 +38,7 @@ RememberType = Annotated[
     Field(
         description="note: anything worth keeping; claim: a fact to hold as true; preference: how the "
         "user wants things; summary: your digest of earlier conversation; procedure: steps that "
-        "worked. Claims and summaries stay in context longest."
+        "worked."
     ),
 ]
 
@@ -56,14 +57,13 @@ async def page_fault(
     ] = 2,
     session: SessionName = None,
 ) -> FaultResult:
-    """Load a stored page into your context at a level of detail, and return its content.
+    """Read a stored page at a level of detail: its content comes back in this reply.
 
-    Call it when search_pages, the manifest or the context names a page you need before answering.
-    Start at target_level 2 (abstract); go to 1 or 0 only for more detail. Reading a page already
-    loaded at that level or finer is free. Other loads are limited to {max_faults_per_turn} per turn:
-    past that the call fails until the next turn (the next user message, or {turn_idle_seconds:g} s
-    without memory calls), so answer with what you have. A page that does not fit at the level asked
-    for comes at a coarser `level`, or with `mapped` false when no level fits; `reason` says why.
+    Call it when search_pages or the conversation names a page you need before answering. Start at
+    target_level 2 (abstract); go to 1 or 0 only for more detail. Reads are limited to
+    {max_faults_per_turn} per turn: past that the call fails, so answer with what you have; the
+    limit resets {limit_resets}. A page that does not fit at the level asked for comes at a coarser
+    `level`, or at none (null, empty content) when no level fits; `reason` says why.
     """
     runtime = ctx.request_context.lifespan_context
     result = await runtime.engine.page_fault(
@@ -92,9 +92,8 @@ async def search_pages(
     an empty query lists what is remembered, pinned pages first, then the newest.
 
     Best matches first, each with its page id, a snippet and its tokens per level. `score` ranks the
-    hits of this one search (higher is better; not comparable across searches). `mapped` says whether
-    the page is loaded in your context now, and `level` at which detail (null when not loaded). An
-    exact page id finds that page. Then page_fault the pages you need.
+    hits of this one search (higher is better; not comparable across searches). An exact page id
+    finds that page. Then page_fault the pages you need.
     """
     runtime = ctx.request_context.lifespan_context
     return await runtime.engine.search(
@@ -115,8 +114,11 @@ async def remember(
     type: RememberType = "note",
     key: Key | None = None,
     summary: Summary = None,
-    importance: Annotated[float, Field(ge=0.0, le=1.0, description="Higher stays in context longer.")] = 0.5,
-    pin: Annotated[bool, Field(description="Keep it in your context at all times.")] = False,
+    importance: Annotated[float, Field(ge=0.0, le=1.0, description="How much it matters.")] = 0.5,
+    pin: Annotated[
+        bool,
+        Field(description="List it first whenever search_pages lists what is remembered (empty query)."),
+    ] = False,
     scope: RememberScope = "project",
     session: SessionName = None,
     ttl_seconds: Annotated[
@@ -169,13 +171,33 @@ async def forget(page_id: PageId, ctx: ToolContext) -> ForgetResult:
     return result
 
 
-def register(server: MCPServer[Runtime], config: EngineConfig) -> None:
+# Said besides where the host puts the working set in the prompt (memvm.server.working_set_fields).
+IN_CONTEXT = {
+    "page_fault": "The page is also loaded into your context (the working set, which the manifest "
+    "lists): reading a page already loaded at that level or finer is free. `mapped` says whether it "
+    "is loaded, `evicted` what made room, `faults_left` the loads left this turn, `working_set_tokens` "
+    "and `budget_tokens` how full your context is.",
+    "search_pages": "`mapped` says whether the page is loaded in your context now, and `level` at "
+    "which detail (null when not loaded).",
+    "remember": "A pinned page is loaded into your context and never evicted (`mapped` says whether it "
+    "is, `reason` why not); claims, summaries and pages of higher `importance` stay in it longest.",
+}
+
+
+def described(fn: Any, in_context: bool, **settings: object) -> str:
+    """`fn`'s description for a host that does (`in_context`) or does not put the working set in the prompt."""
+    text = docstring(fn, **settings)
+    return f"{text}\n\n{IN_CONTEXT[fn.__name__]}" if in_context else text
+
+
+def register(server: MCPServer[Runtime], config: EngineConfig, *, in_context: bool) -> None:
     server.add_tool(
         page_fault,
-        description=docstring(
+        description=described(
             page_fault,
+            in_context,
             max_faults_per_turn=config.max_faults_per_turn,
-            turn_idle_seconds=config.turn_idle_seconds,
+            limit_resets=fault_limit_resets(config.turn_idle_seconds, turns_from_host=config.turns_from_host),
         ),
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -183,10 +205,12 @@ def register(server: MCPServer[Runtime], config: EngineConfig) -> None:
     )
     server.add_tool(
         search_pages,
+        description=described(search_pages, in_context),
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
     )
     server.add_tool(
         remember,
+        description=described(remember, in_context),
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
         ),

@@ -85,12 +85,12 @@ async def page_fault(
         elif limit_reached and current is not None:
             # No upgrade without a fault, but the page is in context already: hand over what is.
             level, already_mapped = current.level, True
-            reason = str(FaultLimitReached(config.max_faults_per_turn, spent.turn, config.turn_idle_seconds))
+            reason = str(_limit_reached(config, spent.turn))
             reason = f"It stays at level {int(level)}, where it already was: {reason[0].lower()}{reason[1:]}"
             await working_set.refresh(page.rowid)
         else:
             if limit_reached:
-                raise FaultLimitReached(config.max_faults_per_turn, spent.turn, config.turn_idle_seconds)
+                raise _limit_reached(config, spent.turn)
             placement = await working_set.place(
                 page, levels, actor=Actor.MODEL, cause="page_fault", faulted=True, bodies=bodies
             )
@@ -134,6 +134,12 @@ async def page_fault(
         reserved_tokens=config.reserved_tokens,
         page_budget_tokens=config.page_budget,
         budget_tokens=config.budget_tokens,
+    )
+
+
+def _limit_reached(config: EngineConfig, turn: int) -> FaultLimitReached:
+    return FaultLimitReached(
+        config.max_faults_per_turn, turn, config.turn_idle_seconds, turns_from_host=config.turns_from_host
     )
 
 

@@ -29,7 +29,7 @@ async def test_inventing_a_session_per_fault_gets_no_more_than_one_turns_allowan
             )
             if result.is_error:
                 refused.append(result.content[0].text)
-            elif result.structured_content["mapped"]:
+            elif result.structured_content["level"] is not None:
                 served += 1
                 tokens += result.structured_content["tokens"]
         # The connection's own session paid for them: it has no faults left either.
@@ -81,7 +81,7 @@ async def test_a_session_the_host_started_keeps_an_allowance_of_its_own(connect,
 
 
 async def test_a_named_session_is_created_on_first_use_and_holds_its_pages(connect):
-    async with connect(tools=ToolProfile.MODEL) as client:
+    async with connect(tools=ToolProfile.ALL) as client:
         stored = await call(client, "remember", content="The alpha pump starts at dawn.", session="alpha")
         await call(client, "remember", content="The beta pump starts at noon.")
         found = await call(client, "search_pages", query="pump", scope="session", session="alpha")

@@ -75,6 +75,27 @@ async def test_fault_limit_is_enforced_and_says_when_it_resets(engine):
     assert (await fault(engine, ids[3])).faults_left == 2
 
 
+async def test_a_host_that_never_starts_turns_is_told_only_the_idle_reset_and_it_holds(open_engine, clock):
+    engine = await open_engine(turns_from_host=False)
+    ids = [
+        (await engine.remember(namespace=NS, session="s", page=note(f"fact {i}"))).page_id for i in range(4)
+    ]
+    for page_id in ids[:2]:
+        await fault(engine, page_id)
+    await fault(engine, ids[2], Level.REFERENCE)
+    with pytest.raises(FaultLimitReached) as refused:
+        await fault(engine, ids[3])
+    kept = await fault(engine, ids[2], Level.FULL)  # no upgrade past the limit: it stays as it was
+    message = str(refused.value)
+    assert message == (
+        "The limit of 3 page faults is used up; answer with what you have. "
+        "It resets after 120 s without memory calls."
+    )
+    assert "user message" not in kept.reason and "after 120 s without memory calls" in kept.reason
+    clock.advance(121)
+    assert (await fault(engine, ids[3])).faults_left == 2
+
+
 async def test_an_ingested_user_message_starts_a_new_turn(engine):
     first = await engine.ingest(namespace=NS, session="s", messages=[user("hello there")])
     second = await engine.ingest(namespace=NS, session="s", messages=[user("and again")])
