@@ -44,7 +44,7 @@ from memvm.engine.storage.postgres_sql import translate
 from memvm.engine.storage.tokenizer import Stemmer
 
 # Kept by the engine or by triggers from the pages: never exported, never imported.
-_DERIVED = {"page_counts", "schema_migrations", "guard_verdicts", "page_terms"}
+_DERIVED = {"page_counts", "schema_migrations", "guard_verdicts", "page_terms", "purge_owed"}
 # Identity columns, moved past the imported rows so the next insert does not collide.
 _IDENTITIES = {
     "pages": "rowid",

@@ -22,7 +22,7 @@ from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 FORMAT = "memvm-export"
 FORMAT_VERSION = 1
 # Kept by triggers from the pages, or SQLite's and FTS5's own: never exported, never imported.
-_DERIVED = {"page_counts", "schema_migrations", "guard_verdicts"}
+_DERIVED = {"page_counts", "schema_migrations", "guard_verdicts", "purge_owed"}
 _DERIVED_PREFIXES = ("sqlite_", "pages_fts", "pages_terms")
 
 

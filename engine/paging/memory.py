@@ -55,6 +55,7 @@ from memvm.engine.paging.versions import current_version, supersede
 from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping, sessions_mapping
 from memvm.engine.sessions import begin_turn, get_session, touch_session
 from memvm.engine.storage.api import Database, Writes
+from memvm.engine.storage.purge_queue import OWE_PURGE
 
 # A page pinned into context goes in as an abstract, or as a reference where that does not fit.
 PINNED_LEVELS = (Level.ABSTRACT, Level.REFERENCE)
@@ -381,8 +382,9 @@ async def collect_expired(writer: Writer) -> int:
             deleted += done
             if done < EXPIRED_PER_GC_WRITE:
                 break
-    # As after a forget: the deleted texts leave the search index and the WAL (see _purged).
-    if deleted:
+    # As after a forget: the deleted texts leave the search index and the WAL (see _purged), and
+    # those a write deleted on its way, or a forget whose purge did not finish, as well.
+    if deleted or await writer.db.purge_owed():
         await _purged(writer.db)
     return deleted
 
@@ -397,6 +399,7 @@ async def _drop(writer: Writer, conn: Writes, namespace: str, page: Page, *, cau
     await _unmap_everywhere(writer, conn, namespace, page, cause=cause, kind=MutationKind.FORGET)
     await forget_derived(conn, namespace, page)
     await delete_page(conn, namespace, page.rowid)
+    await conn.execute(OWE_PURGE)
 
 
 async def _unmap_everywhere(

@@ -6,10 +6,13 @@ with `?` (or `?N`) placeholders; what cannot be said the same way on both (scala
 GREATEST, a snippet's window, the full-text index) is asked of the transaction's `dialect`.
 """
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
+
+from memvm.engine.storage.purge_queue import IS_PURGE_OWED, PurgeQueue
 
 
 class Row(Protocol):
@@ -117,14 +120,28 @@ class Database(ABC):
     @abstractmethod
     async def close(self) -> None: ...
 
-    @abstractmethod
     async def purge_deleted(self) -> bool:
         """After a delete has committed, take the deleted rows' text out of storage as far as the
         backend allows, outside any write transaction; False if something kept it from finishing.
 
         SQLite: the full-text index merged and the WAL emptied, so the text is in neither the file
-        nor its WAL. PostgreSQL: the tables a page's text and derived rows live in vacuumed.
+        nor its WAL. PostgreSQL: the tables a page's text and derived rows live in vacuumed. One
+        purge runs at a time, shared by the callers that asked before it started (purge_queue).
         """
+        return await self._purges.run(self._purge_now)
+
+    @functools.cached_property
+    def _purges(self) -> PurgeQueue:
+        return PurgeQueue()
+
+    @abstractmethod
+    async def _purge_now(self) -> bool:
+        """One purge, as `purge_deleted` describes; it clears `purge_owed` as it starts."""
+
+    async def purge_owed(self) -> bool:
+        """Whether a delete has committed since the last purge finished (see purge_queue)."""
+        async with self.read() as conn:
+            return await conn.one(IS_PURGE_OWED) is not None
 
     async def announce(self, namespace: str, change: str) -> None:
         """Tell the other processes serving this database that `change` happened in `namespace`.

@@ -36,6 +36,7 @@ from memvm.engine.errors import (
 from memvm.engine.storage import api, postgres_purge
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_sql import PgRow, bind, translate
+from memvm.engine.storage.purge_queue import OWE_PURGE, PURGE_STARTED
 from memvm.engine.storage.read_slots import ReadSlots
 from memvm.engine.storage.tokenizer import Stemmer
 from psycopg.adapt import Loader
@@ -275,13 +276,19 @@ class Database(api.Database):
             await self._pool.close()
         self._stemmer.close()
 
-    async def purge_deleted(self) -> bool:
+    async def _purge_now(self) -> bool:
         """VACUUM the tables a forget deleted from (see postgres_purge)."""
         if self._config.read_only:
             raise StorageReadOnly()
         try:
             async with self._pool.connection() as conn:
-                await postgres_purge.vacuum_purged(conn)
+                # Cleared before the VACUUM starts: a delete committed after it marks again.
+                await conn.execute(PURGE_STARTED)
+                try:
+                    await postgres_purge.vacuum_purged(conn)
+                except psycopg.Error:
+                    await conn.execute(OWE_PURGE)  # not purged after all
+                    raise
         except (PoolTimeout, psycopg.Error) as exc:
             _raise_translated(exc)
             raise

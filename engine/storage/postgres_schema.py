@@ -344,5 +344,10 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="the project each page belongs to",
         statements=(f"ALTER TABLE pages ADD COLUMN project {_T} NOT NULL DEFAULT ''",),
     ),
+    Migration(
+        version=16,
+        name="a mark of deletes not yet purged",
+        statements=("CREATE TABLE purge_owed (id INTEGER PRIMARY KEY CHECK (id = 1))",),
+    ),
 )
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

@@ -32,6 +32,7 @@ from memvm.engine.errors import (
     StorageReadOnly,
 )
 from memvm.engine.storage import api, sqlite_purge
+from memvm.engine.storage.purge_queue import PURGE_STARTED
 from memvm.engine.storage.read_slots import ReadSlots
 
 # "memv" in ASCII: marks a file as memvm's, so a foreign SQLite file is never migrated over.
@@ -279,13 +280,15 @@ class Database(api.Database):
             return os.path.getsize(f"{self.path}-wal")
         return 0
 
-    async def purge_deleted(self) -> bool:
+    async def _purge_now(self) -> bool:
         """Take the text of deleted rows out of the file and its WAL (see sqlite_purge)."""
         if self._shared:
             return True  # a private in-memory database has no file to keep anything in
         merged = True
         try:
             async with self.write() as conn:
+                # In the merge's own transaction: a delete after it commits marks again.
+                await conn.execute(PURGE_STARTED)
                 await sqlite_purge.merge_index(conn)
         except StorageFull:
             # The merged index is written beside the old one before that is freed: at the quota or

@@ -761,6 +761,14 @@ _PROJECTS = Migration(
     statements=("ALTER TABLE pages ADD COLUMN project TEXT NOT NULL DEFAULT ''",),
 )
 
+# Whether a delete has committed since the last purge (see storage/purge_queue.py): `memvm gc`
+# purges then, even when the delete was a write's own (an expired page) and it deletes nothing.
+_PURGE_OWED = Migration(
+    version=16,
+    name="a mark of deletes not yet purged",
+    statements=("CREATE TABLE purge_owed (id INTEGER PRIMARY KEY CHECK (id = 1))",),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
@@ -777,6 +785,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _GUARD_VERDICTS,
     _VERSIONS_AND_EXPIRY,
     _PROJECTS,
+    _PURGE_OWED,
 )
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

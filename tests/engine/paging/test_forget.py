@@ -3,6 +3,7 @@
 import secrets
 from pathlib import Path
 
+import anyio
 import pytest
 from memvm.engine.models import Outcome, ToolOutcome
 
@@ -154,3 +155,50 @@ async def test_gc_takes_an_expired_pages_text_and_its_versions_out_of_the_file(e
     assert await engine.collect_expired() == 1
     on_disk = stored_bytes(db_path)
     assert first.encode() not in on_disk and second.encode() not in on_disk
+
+
+@pytest.mark.sqlite_only
+async def test_gc_purges_an_expired_page_a_write_deleted_on_its_way(engine, clock, db_path):
+    secret = token()
+    await fill(engine, orchard(10))
+    await engine.remember(namespace=NS, session="s", page=note(f"gate code {secret}"), ttl_seconds=60)
+    clock.advance(61)
+    # The next write deletes the expired page on its way, without a purge: its text stays in the
+    # index's segments and the WAL until one.
+    await engine.remember(namespace=NS, session="s", page=note("the pump starts at dawn"))
+    assert db_rows(str(db_path), "SELECT count(*) FROM purge_owed") == [(1,)]
+    assert await engine.collect_expired() == 0
+    assert secret.encode() not in stored_bytes(db_path)
+    assert db_rows(str(db_path), "SELECT count(*) FROM purge_owed") == [(0,)]
+
+
+async def test_concurrent_forgets_run_one_purge_at_a_time_and_share_them(engine, db_url):
+    pages = [
+        await engine.remember(namespace=NS, session="s", page=note(f"throwaway {token()}")) for _ in range(12)
+    ]
+    purges, running, most_at_once = 0, 0, 0
+    run_one = engine.db._purge_now
+
+    async def counted() -> bool:
+        nonlocal purges, running, most_at_once
+        purges, running = purges + 1, running + 1
+        most_at_once = max(most_at_once, running)
+        try:
+            return await run_one()
+        finally:
+            running -= 1
+
+    engine.db._purge_now = counted
+    results = []
+
+    async def forget(page_id: str) -> None:
+        results.append(await engine.forget(namespace=NS, session="s", page_id=page_id))
+
+    async with anyio.create_task_group() as group:
+        for page in pages:
+            group.start_soon(forget, page.page_id)
+    # Each forget waited for a purge that started after its delete; one ran at a time, and the
+    # forgets that came while one ran shared the next.
+    assert len(results) == 12 and all(result.purged for result in results)
+    assert most_at_once == 1 and purges < 12
+    assert db_rows(db_url, "SELECT count(*) FROM purge_owed") == [(0,)]
