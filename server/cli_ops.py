@@ -27,7 +27,13 @@ from memvm.engine.errors import DatabaseRefused, MemvmError, StorageBusy, Storag
 from memvm.engine.operations.backup import BackupError, backup
 from memvm.engine.operations.doctor import Diagnosis, Findings, diagnose, memory_line
 from memvm.engine.operations.importers.formats import ImportFormat, check_memvm_export
-from memvm.engine.operations.transfer import TransferError, export_lines, import_from
+from memvm.engine.operations.transfer import (
+    TransferError,
+    check_schema,
+    expired_pages,
+    export_lines,
+    import_from,
+)
 from memvm.engine.paths import database_named
 from memvm.engine.storage.open import is_postgres_url, shown
 from memvm.engine.storage.sqlite_db import connect_blocking, writable
@@ -173,6 +179,8 @@ def _on_postgres(args: argparse.Namespace, url: str) -> int:
                         print("\n".join(_plain(line) for line in lines))
                     return 0 if found.healthy else 1
                 case "export":
+                    if (refused := _expired_collected(url, postgres_ops.expired_pages(url))) is not None:
+                        return _fail(refused)
                     return _export_lines(
                         lambda: postgres_ops.export_lines(url, args.namespace), args.out, force=args.force
                     )
@@ -323,6 +331,8 @@ def _hook_lines(found: Findings) -> list[str]:
 def _export(db: Path, out: str | None, namespace: str | None, *, force: bool) -> int:
     if not db.is_file():
         return _fail(f"there is no database at {db}")
+    if (refused := _expired_collected(str(db), _expired_in_file(db))) is not None:
+        return _fail(refused)
     conn = connect_blocking(db, read_only=not writable(db))
     try:
         return _export_lines(lambda: export_lines(conn, namespace), out, force=force)
@@ -417,21 +427,48 @@ def _gc(named: str) -> int:
                 "as the user the servers run as"
             )
 
-    async def collect() -> int:
-        engine = await Engine.open(named)
-        try:
-            return await engine.collect_expired()
-        finally:
-            await engine.close()
-
     try:
-        deleted = anyio.run(collect)
+        deleted = anyio.run(_collect, named)
     except StorageBusy:
         return _fail("the database stayed busy with another writer; run memvm gc again in a moment")
     except (DatabaseRefused, StorageError) as exc:
         return _fail(str(exc))
     print(f"deleted {deleted} expired pages from {shown(named)}")
     return 0
+
+
+async def _collect(named: str) -> int:
+    engine = await Engine.open(named)
+    try:
+        return await engine.collect_expired()
+    finally:
+        await engine.close()
+
+
+def _expired_in_file(db: Path) -> int:
+    conn = connect_blocking(db, read_only=True)
+    try:
+        check_schema(conn)
+        return expired_pages(conn)
+    finally:
+        conn.close()
+
+
+def _expired_collected(named: str, waiting: int) -> str | None:
+    """Before an export reads the memory, delete the `waiting` expired pages (expired is gone for
+    every read, exports included); the line to refuse with when this user cannot."""
+    if not waiting:
+        return None
+    if not is_postgres_url(named) and not writable(named):
+        return (
+            f"{waiting} expired pages wait to be deleted, and this user cannot write {named}: run memvm gc "
+            "as the user the servers run as, then export"
+        )
+    try:
+        anyio.run(_collect, named)
+    except StorageBusy:
+        return "the database stayed busy with another writer; export again in a moment"
+    return None
 
 
 async def _create(db: Path | str) -> None:

@@ -225,6 +225,8 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
     async def export(request: Request, engine: Engine, namespace: str) -> Response:
         if engine.db.path == ":memory:":
             raise Refused("A server on an in-memory database has nothing on disk to export.")
+        # Expired is gone for every read, a download included: what waits to be deleted goes first.
+        await engine.collect_expired()
         spool = await anyio.to_thread.run_sync(_spooled_export, engine.db.target, namespace)
         return StreamingResponse(
             _chunks(spool),

@@ -14,6 +14,7 @@ then rebuilt there, as on SQLite, and identity counters moved past the copied ro
 
 import sqlite3
 import tempfile
+import time
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,16 @@ def _check_schema(conn: psycopg.Connection[Any]) -> None:
 
 def _quoted(names: Iterable[str]) -> str:
     return ", ".join(f'"{name}"' for name in names)
+
+
+def expired_pages(url: str) -> int:
+    """How many pages have expired and wait to be deleted: an export deletes them first."""
+    with connect(url) as conn:
+        _check_schema(conn)
+        row = conn.execute(
+            "SELECT count(*) FROM pages WHERE expires_at IS NOT NULL AND expires_at <= %s", (time.time(),)
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def export_lines(url: str, namespace: str | None = None) -> Generator[str, None, None]:

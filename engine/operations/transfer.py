@@ -11,6 +11,7 @@ that holds no memory yet, in one transaction: all of the file, or nothing.
 
 import json
 import sqlite3
+import time
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -72,6 +73,15 @@ def export_lines(conn: sqlite3.Connection, namespace: str | None = None) -> Gene
         yield _dump({"end": True, "rows": rows})
     finally:
         conn.execute("ROLLBACK")
+
+
+# Pages whose expiry has come and that no write has deleted yet (see paging/pages.py).
+_EXPIRED = "SELECT count(*) FROM pages WHERE expires_at IS NOT NULL AND expires_at <= ?"
+
+
+def expired_pages(conn: sqlite3.Connection) -> int:
+    """How many pages have expired and wait to be deleted: an export deletes them first."""
+    return int(conn.execute(_EXPIRED, (time.time(),)).fetchone()[0])
 
 
 def export_to(conn: sqlite3.Connection, out: TextIO, namespace: str | None = None) -> int:

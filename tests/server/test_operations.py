@@ -162,6 +162,21 @@ def test_gc_deletes_the_expired_pages_that_doctor_counts(db_url):
     assert again.status == 0 and again.stdout.startswith("deleted 0 expired pages")
 
 
+def test_an_export_leaves_out_pages_that_expired_before_a_gc_came(db_url):
+    an_hour_ago = ManualClock(time.time() - 3600)
+    seed(
+        db_url,
+        notes("the gate code is 4417", keys=["gate"], namespace="acme", ttl_seconds=60),
+        clock=an_hour_ago,
+    )
+    seed(db_url, notes("the pump starts at dawn", keys=["pump"], namespace="acme"))
+    exported = run("export", "--db", db_url)
+    assert exported.status == 0, exported.stderr
+    assert "4417" not in exported.stdout and "pump starts at dawn" in exported.stdout
+    # Deleted as a gc deletes them, not only left out of the file.
+    assert db_rows(db_url, "SELECT page_id FROM pages") == [("pump",)]
+
+
 def test_gc_on_a_missing_file_says_so_in_one_line(tmp_path):
     assert (
         run("gc", "--db", tmp_path / "none.db").refusal()

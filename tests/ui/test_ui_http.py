@@ -5,19 +5,22 @@ the real `memvm ui`, at the URL it prints, over HTTP on loopback.
 
 import json
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from memvm.engine import Engine
+from memvm.engine.clock import ManualClock
 from memvm.ui.cli import opened_view
 
 from tests.commands import run, started
 from tests.conftest import NS, db_rows, note
-from tests.seeding import chat_with_note, opened, seed, transcript, write
+from tests.seeding import chat_with_note, notes, opened, seed, transcript, write
 
 pytestmark = pytest.mark.anyio
 
@@ -222,6 +225,18 @@ async def test_export_and_a_version_that_follows_another_writer(served):
         assert (await user.get("/api/version")).json()["version"] != before
         newest = (await user.get("/api/overview")).json()["sessions"][0]
         assert newest["session"] == "s2"
+
+
+async def test_a_download_leaves_out_a_page_that_has_expired(db_url):
+    an_hour_ago = ManualClock(time.time() - 3600)
+    await anyio.to_thread.run_sync(
+        lambda: seed(db_url, notes("the gate code is 4417", keys=["gate"], ttl_seconds=60), clock=an_hour_ago)
+    )
+    await write(db_url, chat_with_note("our staging cluster is heron", "Noted: heron."))
+    async with viewing(db_url) as view, view.client(view.token) as user:
+        exported = await user.get("/api/export")
+    assert exported.status_code == 200 and "heron" in exported.text and "4417" not in exported.text
+    assert db_rows(db_url, "SELECT count(*) FROM pages WHERE page_id = 'gate'") == [(0,)]
 
 
 async def test_guard_verdicts_are_listed_with_their_reasons(tmp_path):

@@ -51,7 +51,12 @@ async def test_migrating_twice_is_a_no_op_and_the_version_is_recorded(url):
     for _ in range(2):
         engine = await Engine.open(url)
         await engine.close()
-    assert db_rows(url, "SELECT version FROM schema_migrations ORDER BY version") == [(13,), (14,), (15,), (16,)]
+    assert db_rows(url, "SELECT version FROM schema_migrations ORDER BY version") == [
+        (13,),
+        (14,),
+        (15,),
+        (16,),
+    ]
 
 
 async def test_a_database_from_a_newer_memvm_is_refused(url):
