@@ -96,20 +96,25 @@ class SessionQuota:
         if not room:
             await _refuse(send)
             return
-        opened: str | None = None
+        counted_as_opening = True
 
         async def noting_the_session(message: Message) -> None:
-            nonlocal opened
+            nonlocal counted_as_opening
             if message["type"] == "http.response.start" and message["status"] < 400:
                 opened = _header(message, MCP_SESSION_ID_HEADER)
                 if opened is not None:
+                    # From its answer on it is an open session, counted as one: no longer as one
+                    # opening, though the answer's body may still be on its way.
                     self._sessions[opened] = _Session(namespace, time.monotonic())
+                    self._opening[namespace] -= 1
+                    counted_as_opening = False
             await send(message)
 
         try:
             await self.app(scope, receive, noting_the_session)
         finally:
-            self._opening[namespace] -= 1
+            if counted_as_opening:
+                self._opening[namespace] -= 1
 
     async def _make_room(self, namespace: str) -> bool:
         """Whether `namespace` may open another session, ending its least recently used idle one if needed."""

@@ -56,6 +56,28 @@ async def test_one_token_cannot_fill_the_session_table_for_the_others(db_path, t
     assert still_open == ids[-SESSIONS_PER_NAMESPACE:]
 
 
+async def test_sessions_opened_at_once_under_the_limit_all_stay_open(db_path, tokens, report_figure):
+    at_once = SESSIONS_PER_NAMESPACE - 1
+    with http_server(db_path, tokens) as url, anyio.fail_after(START_LIMIT * 4):
+        async with httpx2.AsyncClient(timeout=60) as http:
+            opened: list[tuple[int, str | None]] = []
+
+            async def one() -> None:
+                opened.append(await open_session(http, url, ALICE))
+
+            async with anyio.create_task_group() as group:
+                for _ in range(at_once):
+                    group.start_soon(one)
+            ids = [session_id for _, session_id in opened]
+            answering = [
+                session_id for session_id in ids if await ping(http, url, ALICE, session_id or "") == 200
+            ]
+    report_figure(f"session_table_at_once: opened={at_once} answering={len(answering)}")
+    # A session that has answered its initialize counts once, not also as one still opening.
+    assert all(status == 200 for status, _ in opened)
+    assert len(answering) == at_once
+
+
 def open_database_files(db: Path) -> int:
     """How many file descriptors, in any process, have this database file open."""
     target = str(db.resolve())
