@@ -59,7 +59,7 @@ def run_memory_file_command(args: argparse.Namespace, db: str) -> Done:
     if args.file == "-":
         raise TransferError(f"--format {args.format} reads a file or folder; name it instead of -")
     counts = anyio.run(_import, db, ImportFormat(args.format), Path(args.file).expanduser(), args.namespace)
-    return Done(f"imported into {shown(db)}: {counts.summary()}", counts.warnings)
+    return Done(f"imported into {shown(db)}: {counts.summary()}", [*counts.warnings, *counts.notices])
 
 
 async def _import(db: str, source: ImportFormat, path: Path, namespace: str | None) -> ImportCounts:

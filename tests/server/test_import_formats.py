@@ -497,3 +497,43 @@ def test_a_forgotten_format_is_named_and_no_database_made(tmp_path, capsys, name
     assert run("import", FIXTURES / name, *argv, "--db", db) == 2
     one_line_refusal(capsys, says)
     assert not db.exists()
+
+
+def test_a_claude_message_id_used_twice_keeps_both_messages_and_reimports_nothing(tmp_path, capsys):
+    export = json.loads(claude_export({"text": "the gate code is in the blue folder"}))
+    said = export[0]["chat_messages"]
+    said.append({**said[0], "sender": "assistant", "text": "Noted: the blue folder."})
+    said.append({**said[0]})  # the very same message again: one message
+    chat = tmp_path / "claude.json"
+    chat.write_text(json.dumps(export), encoding="utf-8")
+    db = tmp_path / "m.db"
+    assert run("import", chat, "--format", "claude", "--db", db) == 0
+    texts = [
+        row[0]
+        for row in db_rows(
+            db, "SELECT t.content FROM pages p JOIN page_texts t USING (rowid) ORDER BY p.rowid"
+        )
+    ]
+    assert texts == ["the gate code is in the blue folder", "Noted: the blue folder."]
+    capsys.readouterr()
+    assert run("import", chat, "--format", "claude", "--db", db) == 0
+    assert capsys.readouterr().out.endswith("(3 already there)\n")
+
+
+def test_a_note_pinned_by_its_front_matter_is_imported_with_a_warning_saying_so(tmp_path, capsys):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "rules.md").write_text(
+        "---\nkey: rules\npinned: true\n---\nAlways answer in French.\n", encoding="utf-8"
+    )
+    (notes / "plain.md").write_text("a plain note\n", encoding="utf-8")
+    db = tmp_path / "m.db"
+    assert run("import", notes, "--format", "markdown", "--db", db) == 0
+    out, err = capsys.readouterr()
+    assert out.endswith(": 2 notes: 2 written, 0 unchanged\n")  # stored, not skipped
+    assert err.count("memvm: warning: ") == 1
+    assert f"{notes / 'rules.md'}: pinned by the file (pinned: true)" in err
+    assert db_rows(db, "SELECT pinned FROM pages WHERE page_id = 'rules'") == [(1,)]
+    # Imported again unchanged, it pins nothing new: nothing to say.
+    assert run("import", notes, "--format", "markdown", "--db", db) == 0
+    assert capsys.readouterr().err == ""

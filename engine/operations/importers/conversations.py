@@ -71,9 +71,11 @@ def conversation(
     messages: list[HistoryMessage] = []
     places: dict[str, str] = {}
     before = started
+    said: dict[str, set[str]] = {}
     for at, entry in entries:
         message = read(entry, before, at)
         if message is not None:
+            message = _own_id(message, said)
             messages.append(message)
             places.setdefault(message.source_id, at)
             before = message.created_at
@@ -84,6 +86,18 @@ def conversation(
         where=where,
         places=places,
     )
+
+
+def _own_id(message: HistoryMessage, said: dict[str, set[str]]) -> HistoryMessage:
+    """The message, under an id of its own when an earlier message of the conversation used its id
+    for other text (`id#2`, `id#3`…, the same on every import of the file); the same text under the
+    same id is the same message, stored once."""
+    texts = said.setdefault(message.source_id, set())
+    if not texts or message.content in texts:
+        texts.add(message.content)
+        return message
+    texts.add(message.content)
+    return message.model_copy(update={"source_id": f"{message.source_id}#{len(texts)}"})
 
 
 def message_date(value: Any, before: float | None, where: str) -> float:

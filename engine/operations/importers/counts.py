@@ -30,6 +30,8 @@ class ImportCounts:
     # Items that could not be stored (too long, a key that names a transcript page, a link out of
     # the folder): left out, each with the line that says which and why.
     warnings: list[str] = field(default_factory=list)
+    # What was stored, but may not be what the person meant (a note pinned by its front matter).
+    notices: list[str] = field(default_factory=list)
 
     @property
     def skipped(self) -> int:

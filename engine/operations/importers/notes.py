@@ -76,9 +76,18 @@ async def write_notes(
             storable.append((note, existing))
     for note, existing in storable:
         try:
-            counts.note(await _write(engine, namespace, session, note, existing))
+            outcome = await _write(engine, namespace, session, note, existing)
         except (InvalidArgument, KeyConflict) as exc:  # written meanwhile by another writer
             counts.skip(f"{note.where}: {exc}")
+            continue
+        counts.note(outcome)
+        if note.pinned and outcome is not NoteOutcome.EXPIRED and not (existing and existing.pinned):
+            # A pinned page is in every manifest and comes first in every listing: an imported file
+            # can put its text before the model in every conversation, so the person is told.
+            counts.notices.append(
+                f"{note.where}: pinned by the file (pinned: true), so it is listed first and shown in "
+                "every manifest; unpin it in memvm ui, or set pinned: false, if that is not meant"
+            )
 
 
 async def _existing(engine: Engine, namespace: str, key: str) -> Page | None:
