@@ -7,11 +7,14 @@ import string
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.hooks import claude_code_events as cc
 from tests.hooks import claude_code_transcripts as ct
 from tests.hooks import gemini_cli_events as gc
 from tests.hooks import gemini_cli_transcripts as gt
 from tests.hooks.runner import rows, run_hook, transcript
+from tests.hooks.uncheckable import ARGUMENTS, PLACEHOLDER, with_arguments
 
 
 def claude(db: Path, event: Any) -> tuple[dict[str, Any], list[str]]:
@@ -190,6 +193,53 @@ def test_a_broken_transcript_never_breaks_the_host_and_what_is_readable_is_kept(
         f"catch_up: transcripts={len(_BROKEN)} broken={len(_BROKEN) - 1} empty_answers={empty_answers} "
         f"max_stderr_lines=1 readable_prompts_kept={kept}/2"
     )
+
+
+def _call_with(arguments: str) -> list[Any]:
+    use = ct.assistant(ct.tool_use("toolu_8", "mcp__db__drop_table", PLACEHOLDER), stop_reason="tool_use")
+    return [with_arguments(use, arguments), ct.tool_result("toolu_8", "dropped")]
+
+
+# Entries no write takes, and what the one stderr line says of them.
+_UNSTORABLE = {
+    "a call whose arguments hold a lone surrogate": (
+        _call_with(ARGUMENTS[0]),
+        "1 transcript entry could not be stored",
+    ),
+    "a call whose arguments are nested 985 deep": (
+        _call_with(ARGUMENTS[1]),
+        "1 transcript entry could not be stored",
+    ),
+    "a prompt with a lone surrogate": ([ct.prompt("x\ud800")], "1 transcript entry could not be stored"),
+    "a line nested past the parser": (
+        [
+            b'{"type": "user", "message": {"role": "user", "content": '
+            + b"[" * 100_000
+            + b"]" * 100_000
+            + b"}}"
+        ],
+        "1 line(s) of the transcript cannot be read and were skipped",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_UNSTORABLE))
+def test_an_entry_that_cannot_be_stored_is_left_out_and_the_rest_is_captured(tmp_path, case):
+    db = tmp_path / "m.db"
+    lines, says = _UNSTORABLE[case]
+    path = ct.write(
+        tmp_path / "session.jsonl",
+        [ct.prompt("before"), *lines, ct.prompt("after"), ct.assistant(ct.text("Done after."))],
+    )
+    for _ in range(2):  # and again, as the next compaction or session end reads it
+        answer, errors = claude(db, cc.session_end(str(path)))
+        assert answer == {} and errors == [f"memvm hook: {says}; what was readable is captured"]
+    assert transcript(db) == [
+        (cc.SESSION, "user", "before"),
+        (cc.SESSION, "user", "after"),
+        (cc.SESSION, "assistant", "Done after."),
+    ]
+    assert calls(db) == []
 
 
 def test_gemini_session_end_reads_json_lines_with_rewinds_and_skips_what_is_not_a_message(tmp_path):
