@@ -195,6 +195,37 @@ def test_a_broken_transcript_never_breaks_the_host_and_what_is_readable_is_kept(
     )
 
 
+def test_a_call_the_hook_denied_is_not_taken_from_the_transcript_as_the_tools_failure(tmp_path):
+    db = tmp_path / "m.db"
+    forecast, oslo = "mcp__weather__get_forecast", {"city": "Oslo"}
+    claude(db, cc.prompt("what is the weather in Oslo"))
+    claude(db, cc.pre_tool(oslo, "toolu_1", tool=forecast))
+    claude(db, cc.post_tool(oslo, [{"type": "text", "text": "light rain"}], "toolu_1", tool=forecast))
+    repeat, _ = claude(db, cc.pre_tool(oslo, "toolu_2", tool=forecast))
+    surrogate = with_arguments(cc.pre_tool(PLACEHOLDER, "toolu_3", tool=forecast), ARGUMENTS[0])
+    unreadable, _ = claude(db, surrogate)
+    # The host shows the model each denial as the call's error result, and its transcript keeps it.
+    use = ct.assistant(ct.tool_use("toolu_3", forecast, PLACEHOLDER), stop_reason="tool_use")
+    path = ct.write(
+        tmp_path / "session.jsonl",
+        [
+            ct.prompt("what is the weather in Oslo"),
+            ct.assistant(ct.tool_use("toolu_1", forecast, oslo), stop_reason="tool_use"),
+            ct.tool_result("toolu_1", "light rain"),
+            ct.assistant(ct.tool_use("toolu_2", forecast, oslo), stop_reason="tool_use"),
+            ct.tool_result(
+                "toolu_2", repeat["hookSpecificOutput"]["permissionDecisionReason"], is_error=True
+            ),
+            with_arguments(use, ARGUMENTS[0]),
+            ct.tool_result(
+                "toolu_3", unreadable["hookSpecificOutput"]["permissionDecisionReason"], is_error=True
+            ),
+        ],
+    )
+    assert claude(db, cc.session_end(str(path))) == ({}, [])
+    assert calls(db) == [(forecast, "success", oslo)]
+
+
 def _call_with(arguments: str) -> list[Any]:
     use = ct.assistant(ct.tool_use("toolu_8", "mcp__db__drop_table", PLACEHOLDER), stop_reason="tool_use")
     return [with_arguments(use, arguments), ct.tool_result("toolu_8", "dropped")]
