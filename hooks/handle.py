@@ -124,15 +124,20 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
                 project=project,
             )
             kept = None
+            own_pages = set(ingested.page_ids)
             if (fact := fact_about_user(event.prompt)) is not None:
-                await keep_for_user(engine, namespace=namespace, session=session, project=project, fact=fact)
+                # The fact is the prompt's own words: said to be kept, not recalled back.
+                note = await keep_for_user(
+                    engine, namespace=namespace, session=session, project=project, fact=fact
+                )
+                own_pages.add(note)
                 kept = CONFIRMATION
             context = await recall(
                 engine,
                 namespace=namespace,
                 session=session,
                 query=event.prompt,
-                own_pages=set(ingested.page_ids),
+                own_pages=own_pages,
                 max_tokens=settings.recall_tokens,
                 project=project,
             )

@@ -43,6 +43,7 @@ def test_what_the_user_asks_to_remember_about_themselves_is_recalled_in_every_pr
     billing, website = work_tree(tmp_path, "billing"), work_tree(tmp_path, "website")
     kept = claude(db, cc.prompt("Remember that I have a beagle called Rex."), billing, "s1")
     assert "kept, for every project" in kept
+    assert "beagle" not in kept  # the prompt's own words are not recalled back to it
     kept_rows = rows(
         db,
         "SELECT t.content, p.project FROM pages p JOIN page_texts t USING (rowid) WHERE p.type = 'preference'",
