@@ -18,7 +18,7 @@ from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageError, Stor
 from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.hosts.hook_journal import record_skipped
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, MalformedEvent, session_name
-from memvm.hooks.handle import HookSettings, handle
+from memvm.hooks.handle import UNCHECKABLE, HookSettings, handle, uncheckable_reason
 from memvm.hooks.protocols import protocol
 
 OpenEngine = Callable[[], AbstractAsyncContextManager[Engine]]
@@ -85,20 +85,16 @@ async def answer(open_engine: OpenEngine, db: str, request: HookRequest) -> Hook
             decided = await handle(engine, event, settings)
         return HookReply(protocol(request.host).render(event, decided), warning=decided.warning)
     # The top of the hook: anything at all becomes "go on without memvm", never a blocked host, but
-    # for a tool call whose arguments cannot be checked: letting it run would wave it past every guard.
+    # for a tool call whose arguments cannot be checked (here: not even read as an event; the
+    # guards deny the others): letting it run would wave it past every guard.
     except Exception as exc:
-        if isinstance(exc, _UNCHECKABLE) and (name := _pre_tool_event(request, event)):
+        if isinstance(exc, UNCHECKABLE) and (name := _pre_tool_event(request, event)):
             return _uncheckable_call_denied(request, event, name, exc)
         reason = skipped_reason(exc)
         note_skipped(db, request, event, reason)
         return HookReply(
             {}, reason, engine_failed=not isinstance(exc, MalformedEvent | StorageBusy | GuardConfigError)
         )
-
-
-# What a tool call's own arguments can hold that no reader can check: JSON nested past the parser,
-# an integer past Python's digit limit, text that is not Unicode (a lone surrogate).
-_UNCHECKABLE = (RecursionError, ValueError, UnicodeError)
 
 
 def _pre_tool_event(request: HookRequest, event: HookEvent | None) -> str | None:
@@ -117,17 +113,8 @@ def _pre_tool_event(request: HookRequest, event: HookEvent | None) -> str | None
 def _uncheckable_call_denied(
     request: HookRequest, event: HookEvent | None, name: str, exc: Exception
 ) -> HookReply:
-    if isinstance(exc, RecursionError):
-        what = "are nested too deep to read"
-    elif isinstance(exc, UnicodeError):
-        what = "hold text that is not valid Unicode (a lone surrogate)"
-    else:
-        what = "hold a value no reader can take (a number of thousands of digits)"
-    reason = (
-        f"memvm guard: the call's arguments {what}, so they cannot be checked; call it with plain arguments"
-    )
     pre_tool = event or HookEvent(kind=EventKind.PRE_TOOL, name=name, session="", digest="")
-    return HookReply(protocol(request.host).render(pre_tool, HookAnswer(deny=reason)))
+    return HookReply(protocol(request.host).render(pre_tool, HookAnswer(deny=uncheckable_reason(exc))))
 
 
 def note_skipped(db: str, request: HookRequest, event: HookEvent | None, reason: str) -> None:

@@ -5,7 +5,9 @@ installed mid-session. The transcript has it all, so what it holds beyond what t
 has is added: prompts and final replies as transcript pages, and (Claude Code) tool calls as
 outcomes. Nothing is added twice, however often the same transcript is read: a message counts as
 present while the session holds as many copies of it as the transcript does, and a call is known
-by the host's id for it, marked when it is captured live or here.
+by the host's id for it, marked when it is captured live or here. An entry that cannot be stored
+(text that is not Unicode, arguments nested past what a reader takes) is left out, and the rest is
+captured, as a line that does not parse is.
 """
 
 from collections import Counter
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 
 import anyio
 from memvm.engine import Engine
+from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import IngestMessage, Outcome, Role, ToolOutcome
 from memvm.engine.redaction import redact
 from memvm.hooks.events import HookEvent, TranscriptSource, tool_result_digest
@@ -29,6 +32,9 @@ _BATCH = 25
 # Longer messages are left out: counting them would outlast the host's patience, and a page
 # holds at most the engine's max_page_tokens (a token is at most 4 bytes of a character).
 _MAX_MESSAGE_CHARS = 50_000
+# What an entry of the host's file can hold that no write takes: text with a lone surrogate
+# (UnicodeError, a ValueError), values nested past a reader or the engine's limits.
+_UNSTORABLE = (ValueError, RecursionError, InvalidArgument)
 
 
 def _key(engine: Engine, role: Role, text: str) -> tuple[Role, str]:
@@ -46,7 +52,7 @@ async def catch_up(
     present = Counter((page.role, page.content.strip()) for page in stored)
     problems = [transcript.problem] if transcript.problem is not None else []
     pending: list[IngestMessage] = []
-    added = 0
+    added = left_out = 0
     for entry in transcript.entries:
         if added >= _MAX_ADDED:
             problems.append(
@@ -63,26 +69,41 @@ async def catch_up(
             pending.append(IngestMessage(role=entry.role, content=entry.text))
             added += 1
             if len(pending) >= _BATCH:
-                pending = await _ingest(engine, namespace, event, pending)
+                left_out += await _ingest(engine, namespace, event, pending)
+                pending = []
         elif isinstance(entry, ToolCall):
             # Messages before the call go in first, so the call lands in its turn.
-            pending = await _ingest(engine, namespace, event, pending)
-            added += await _record_call(engine, event, namespace, host, entry)
-    await _ingest(engine, namespace, event, pending)
+            left_out += await _ingest(engine, namespace, event, pending)
+            pending = []
+            try:
+                added += await _record_call(engine, event, namespace, host, entry)
+            except _UNSTORABLE:
+                left_out += 1
+    left_out += await _ingest(engine, namespace, event, pending)
+    if left_out:
+        problems.append(f"{left_out} transcript entr{'y' if left_out == 1 else 'ies'} could not be stored")
     if problems:
         return "; ".join(problems) + "; what was readable is captured"
     return None
 
 
-async def _ingest(
-    engine: Engine, namespace: str, event: HookEvent, messages: Sequence[IngestMessage]
-) -> list[IngestMessage]:
-    """Store `messages` in the event's session and project; what is left pending after (nothing)."""
-    if messages:
+async def _ingest(engine: Engine, namespace: str, event: HookEvent, messages: Sequence[IngestMessage]) -> int:
+    """Store `messages` in the event's session and project; how many could not be stored."""
+    if not messages:
+        return 0
+    try:
         await engine.ingest(
             namespace=namespace, session=event.session, messages=messages, project=event_project(event)
         )
-    return []
+    except _UNSTORABLE:
+        if len(messages) == 1:
+            return 1
+        # Nothing of the batch was written: store them one by one, leaving out the ones that fail.
+        left_out = 0
+        for message in messages:
+            left_out += await _ingest(engine, namespace, event, [message])
+        return left_out
+    return 0
 
 
 async def _record_call(engine: Engine, event: HookEvent, namespace: str, host: str, call: ToolCall) -> int:

@@ -10,7 +10,7 @@ from memvm.engine.errors import InvalidArgument
 from memvm.engine.guards.guard_config import GuardConfig
 from memvm.engine.models import CallVerdict, IngestMessage, Outcome, Role, ToolCallCheck, ToolOutcome
 from memvm.hooks.catch_up import catch_up
-from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host
+from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, tool_result_digest
 from memvm.hooks.project import event_project
 from memvm.hooks.recall import recall
 from memvm.hooks.session_start import start_context
@@ -19,6 +19,23 @@ from memvm.hooks.user_notes import CONFIRMATION, fact_about_user, keep_for_user
 
 # How much of a repeated call's bound result a deny reason quotes.
 _CACHED_CHARS = 1_500
+
+# What a tool call's own arguments can hold that no reader can check: JSON nested past the parser,
+# an integer past Python's digit limit, text that is not Unicode (a lone surrogate).
+UNCHECKABLE = (RecursionError, ValueError, UnicodeError)
+
+
+def uncheckable_reason(exc: BaseException) -> str:
+    """Why a call whose arguments raised `exc` (one of UNCHECKABLE) is denied, for its model."""
+    if isinstance(exc, RecursionError):
+        what = "are nested too deep to read"
+    elif isinstance(exc, UnicodeError):
+        what = "hold text that is not valid Unicode (a lone surrogate)"
+    else:
+        what = "hold a value no reader can take (a number of thousands of digits)"
+    return (
+        f"memvm guard: the call's arguments {what}, so they cannot be checked; call it with plain arguments"
+    )
 
 
 @dataclass(frozen=True)
@@ -63,6 +80,16 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
         event=event.name,
         answer=answer.deny,
     )
+    if answer.deny is not None and event.tool_use_id:
+        # The call never runs: the error the host reports for it (a failure event, the result its
+        # transcript shows) is this denial, not the tool's outcome, and teaches nothing about it.
+        await engine.record_hook_event(
+            namespace=namespace,
+            host=settings.host.value,
+            session=event.session,
+            digest=tool_result_digest(event.session, event.tool_use_id),
+            event=event.name,
+        )
     return answer
 
 
@@ -83,6 +110,8 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
                 # Arguments the guards cannot read (nested past their depth, too many values):
                 # letting the call run would let any call past every guard by wrapping it.
                 return HookAnswer(deny=f"memvm guard: the arguments cannot be checked: {exc}")
+            except UNCHECKABLE as exc:
+                return HookAnswer(deny=uncheckable_reason(exc))
             return _guard_answer(check)
         case EventKind.PROMPT:
             if not event.prompt.strip():
@@ -95,15 +124,20 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
                 project=project,
             )
             kept = None
+            own_pages = set(ingested.page_ids)
             if (fact := fact_about_user(event.prompt)) is not None:
-                await keep_for_user(engine, namespace=namespace, session=session, project=project, fact=fact)
+                # The fact is the prompt's own words: said to be kept, not recalled back.
+                note = await keep_for_user(
+                    engine, namespace=namespace, session=session, project=project, fact=fact
+                )
+                own_pages.add(note)
                 kept = CONFIRMATION
             context = await recall(
                 engine,
                 namespace=namespace,
                 session=session,
                 query=event.prompt,
-                own_pages=set(ingested.page_ids),
+                own_pages=own_pages,
                 max_tokens=settings.recall_tokens,
                 project=project,
             )

@@ -10,8 +10,8 @@ with `tool_use_id`, `content`, `is_error`); `assistant` lines carry `text` and `
 (packages/core/src/services/chatRecordingService.ts in google-gemini/gemini-cli).
 
 A transcript is the host's file, of any size and in any state: it is read from its last
-`MAX_BYTES` only, a line that does not parse is skipped, and whatever was readable is returned
-with at most one sentence on what was not.
+`MAX_BYTES` only, a line that does not parse (or is nested past what the parser takes) is
+skipped, and whatever was readable is returned with at most one sentence on what was not.
 """
 
 import json
@@ -78,7 +78,7 @@ def read_transcript(path: str, format: TranscriptFormat) -> Transcript:
     if truncated:
         problem = f"the transcript is over {MAX_BYTES // 2**20} MiB; only its end was read"
     elif garbled:
-        problem = f"{garbled} line(s) of the transcript are not JSON and were skipped"
+        problem = f"{garbled} line(s) of the transcript cannot be read and were skipped"
     return Transcript(entries=entries, problem=problem)
 
 
@@ -96,7 +96,7 @@ def _document(data: bytes) -> list[dict[str, Any]] | None:
         return None
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     messages = document.get("messages") if isinstance(document, dict) else None
     return [record for record in messages if isinstance(record, dict)] if isinstance(messages, list) else None
@@ -113,7 +113,7 @@ def _records(data: bytes, *, skip_first: bool) -> tuple[list[dict[str, Any]], in
             continue
         try:
             record = json.loads(line)
-        except ValueError:  # not JSON, or not UTF-8
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser
             garbled += 1
             continue
         if isinstance(record, dict):

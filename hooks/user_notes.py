@@ -36,12 +36,14 @@ def fact_about_user(prompt: str) -> str | None:
 
 async def keep_for_user(
     engine: Engine, *, namespace: str, session: str, project: str | None, fact: str
-) -> None:
-    """Keep `fact` as the user's note for every project (the same fact twice is one page)."""
-    await engine.remember(
+) -> str:
+    """Keep `fact` as the user's note for every project (the same fact twice is one page); its
+    page id."""
+    kept = await engine.remember(
         namespace=namespace,
         session=session,
         page=NewPage(content=fact, type=PageType.PREFERENCE, provenance="user", importance=0.7),
         project=project,
         everywhere=True,
     )
+    return kept.page_id

@@ -2,7 +2,9 @@
 (with https://geminicli.com/docs/hooks/ for the common input fields and the example values:
 "Common input fields", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionStart",
 "PreCompress", "Notification", "SessionEnd"). AfterTool's `tool_response` is the reference's object
-`{llmContent, returnDisplay, error?}`; a failed call carries `error` `{message, type}`."""
+`{llmContent, returnDisplay, error?}`; a failed call carries `error` `{message, type}`. An MCP tool
+is named by its server and its own name (`mcp_linear_list_issues`), and its `llmContent` is the
+text content as parts (`[{"text": ...}]`), as packages/core/src/tools/mcp-tool.ts gives it."""
 
 from typing import Any
 
@@ -38,6 +40,14 @@ def after_tool(
         "tool_name": tool,
         "tool_input": tool_input,
         "tool_response": response,
+    }
+
+
+def after_mcp_tool(tool_input: dict[str, Any], text: str, tool: str) -> dict[str, Any]:
+    """An MCP tool's AfterTool: its text content as the parts the model was given."""
+    return {
+        **after_tool(tool_input, text, tool=tool),
+        "tool_response": {"llmContent": [{"text": text}], "returnDisplay": text},
     }
 
 

@@ -7,11 +7,14 @@ import string
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.hooks import claude_code_events as cc
 from tests.hooks import claude_code_transcripts as ct
 from tests.hooks import gemini_cli_events as gc
 from tests.hooks import gemini_cli_transcripts as gt
 from tests.hooks.runner import rows, run_hook, transcript
+from tests.hooks.uncheckable import ARGUMENTS, PLACEHOLDER, with_arguments
 
 
 def claude(db: Path, event: Any) -> tuple[dict[str, Any], list[str]]:
@@ -190,6 +193,84 @@ def test_a_broken_transcript_never_breaks_the_host_and_what_is_readable_is_kept(
         f"catch_up: transcripts={len(_BROKEN)} broken={len(_BROKEN) - 1} empty_answers={empty_answers} "
         f"max_stderr_lines=1 readable_prompts_kept={kept}/2"
     )
+
+
+def test_a_call_the_hook_denied_is_not_taken_from_the_transcript_as_the_tools_failure(tmp_path):
+    db = tmp_path / "m.db"
+    forecast, oslo = "mcp__weather__get_forecast", {"city": "Oslo"}
+    claude(db, cc.prompt("what is the weather in Oslo"))
+    claude(db, cc.pre_tool(oslo, "toolu_1", tool=forecast))
+    claude(db, cc.post_tool(oslo, [{"type": "text", "text": "light rain"}], "toolu_1", tool=forecast))
+    repeat, _ = claude(db, cc.pre_tool(oslo, "toolu_2", tool=forecast))
+    surrogate = with_arguments(cc.pre_tool(PLACEHOLDER, "toolu_3", tool=forecast), ARGUMENTS[0])
+    unreadable, _ = claude(db, surrogate)
+    # The host shows the model each denial as the call's error result, and its transcript keeps it.
+    use = ct.assistant(ct.tool_use("toolu_3", forecast, PLACEHOLDER), stop_reason="tool_use")
+    path = ct.write(
+        tmp_path / "session.jsonl",
+        [
+            ct.prompt("what is the weather in Oslo"),
+            ct.assistant(ct.tool_use("toolu_1", forecast, oslo), stop_reason="tool_use"),
+            ct.tool_result("toolu_1", "light rain"),
+            ct.assistant(ct.tool_use("toolu_2", forecast, oslo), stop_reason="tool_use"),
+            ct.tool_result(
+                "toolu_2", repeat["hookSpecificOutput"]["permissionDecisionReason"], is_error=True
+            ),
+            with_arguments(use, ARGUMENTS[0]),
+            ct.tool_result(
+                "toolu_3", unreadable["hookSpecificOutput"]["permissionDecisionReason"], is_error=True
+            ),
+        ],
+    )
+    assert claude(db, cc.session_end(str(path))) == ({}, [])
+    assert calls(db) == [(forecast, "success", oslo)]
+
+
+def _call_with(arguments: str) -> list[Any]:
+    use = ct.assistant(ct.tool_use("toolu_8", "mcp__db__drop_table", PLACEHOLDER), stop_reason="tool_use")
+    return [with_arguments(use, arguments), ct.tool_result("toolu_8", "dropped")]
+
+
+# Entries no write takes, and what the one stderr line says of them.
+_UNSTORABLE = {
+    "a call whose arguments hold a lone surrogate": (
+        _call_with(ARGUMENTS[0]),
+        "1 transcript entry could not be stored",
+    ),
+    "a call whose arguments are nested 985 deep": (
+        _call_with(ARGUMENTS[1]),
+        "1 transcript entry could not be stored",
+    ),
+    "a prompt with a lone surrogate": ([ct.prompt("x\ud800")], "1 transcript entry could not be stored"),
+    "a line nested past the parser": (
+        [
+            b'{"type": "user", "message": {"role": "user", "content": '
+            + b"[" * 100_000
+            + b"]" * 100_000
+            + b"}}"
+        ],
+        "1 line(s) of the transcript cannot be read and were skipped",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_UNSTORABLE))
+def test_an_entry_that_cannot_be_stored_is_left_out_and_the_rest_is_captured(tmp_path, case):
+    db = tmp_path / "m.db"
+    lines, says = _UNSTORABLE[case]
+    path = ct.write(
+        tmp_path / "session.jsonl",
+        [ct.prompt("before"), *lines, ct.prompt("after"), ct.assistant(ct.text("Done after."))],
+    )
+    for _ in range(2):  # and again, as the next compaction or session end reads it
+        answer, errors = claude(db, cc.session_end(str(path)))
+        assert answer == {} and errors == [f"memvm hook: {says}; what was readable is captured"]
+    assert transcript(db) == [
+        (cc.SESSION, "user", "before"),
+        (cc.SESSION, "user", "after"),
+        (cc.SESSION, "assistant", "Done after."),
+    ]
+    assert calls(db) == []
 
 
 def test_gemini_session_end_reads_json_lines_with_rewinds_and_skips_what_is_not_a_message(tmp_path):

@@ -10,13 +10,7 @@ import pytest
 from tests.hooks import claude_code_events as cc
 from tests.hooks import gemini_cli_events as gc
 from tests.hooks.runner import rows, run_hook
-
-
-def _work_tree(root: Path, name: str) -> Path:
-    tree = root / name
-    (tree / ".git").mkdir(parents=True)
-    (tree / "src").mkdir()
-    return tree
+from tests.hooks.session_players import work_tree
 
 
 def _context(answer: dict[str, Any]) -> str:
@@ -31,7 +25,7 @@ def claude(db: Path, event: dict[str, Any], cwd: Path, session: str) -> str:
 
 def test_a_prompt_in_one_repository_does_not_recall_another_repositorys_notes(tmp_path):
     db = tmp_path / "m.db"
-    billing, website = _work_tree(tmp_path, "billing"), _work_tree(tmp_path, "website")
+    billing, website = work_tree(tmp_path, "billing"), work_tree(tmp_path, "website")
     claude(db, cc.prompt("the deploy runs fly deploy --app billing-prod"), billing / "src", "s1")
     claude(db, cc.stop("Noted: deploy with fly deploy --app billing-prod."), billing, "s1")
 
@@ -46,9 +40,10 @@ def test_a_prompt_in_one_repository_does_not_recall_another_repositorys_notes(tm
 
 def test_what_the_user_asks_to_remember_about_themselves_is_recalled_in_every_project(tmp_path):
     db = tmp_path / "m.db"
-    billing, website = _work_tree(tmp_path, "billing"), _work_tree(tmp_path, "website")
+    billing, website = work_tree(tmp_path, "billing"), work_tree(tmp_path, "website")
     kept = claude(db, cc.prompt("Remember that I have a beagle called Rex."), billing, "s1")
     assert "kept, for every project" in kept
+    assert "beagle" not in kept  # the prompt's own words are not recalled back to it
     kept_rows = rows(
         db,
         "SELECT t.content, p.project FROM pages p JOIN page_texts t USING (rowid) WHERE p.type = 'preference'",
@@ -69,13 +64,13 @@ def test_a_prompt_that_does_not_ask_to_remember_a_fact_about_the_user_keeps_noth
     tmp_path, prompt
 ):
     db = tmp_path / "m.db"
-    claude(db, cc.prompt(prompt), _work_tree(tmp_path, "billing"), "s1")
+    claude(db, cc.prompt(prompt), work_tree(tmp_path, "billing"), "s1")
     assert rows(db, "SELECT count(*) FROM pages WHERE project = ''") == [(0,)]
 
 
 def test_gemini_cli_keeps_projects_apart_by_its_events_cwd(tmp_path):
     db = tmp_path / "m.db"
-    billing, website = _work_tree(tmp_path, "billing"), _work_tree(tmp_path, "website")
+    billing, website = work_tree(tmp_path, "billing"), work_tree(tmp_path, "website")
 
     def gemini(event: dict[str, Any], cwd: Path, session: str) -> str:
         answer, errors = run_hook("gemini-cli", db, {**event, "cwd": str(cwd), "session_id": session})
@@ -89,7 +84,7 @@ def test_gemini_cli_keeps_projects_apart_by_its_events_cwd(tmp_path):
 
 def test_an_event_with_no_directory_recalls_every_project_and_names_each(tmp_path):
     db = tmp_path / "m.db"
-    billing = _work_tree(tmp_path, "billing")
+    billing = work_tree(tmp_path, "billing")
     claude(db, cc.prompt("the billing queue is sqs-billing-7"), billing, "s1")
     event = {key: value for key, value in cc.prompt("which queue does billing use?").items() if key != "cwd"}
     answer, errors = run_hook("claude-code", db, {**event, "session_id": "s2"})

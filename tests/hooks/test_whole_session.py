@@ -9,8 +9,6 @@ The second session starts with the learned fix, recalls the fact, and may call t
 """
 
 import json
-import random
-import string
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,15 +19,11 @@ from tests.conftest import backend_of, stored_state
 from tests.hooks import claude_code_events as cc
 from tests.hooks import claude_code_transcripts as ct
 from tests.hooks.runner import rows, transcript
+from tests.hooks.session_players import stripe_key
 from tests.hooks.test_hook_doctor import doctor_json
 
 LATER = "def456"
 FORECAST = "mcp__weather__get_forecast"
-
-
-def _stripe_key() -> str:
-    rng = random.Random(16)
-    return "sk_live_" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(24))
 
 
 @pytest.fixture
@@ -50,7 +44,7 @@ def context(answer: dict[str, Any], event: str) -> str:
 
 def test_a_recorded_session_and_the_next_one(db_url, tmp_path, report_figure, hook):
     db = db_url
-    key = _stripe_key()
+    key = stripe_key()
     tests_fail = {"command": "npm tset"}
     tests_pass = {"command": "npm test"}
     oslo = {"city": "Oslo"}
