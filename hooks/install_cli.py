@@ -10,7 +10,6 @@ where it would be read or committed); a run that would change nothing writes not
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -19,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memvm.engine.names import NAME_PATTERN
+from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.paths import data_dir
 from memvm.hooks.events import Host
 from memvm.hooks.install import (
@@ -149,10 +148,8 @@ def _shared_file_note(host: Host) -> str:
 
 
 def _command_line(args: argparse.Namespace, host: Host, scope: Scope) -> str:
-    if args.namespace is not None and not re.match(NAME_PATTERN, args.namespace):
-        raise InstallRefused(
-            "--namespace takes letters, digits and _ . : - (up to 64, starting with a letter or digit)"
-        )
+    if args.namespace is not None and not is_name(args.namespace):
+        raise InstallRefused(f"--namespace takes {NAME_RULE}")
     if scope is Scope.PROJECT:
         if args.db is not None:
             raise InstallRefused(

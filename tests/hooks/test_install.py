@@ -145,6 +145,14 @@ def test_project_scope_writes_no_personal_path_and_says_what_each_teammate_needs
     assert "names no path of yours" in refused(refusal)
 
 
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("namespace", ["team\n", "../../etc", "my team"])
+def test_a_namespace_no_hook_could_use_is_refused_and_nothing_is_written(places, host, namespace):
+    project, home = places
+    assert "--namespace takes" in refused(install(project, home, host, "--namespace", namespace))
+    assert list(project.iterdir()) == [] and list(home.iterdir()) == []
+
+
 def test_gemini_cli_has_no_local_scope_and_says_which_to_use(places):
     project, home = places
     line = refused(install(project, home, "gemini-cli", "--scope", "local"))
