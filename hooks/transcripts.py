@@ -11,10 +11,14 @@ with `tool_use_id`, `content`, `is_error`); `assistant` lines carry `text` and `
 
 A transcript is the host's file, of any size and in any state: it is read from its last
 `MAX_BYTES` only, a line that does not parse is skipped, and whatever was readable is returned
-with at most one sentence on what was not.
+with at most one sentence on what was not. It must be a regular file (a link to one is followed):
+a FIFO, a device or a socket named by an event would hold the hook, and the host, on a read that
+never ends.
 """
 
 import json
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +70,8 @@ def read_transcript(path: str, format: TranscriptFormat) -> Transcript:
         data, truncated = _tail(Path(path).expanduser())
     except FileNotFoundError:
         return Transcript()
+    except _NotRegular:
+        return Transcript(problem="the transcript named by the event is not a regular file")
     except OSError:
         return Transcript(problem="the transcript named by the event cannot be read")
     if format is TranscriptFormat.GEMINI_CLI and not truncated:
@@ -82,8 +88,21 @@ def read_transcript(path: str, format: TranscriptFormat) -> Transcript:
     return Transcript(entries=entries, problem=problem)
 
 
+class _NotRegular(OSError):
+    pass
+
+
+# Opening a FIFO without a writer would wait for one; non-blocking, it opens at once, and the
+# descriptor's own type refuses it, whatever the path named when it was checked.
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+
 def _tail(path: Path) -> tuple[bytes, bool]:
-    with path.open("rb") as file:
+    with os.fdopen(os.open(path, _OPEN_FLAGS), "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise _NotRegular(path)
         size = file.seek(0, 2)
         start = max(0, size - MAX_BYTES)
         file.seek(start)

@@ -1,11 +1,17 @@
 """Catching up from the host's transcript at compaction and session end, through the real
 `memvm hook` process, on transcript files written in the hosts' shapes."""
 
+import contextlib
 import json
+import os
 import secrets
 import string
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.hooks import claude_code_events as cc
 from tests.hooks import claude_code_transcripts as ct
@@ -190,6 +196,50 @@ def test_a_broken_transcript_never_breaks_the_host_and_what_is_readable_is_kept(
         f"catch_up: transcripts={len(_BROKEN)} broken={len(_BROKEN) - 1} empty_answers={empty_answers} "
         f"max_stderr_lines=1 readable_prompts_kept={kept}/2"
     )
+
+
+def _within(seconds: float, call: Callable[[], Any], fifo: Path) -> Any:
+    """What `call` returns, or None when it has not returned after `seconds`; a hook that waits on
+    the FIFO is then let go (a writer opens it and leaves), so that no thread stays stuck."""
+    done: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: done.setdefault("answer", call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        with contextlib.suppress(OSError):  # no reader waits on it
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(seconds)
+        return None
+    return done["answer"]
+
+
+NOT_REGULAR = (
+    "memvm hook: the transcript named by the event is not a regular file; what was readable is captured"
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="a platform without FIFOs")
+@pytest.mark.parametrize("kind", ["fifo", "link to a fifo", "device"])
+@pytest.mark.parametrize(
+    ("host", "event", "says"),
+    [
+        ("claude-code", cc.session_end, [NOT_REGULAR]),
+        ("claude-code", cc.pre_compact, [NOT_REGULAR]),
+        # A Stop without the reply reads it from the transcript, and says nothing when it cannot.
+        ("claude-code", lambda path: {**cc.stop(""), "transcript_path": path}, []),
+        ("gemini-cli", gc.session_end, [NOT_REGULAR]),
+    ],
+    ids=["SessionEnd", "PreCompact", "Stop", "gemini-SessionEnd"],
+)
+def test_a_transcript_that_is_no_regular_file_is_refused_at_once(tmp_path, kind, host, event, says):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    named = {"fifo": fifo, "link to a fifo": tmp_path / "link.jsonl", "device": Path("/dev/zero")}[kind]
+    if kind == "link to a fifo":
+        named.symlink_to(fifo)
+    db = tmp_path / "m.db"
+    answered = _within(30, lambda: run_hook(host, db, event(str(named))), fifo)
+    assert answered == ({}, says)
 
 
 def test_gemini_session_end_reads_json_lines_with_rewinds_and_skips_what_is_not_a_message(tmp_path):
