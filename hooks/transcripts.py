@@ -18,12 +18,12 @@ never ends.
 
 import json
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memvm.engine.hosts.host_files import NotRegularFile, open_regular
 from memvm.engine.models import Role
 from memvm.hooks.events import TranscriptFormat
 
@@ -70,7 +70,7 @@ def read_transcript(path: str, format: TranscriptFormat) -> Transcript:
         data, truncated = _tail(Path(path).expanduser())
     except FileNotFoundError:
         return Transcript()
-    except _NotRegular:
+    except NotRegularFile:
         return Transcript(problem="the transcript named by the event is not a regular file")
     except OSError:
         return Transcript(problem="the transcript named by the event cannot be read")
@@ -88,21 +88,9 @@ def read_transcript(path: str, format: TranscriptFormat) -> Transcript:
     return Transcript(entries=entries, problem=problem)
 
 
-class _NotRegular(OSError):
-    pass
-
-
-# Opening a FIFO without a writer would wait for one; non-blocking, it opens at once, and the
-# descriptor's own type refuses it, whatever the path named when it was checked.
-_OPEN_FLAGS = (
-    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-)
-
-
 def _tail(path: Path) -> tuple[bytes, bool]:
-    with os.fdopen(os.open(path, _OPEN_FLAGS), "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            raise _NotRegular(path)
+    # A link is followed: hosts' folders are often links (a dotfile manager, a moved home).
+    with os.fdopen(open_regular(path, os.O_RDONLY, follow_links=True), "rb") as file:
         size = file.seek(0, 2)
         start = max(0, size - MAX_BYTES)
         file.seek(start)

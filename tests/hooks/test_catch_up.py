@@ -1,13 +1,10 @@
 """Catching up from the host's transcript at compaction and session end, through the real
 `memvm hook` process, on transcript files written in the hosts' shapes."""
 
-import contextlib
 import json
 import os
 import secrets
 import string
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +14,7 @@ from tests.hooks import claude_code_events as cc
 from tests.hooks import claude_code_transcripts as ct
 from tests.hooks import gemini_cli_events as gc
 from tests.hooks import gemini_cli_transcripts as gt
-from tests.hooks.runner import rows, run_hook, transcript
+from tests.hooks.runner import rows, run_hook, transcript, within
 
 
 def claude(db: Path, event: Any) -> tuple[dict[str, Any], list[str]]:
@@ -198,21 +195,6 @@ def test_a_broken_transcript_never_breaks_the_host_and_what_is_readable_is_kept(
     )
 
 
-def _within(seconds: float, call: Callable[[], Any], fifo: Path) -> Any:
-    """What `call` returns, or None when it has not returned after `seconds`; a hook that waits on
-    the FIFO is then let go (a writer opens it and leaves), so that no thread stays stuck."""
-    done: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: done.setdefault("answer", call()), daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        with contextlib.suppress(OSError):  # no reader waits on it
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        worker.join(seconds)
-        return None
-    return done["answer"]
-
-
 NOT_REGULAR = (
     "memvm hook: the transcript named by the event is not a regular file; what was readable is captured"
 )
@@ -238,7 +220,7 @@ def test_a_transcript_that_is_no_regular_file_is_refused_at_once(tmp_path, kind,
     if kind == "link to a fifo":
         named.symlink_to(fifo)
     db = tmp_path / "m.db"
-    answered = _within(30, lambda: run_hook(host, db, event(str(named))), fifo)
+    answered = within(30, lambda: run_hook(host, db, event(str(named))), fifo)
     assert answered == ({}, says)
 
 
