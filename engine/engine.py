@@ -18,7 +18,7 @@ from memvm.engine.guards.bindings import bind
 from memvm.engine.guards.call_log import CallLog
 from memvm.engine.guards.grounding import check_ungrounded
 from memvm.engine.guards.guard_config import GuardConfig
-from memvm.engine.hosts.hook_events import handled_event, record_event
+from memvm.engine.hosts.hook_events import handled_event, handled_with_prefix, outcomes_of, record_event
 from memvm.engine.models import (
     BindResult,
     FaultResult,
@@ -422,6 +422,19 @@ class Engine:
         """The host hook event with this digest, if it was handled before."""
         async with self.db.read(namespace) as conn:
             return await handled_event(conn, namespace, digest)
+
+    async def handled_hook_event_with_prefix(self, *, namespace: str, prefix: str) -> bool:
+        """Whether a host hook event whose digest begins with `prefix` (lowercase hex) was handled."""
+        async with self.db.read(namespace) as conn:
+            return await handled_with_prefix(conn, namespace, prefix)
+
+    async def tool_outcomes_recorded(self, *, namespace: str, session: str, tool: str, args: Any) -> int:
+        """How many outcomes of the call of `tool` with `args` `session` has recorded: its
+        completed calls."""
+        if self.config.redact_secrets:
+            args = redact_value(args)  # as record_tool_outcome stores them, before its call_hash
+        async with self.db.read(namespace) as conn:
+            return await outcomes_of(conn, namespace, session, tool, args)
 
     async def record_hook_event(
         self, *, namespace: str, host: str, session: str, digest: str, event: str, answer: str | None = None

@@ -1,10 +1,12 @@
 """The command line of `memvm hook`, shared by the fast client and the in-process path.
 
-Standard library only: the client parses it before deciding whether anything heavy is imported.
+Standard library and the engine's name shapes only: the client parses it before deciding whether anything heavy is imported.
 """
 
 import argparse
 from typing import NoReturn
+
+from memvm.engine.names import NAME_RULE, is_name
 
 HOSTS = ("claude-code", "gemini-cli")
 GUARD_PRESETS = ("default", "strict", "relaxed")
@@ -34,10 +36,20 @@ def hook_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _namespace(text: str) -> str:
+    # Any string would be stored as the namespace of every row the hook writes, and a name no
+    # server could serve makes the whole file fail `memvm doctor` and every restore.
+    if not is_name(text):
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a namespace name: {NAME_RULE}")
+    return text
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("host", choices=HOSTS, help="the agent host that runs this hook")
     parser.add_argument("--db", help="SQLite file (default: $MEMVM_DB, else the per-user data directory)")
-    parser.add_argument("--namespace", default="default", help="whose memory (as for memvm serve)")
+    parser.add_argument(
+        "--namespace", type=_namespace, default="default", help="whose memory (as for memvm serve)"
+    )
     parser.add_argument(
         "--recall-tokens",
         type=int,

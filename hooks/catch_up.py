@@ -18,7 +18,7 @@ from memvm.engine import Engine
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import IngestMessage, Outcome, Role, ToolOutcome
 from memvm.engine.redaction import redact
-from memvm.hooks.events import HookEvent, TranscriptSource, tool_result_digest
+from memvm.hooks.events import HookEvent, TranscriptSource, tool_name, tool_result_digest
 from memvm.hooks.project import event_project
 from memvm.hooks.transcripts import Said, ToolCall, read_transcript
 
@@ -112,7 +112,7 @@ async def _record_call(engine: Engine, event: HookEvent, namespace: str, host: s
     if await engine.handled_hook_event(namespace=namespace, digest=digest) is not None:
         return 0
     outcome = ToolOutcome(
-        tool=call.tool,
+        tool=tool_name(call.tool),
         args=call.args,
         outcome=Outcome.FAILURE if call.failed else Outcome.SUCCESS,
         result=None if call.failed else call.result,

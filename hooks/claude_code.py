@@ -20,6 +20,7 @@ from memvm.hooks.events import (
     known_event,
     session_name,
     text_field,
+    tool_name,
     tool_result_digest,
 )
 
@@ -65,7 +66,7 @@ def parse(payload: Any) -> HookEvent:
         session=session,
         digest=digest,
         prompt=text_field(payload, "prompt"),
-        tool=text_field(payload, "tool_name"),
+        tool=tool_name(text_field(payload, "tool_name")),
         tool_input=as_object(payload.get("tool_input")),
         tool_response=response,
         error=text_field(payload, "error"),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from memvm.engine.names import NAME_PATTERN
+from memvm.engine.names import is_name, is_tool_name
 from memvm.engine.redaction import redact
 
 
@@ -80,23 +80,36 @@ def tool_result_digest(session: str, tool_use_id: str) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-_NAME = re.compile(NAME_PATTERN)
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.:\-]")
+_NOT_TOOL_NAME = re.compile(r"[^A-Za-z0-9_.:/\-]")
 
 
 def session_name(raw: Any, host: Host) -> str:
     """The host's session id as a memvm session name, the same for the same id every time.
 
-    An id that is already a valid name is kept as it is; any other gets its invalid characters
-    replaced and a digest of the whole id appended, so two ids never share a session.
+    An id that is already a valid name is kept as it is. Any other (a final newline, slashes,
+    NUL, emoji, 10 KB of text) is stored under no name a restore would refuse: its invalid
+    characters replaced, cut short, and a digest of the whole id appended, so two ids never share
+    a session.
     """
     if not isinstance(raw, str) or not raw:
         return host.value
-    if _NAME.match(raw):
+    if is_name(raw):
         return raw
+    return _named(raw, _NOT_NAME.sub("-", raw).lstrip("_.:-")[:50], host.value)
+
+
+def tool_name(raw: str) -> str:
+    """The host's name for a tool as memvm keeps it, the same for the same name every time: as
+    it is when it is a tool name an MCP client could send, else mapped as session ids are."""
+    if is_tool_name(raw):
+        return raw
+    return _named(raw, _NOT_TOOL_NAME.sub("-", raw).lstrip(".:/-")[:100], "tool")
+
+
+def _named(raw: str, cleaned: str, fallback: str) -> str:
     tag = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    cleaned = _NOT_NAME.sub("-", raw).lstrip("_.:-")[:50]
-    return f"{cleaned}-{tag}" if cleaned else f"{host.value}-{tag}"
+    return f"{cleaned}-{tag}" if cleaned else f"{fallback}-{tag}"
 
 
 def event_digest(host: Host, payload: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ from memvm.hooks.events import (
     known_event,
     session_name,
     text_field,
+    tool_name,
 )
 
 KINDS = {
@@ -83,7 +84,7 @@ def parse(payload: Any) -> HookEvent:
         session=session_name(payload.get("session_id"), Host.GEMINI_CLI),
         digest=event_digest(Host.GEMINI_CLI, payload),
         prompt=text_field(payload, "prompt") if kind is EventKind.PROMPT else "",
-        tool=text_field(payload, "tool_name"),
+        tool=tool_name(text_field(payload, "tool_name")),
         tool_input=as_object(payload.get("tool_input")),
         tool_response=_result(response),
         error=error or "",

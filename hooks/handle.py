@@ -13,6 +13,7 @@ from memvm.hooks.catch_up import catch_up
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, tool_result_digest
 from memvm.hooks.project import event_project
 from memvm.hooks.recall import recall
+from memvm.hooks.replays import handled_digest
 from memvm.hooks.session_start import start_context
 from memvm.hooks.transcripts import Said, read_transcript
 from memvm.hooks.user_notes import CONFIRMATION, fact_about_user, keep_for_user
@@ -47,7 +48,8 @@ class HookSettings:
 
 
 async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> HookAnswer:
-    """Apply `event` once: a replay of an event handled before adds nothing and gets the same decision."""
+    """Apply `event` once: a replay of an event handled before adds nothing and gets the same
+    decision, while a new call identical to an earlier one is a new call (hooks/replays.py)."""
     match event.kind:
         case EventKind.IGNORED:
             return HookAnswer()
@@ -68,7 +70,8 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
             warning = await catch_up(engine, event, event.transcript, settings.namespace, settings.host.value)
             return HookAnswer(warning=warning)
     namespace = settings.namespace
-    seen = await engine.handled_hook_event(namespace=namespace, digest=event.digest)
+    digest = await handled_digest(engine, namespace, settings.host, event)
+    seen = await engine.handled_hook_event(namespace=namespace, digest=digest)
     if seen is not None:
         return HookAnswer(deny=seen.answer)
     answer = await _apply(engine, event, settings)
@@ -76,7 +79,7 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
         namespace=namespace,
         host=settings.host.value,
         session=event.session,
-        digest=event.digest,
+        digest=digest,
         event=event.name,
         answer=answer.deny,
     )

@@ -1,26 +1,25 @@
 """`memvm hooks install|uninstall HOST`: merge memvm's hook entries into the host's settings file,
 or take exactly them out again.
 
-The file is read whole, changed in memory and written back through a temporary file and a rename,
-so a host that reads it meanwhile sees the old file or the new one, never half of either. The
-previous file is first copied into memvm's own data folder (never into the host's settings folder,
-where it would be read or committed); a run that would change nothing writes nothing at all.
+The file is read whole, changed in memory and written back with nothing else of it changed
+(hooks/settings_file.py: numbers as written, through a link to the file the link names, by a
+rename). The previous file is first copied into memvm's own data folder (never into the host's
+settings folder, where it would be read or committed); a run that would change nothing writes
+nothing at all.
 """
 
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from memvm.engine.names import NAME_PATTERN
+from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.paths import data_dir
+from memvm.hooks import settings_file
 from memvm.hooks.events import Host
 from memvm.hooks.install import (
     DEFAULT_SCOPES,
@@ -72,13 +71,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SettingsRefused("it is not JSON") from exc
-
-
 def _backup(path: Path, host: Host) -> Path:
     """Copy the file into memvm's data folder; an earlier backup is never overwritten."""
     folder = data_dir() / "settings-backups"
@@ -94,36 +86,27 @@ def _backup(path: Path, host: Host) -> Path:
     return backup
 
 
-def _write(path: Path, settings: dict[str, Any]) -> None:
-    text = json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _shown(path: Path, file: Path) -> str:
+    return str(path) if file == path else f"{path} (a link: written through to {file})"
 
 
 def install(host: Host, path: Path, command: str) -> list[str]:
     """Merge memvm's entries into the file at `path`; the lines that say what was done."""
-    existing = _read(path) if path.exists() else None
+    file = settings_file.target(path)
+    existing = settings_file.read(file)
     merged = merge({} if existing is None else existing, host, command)
     if merged == existing:
         return [f"memvm hooks for {host.value} are already in {path}; nothing changed"]
-    path.parent.mkdir(parents=True, exist_ok=True)
+    file.parent.mkdir(parents=True, exist_ok=True)
     said = []
     if existing is None:
         said.append(f"created {path} with memvm's hooks for {host.value}")
     else:
-        backup = _backup(path, host)
-        said.append(f"merged memvm's hooks for {host.value} into {path}; the previous file is {backup}")
-    _write(path, merged)
+        backup = _backup(file, host)
+        said.append(
+            f"merged memvm's hooks for {host.value} into {_shown(path, file)}; the previous file is {backup}"
+        )
+    settings_file.write(file, merged)
     if disabled_by_name(merged):
         said.append(f'note: "hooks"."disabled" in {path} lists "memvm", so Gemini CLI will not run it')
     return said
@@ -131,13 +114,14 @@ def install(host: Host, path: Path, command: str) -> list[str]:
 
 def uninstall(host: Host, path: Path) -> list[str]:
     """Take memvm's entries out of the file at `path`; the lines that say what was done."""
-    existing = _read(path) if path.exists() else None
+    file = settings_file.target(path)
+    existing = settings_file.read(file)
     kept = None if existing is None else remove(existing, host)
     if existing is None or kept == existing:
         return [f"no memvm hooks for {host.value} in {path}; nothing changed"]
-    backup = _backup(path, host)
-    _write(path, kept or {})
-    return [f"took memvm's hooks for {host.value} out of {path}; the previous file is {backup}"]
+    backup = _backup(file, host)
+    settings_file.write(file, kept or {})
+    return [f"took memvm's hooks for {host.value} out of {_shown(path, file)}; the previous file is {backup}"]
 
 
 def _shared_file_note(host: Host) -> str:
@@ -149,10 +133,8 @@ def _shared_file_note(host: Host) -> str:
 
 
 def _command_line(args: argparse.Namespace, host: Host, scope: Scope) -> str:
-    if args.namespace is not None and not re.match(NAME_PATTERN, args.namespace):
-        raise InstallRefused(
-            "--namespace takes letters, digits and _ . : - (up to 64, starting with a letter or digit)"
-        )
+    if args.namespace is not None and not is_name(args.namespace):
+        raise InstallRefused(f"--namespace takes {NAME_RULE}")
     if scope is Scope.PROJECT:
         if args.db is not None:
             raise InstallRefused(

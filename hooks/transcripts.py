@@ -11,15 +11,19 @@ with `tool_use_id`, `content`, `is_error`); `assistant` lines carry `text` and `
 
 A transcript is the host's file, of any size and in any state: it is read from its last
 `MAX_BYTES` only, a line that does not parse (or is nested past what the parser takes) is
-skipped, and whatever was readable is returned with at most one sentence on what was not.
+skipped, and whatever was readable is returned with at most one sentence on what was not. It must
+be a regular file (a link to one is followed): a FIFO, a device or a socket named by an event
+would hold the hook, and the host, on a read that never ends.
 """
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memvm.engine.hosts.host_files import NotRegularFile, open_regular
 from memvm.engine.models import Role
 from memvm.hooks.events import TranscriptFormat
 
@@ -66,6 +70,8 @@ def read_transcript(path: str, format: TranscriptFormat) -> Transcript:
         data, truncated = _tail(Path(path).expanduser())
     except FileNotFoundError:
         return Transcript()
+    except NotRegularFile:
+        return Transcript(problem="the transcript named by the event is not a regular file")
     except OSError:
         return Transcript(problem="the transcript named by the event cannot be read")
     if format is TranscriptFormat.GEMINI_CLI and not truncated:
@@ -83,7 +89,8 @@ def read_transcript(path: str, format: TranscriptFormat) -> Transcript:
 
 
 def _tail(path: Path) -> tuple[bytes, bool]:
-    with path.open("rb") as file:
+    # A link is followed: hosts' folders are often links (a dotfile manager, a moved home).
+    with os.fdopen(open_regular(path, os.O_RDONLY, follow_links=True), "rb") as file:
         size = file.seek(0, 2)
         start = max(0, size - MAX_BYTES)
         file.seek(start)

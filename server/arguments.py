@@ -5,15 +5,13 @@ from typing import Annotated, Any
 
 from memvm.engine.guards.references import ALIAS_PATTERN
 from memvm.engine.models import Modality, Outcome, PageType, Role, SearchScope
-from memvm.engine.names import ID_PATTERN, NAME_PATTERN
+from memvm.engine.names import ID_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN
 from memvm.resources.rules import MODE_MEANINGS, RuleMode
 from pydantic import AfterValidator, Field
 
 MAX_CONTENT_CHARS = 1_000_000
 MAX_JSON_CHARS = 1_000_000
 MAX_ARGUMENT_KEYS = 1_000  # top-level arguments of one tool call; the size cap bounds the rest
-# MCP tool names, plus the separators hosts use to prefix a server's name ("github/create_issue").
-TOOL_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:/\-]{0,127}$"
 
 
 def _storable(text: str) -> str:

@@ -6,13 +6,11 @@ redacted as on every other write. Failures are raised for cli_ops to print in on
 """
 
 import argparse
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 from memvm.engine import Engine, EngineConfig
-from memvm.engine.names import NAME_PATTERN
 from memvm.engine.operations.importers.counts import ImportCounts
 from memvm.engine.operations.importers.formats import ImportFormat, read_source
 from memvm.engine.operations.markdown_export import MarkdownExport, export_markdown
@@ -37,11 +35,6 @@ class Done:
 
 def run_memory_file_command(args: argparse.Namespace, db: str) -> Done:
     """Run the import or export; returns the line that says what it did, and what it left out."""
-    if args.namespace is not None and not re.match(NAME_PATTERN, args.namespace):
-        # The pattern memvm serve holds --namespace to: a name no server could serve is refused.
-        raise TransferError(
-            f"--namespace {args.namespace!r} is not a namespace name: up to 64 letters, digits and _ . : -"
-        )
     if args.command == "export":
         if not args.out:
             raise TransferError("--format markdown writes a folder of files: name it with --out DIR")

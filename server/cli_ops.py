@@ -24,6 +24,7 @@ from typing import TextIO
 import anyio
 from memvm.engine import Engine
 from memvm.engine.errors import DatabaseRefused, MemvmError, StorageBusy, StorageError
+from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.operations.backup import BackupError, backup
 from memvm.engine.operations.doctor import Diagnosis, Findings, diagnose, memory_line
 from memvm.engine.operations.importers.formats import ImportFormat, check_memvm_export
@@ -125,6 +126,10 @@ def check_db_path(db: Path, *, create_folder: bool) -> None:
 
 def run_operation(args: argparse.Namespace) -> int:
     named = database_named(args.db)
+    namespace = getattr(args, "namespace", None)
+    if namespace is not None and not is_name(namespace):
+        # The shape memvm serve holds --namespace to: a name no server could serve is refused.
+        return _fail(f"--namespace {namespace[:80]!r} is not a namespace name: {NAME_RULE}")
     if args.command == "gc":
         return _gc(named)
     if is_memory_file_command(args):

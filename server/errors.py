@@ -110,7 +110,7 @@ def _json_type(value: object) -> str:
 def _field_part(part: str | int) -> str:
     # A key the caller made up is input too: name it only when it is a short, plain name.
     text = str(part)
-    return text if _PLAIN_NAME.match(text) else "<key>"
+    return text if _PLAIN_NAME.fullmatch(text) else "<key>"
 
 
 def tool_error(tool: str, exc: BaseException) -> ToolError:

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from memvm.engine.errors import MemvmError
-from memvm.engine.names import NAME_PATTERN
+from memvm.engine.names import NAME_PATTERN, is_name
 from memvm.resources.context import render_context, render_developer_message
 from memvm.resources.manifest import render_manifest
 from memvm.resources.rules import RuleMode
@@ -92,7 +92,7 @@ async def _guarded(read: Callable[[], Awaitable[str]]) -> str:
 
 
 def _checked_session(session: str) -> str:
-    if not re.fullmatch(NAME_PATTERN, session):
+    if not is_name(session):
         raise ResourceNotFoundError(
             f"No session '{session[:64]}'; session names use letters, digits and _ . : -."
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
-from memvm.engine.names import NAME_PATTERN
+from memvm.engine.names import is_name
 
 MIN_TOKEN_CHARS = 16
 # "aaaaaaaaaaaaaaaa" is 16 characters and no secret. A random token of 16 hex digits has fewer than
@@ -57,7 +57,7 @@ def load_tokens(path: str | Path) -> dict[str, str]:
         if token in tokens:
             # json would keep the last one silently: the earlier namespace would lose its token.
             raise TokenFileError(f"a token appears twice in {path}; give each namespace its own")
-        if not isinstance(namespace, str) or not re.match(NAME_PATTERN, namespace):
+        if not is_name(namespace):
             raise TokenFileError(f"a namespace in {path} is not a name of letters, digits and _ . : -")
         tokens[token] = namespace
     return tokens

@@ -5,7 +5,6 @@ whoever has the URL has the view, and the view only listens on this machine.
 """
 
 import argparse
-import re
 import secrets
 import socket
 import sqlite3
@@ -18,7 +17,7 @@ import anyio
 import uvicorn
 from memvm.engine import Engine, EngineConfig, view
 from memvm.engine.errors import DatabaseRefused, StorageError
-from memvm.engine.names import NAME_PATTERN
+from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.paths import database_named
 from memvm.engine.storage.open import is_postgres_url, shown
 from memvm.resources.budget import reserved_tokens
@@ -47,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if not re.match(NAME_PATTERN, args.namespace):
-        print("memvm: --namespace takes letters, digits and _ . : - (up to 64)", file=sys.stderr)
+    if not is_name(args.namespace):
+        print(f"memvm: --namespace takes {NAME_RULE}", file=sys.stderr)
         return 2
     if not 0 <= args.port <= 65535:
         print("memvm: --port takes 0 (a free port) to 65535", file=sys.stderr)

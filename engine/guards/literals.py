@@ -140,6 +140,6 @@ def short(written: Any, limit: int = 32) -> str:
 
 
 def _key_path(parent: str, key: str) -> str:
-    if _IDENTIFIER.match(key):
+    if _IDENTIFIER.fullmatch(key):
         return f"{parent}.{key}" if parent else key
     return f"{parent}[{json.dumps(key, ensure_ascii=False)}]"

@@ -32,12 +32,12 @@ def sequential_name(seq: int) -> str:
 
 def sequence_of(name: str) -> int | None:
     """N for a name of the form vN, else None (an alias)."""
-    match = _SEQUENTIAL.match(name)
+    match = _SEQUENTIAL.fullmatch(name)
     return int(match.group(1)) if match else None
 
 
 def is_reference(text: str) -> bool:
-    return _WHOLE.match(text) is not None
+    return _WHOLE.fullmatch(text) is not None
 
 
 def referenced_names(args: Any) -> set[str]:
@@ -115,7 +115,7 @@ def resolve(args: Any, known: Mapping[str, Any]) -> Resolution:
             return [visit(child) for child in node]
         if not isinstance(node, str) or "$" not in node:
             return node
-        whole = _WHOLE.match(node)
+        whole = _WHOLE.fullmatch(node)
         if whole:
             name, path = whole.group(1), whole.group(2)
             if name in known:

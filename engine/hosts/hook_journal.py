@@ -5,17 +5,25 @@ could not be read, the background process did not answer), nothing about it can 
 database, which is often the very thing that failed. So each such event is one JSON line in a
 file beside it: when, which host and session, which event, whether it was a pre-tool check (a
 guard that failed open) and why. Standard library only: the hook's fast client writes it too.
+
+The journal's folder may be one others can write to, so what sits at the journal's path is opened
+as a regular file or not at all (engine/hosts/host_files.py): a link planted there is not
+followed, and a FIFO neither holds a hook nor `memvm doctor`. When the journal is cut down, its
+newest half goes to a new file of a name no one could have guessed, which then replaces it.
 """
 
+import contextlib
 import hashlib
 import json
 import math
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memvm.engine.hosts.host_files import open_regular
 from memvm.engine.paths import default_db_path
 from memvm.engine.redaction import redact
 from memvm.engine.storage.open import is_postgres_url
@@ -58,39 +66,49 @@ def record_skipped(db: str | Path, *, host: str, session: str, event: str, guard
         }
     )
     path = journal_path(db)
+    entry = (line + "\n").encode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if path.exists() and path.stat().st_size > _MAX_BYTES:
-            _keep_newest_half(path)
         # O_APPEND: lines from hooks running at once never interleave within a line.
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, follow_links=False)
         try:
             size = os.fstat(fd).st_size
-            # A line left unfinished (a disk that filled) must not swallow this one.
-            lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
-            os.write(fd, lead + (line + "\n").encode())
+            if size > _MAX_BYTES:
+                _replace_by_newest_half(fd, size, path, entry)
+            else:
+                os.write(fd, _lead(fd, size) + entry)
         finally:
             os.close(fd)
     except OSError:
         pass
 
 
-def _keep_newest_half(path: Path) -> None:
-    lines = path.read_bytes().splitlines(keepends=True)
-    kept = lines[len(lines) // 2 :]
-    spare = path.with_name(path.name + ".tmp")
-    fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def _lead(fd: int, size: int) -> bytes:
+    # A line left unfinished (a disk that filled) must not swallow the next one.
+    return b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+
+
+def _replace_by_newest_half(fd: int, size: int, path: Path, entry: bytes) -> None:
+    """The journal read through `fd` cut to its newest half, then `entry`, written to a new file
+    that replaces the one at `path` (a link planted there is replaced, never written through)."""
+    lines = os.pread(fd, size, 0).splitlines(keepends=True)
+    kept = b"".join(lines[len(lines) // 2 :])
+    spare_fd, spare = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.write(fd, b"".join(kept))
-    finally:
-        os.close(fd)
-    os.replace(spare, path)
+        with os.fdopen(spare_fd, "wb") as spare_file:
+            spare_file.write(kept + (b"\n" if kept and not kept.endswith(b"\n") else b"") + entry)
+        os.replace(spare, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(spare)
+        raise
 
 
 def skipped_events(db: str | Path) -> list[SkippedEvent]:
     """The journal's events, oldest first; lines that do not parse are passed over."""
     try:
-        raw = journal_path(db).read_bytes()
+        with os.fdopen(open_regular(journal_path(db), os.O_RDONLY, follow_links=False), "rb") as file:
+            raw = file.read()
     except OSError:
         return []
     found: list[SkippedEvent] = []

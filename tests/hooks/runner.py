@@ -12,7 +12,9 @@ import contextlib
 import json
 import os
 import signal
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,21 @@ def run_hook_process(host: str, db: Path | str, event: Any, *extra: str) -> Answ
     done = run_process("hook", host, "--db", str(db), *extra, stdin=_event_bytes(event))
     assert done.status == 0, done.stderr
     return json.loads(done.stdout), done.stderr.splitlines()
+
+
+def within(seconds: float, call: Callable[[], Any], fifo: Path) -> Any:
+    """What `call` returns, or None when it has not returned after `seconds`: a call that waits on
+    `fifo` is then let go (a writer opens it and leaves), so that no thread stays stuck."""
+    done: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: done.setdefault("answer", call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        with contextlib.suppress(OSError):  # no reader waits on it
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(seconds)
+        return None
+    return done["answer"]
 
 
 def rows(db: Path | str, sql: str) -> list[tuple[Any, ...]]:

@@ -2,6 +2,7 @@
 `memvm hook` process, on transcript files written in the hosts' shapes."""
 
 import json
+import os
 import secrets
 import string
 from pathlib import Path
@@ -13,7 +14,7 @@ from tests.hooks import claude_code_events as cc
 from tests.hooks import claude_code_transcripts as ct
 from tests.hooks import gemini_cli_events as gc
 from tests.hooks import gemini_cli_transcripts as gt
-from tests.hooks.runner import rows, run_hook, transcript
+from tests.hooks.runner import rows, run_hook, transcript, within
 from tests.hooks.uncheckable import ARGUMENTS, PLACEHOLDER, with_arguments
 
 
@@ -271,6 +272,35 @@ def test_an_entry_that_cannot_be_stored_is_left_out_and_the_rest_is_captured(tmp
         (cc.SESSION, "assistant", "Done after."),
     ]
     assert calls(db) == []
+
+
+NOT_REGULAR = (
+    "memvm hook: the transcript named by the event is not a regular file; what was readable is captured"
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="a platform without FIFOs")
+@pytest.mark.parametrize("kind", ["fifo", "link to a fifo", "device"])
+@pytest.mark.parametrize(
+    ("host", "event", "says"),
+    [
+        ("claude-code", cc.session_end, [NOT_REGULAR]),
+        ("claude-code", cc.pre_compact, [NOT_REGULAR]),
+        # A Stop without the reply reads it from the transcript, and says nothing when it cannot.
+        ("claude-code", lambda path: {**cc.stop(""), "transcript_path": path}, []),
+        ("gemini-cli", gc.session_end, [NOT_REGULAR]),
+    ],
+    ids=["SessionEnd", "PreCompact", "Stop", "gemini-SessionEnd"],
+)
+def test_a_transcript_that_is_no_regular_file_is_refused_at_once(tmp_path, kind, host, event, says):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    named = {"fifo": fifo, "link to a fifo": tmp_path / "link.jsonl", "device": Path("/dev/zero")}[kind]
+    if kind == "link to a fifo":
+        named.symlink_to(fifo)
+    db = tmp_path / "m.db"
+    answered = within(30, lambda: run_hook(host, db, event(str(named))), fifo)
+    assert answered == ({}, says)
 
 
 def test_gemini_session_end_reads_json_lines_with_rewinds_and_skips_what_is_not_a_message(tmp_path):

@@ -12,9 +12,17 @@ import pytest
 from memvm.engine.hosts.hook_journal import journal_path, skipped_events
 
 from tests.commands import command
+from tests.conftest import fresh_postgres_database
 from tests.hooks import claude_code_events as cc
 from tests.hooks import gemini_cli_events as gc
-from tests.hooks.runner import background_pids, run_hook, run_hook_process, wait_for_background
+from tests.hooks.runner import (
+    background_pids,
+    rows,
+    run_hook,
+    run_hook_process,
+    run_in_process,
+    wait_for_background,
+)
 from tests.hooks.test_hook_doctor import doctor, doctor_json
 
 
@@ -134,6 +142,73 @@ def test_a_session_id_with_a_lone_surrogate_is_a_session_like_any_other(tmp_path
     assert run_hook("claude-code", db, event) == ({}, [])
     code, found = doctor_json(db)
     assert code == 0 and found["hook_sessions"][0]["session"].startswith("abc-")
+
+
+HOSTILE_IDS = [
+    "trail\n",
+    "a/b/../../c",
+    "x" * 10_000,
+    "nul\x00id",
+    "emoji-\U0001f600",
+    "..",
+    "../../etc",
+    "-",
+]
+
+
+def _session_of_every_kind(session_id: str) -> list[tuple[str, dict]]:
+    tool = "mcp__shop__" + "x" * 300 + "\n"  # past a tool name's 128 characters, and a newline
+    result = "a long result " * 400  # long enough to become a page whose provenance names the tool
+    return [
+        ("claude-code", {**cc.prompt("book a table for 4"), "session_id": session_id}),
+        ("claude-code", {**cc.pre_tool({"party": 4}, "toolu_1", tool=tool), "session_id": session_id}),
+        (
+            "claude-code",
+            {**cc.post_tool({"party": 4}, result, "toolu_1", tool=tool), "session_id": session_id},
+        ),
+        ("claude-code", {**cc.stop("booked"), "session_id": session_id}),
+        ("gemini-cli", {**gc.before_agent("list the files"), "session_id": session_id}),
+        ("gemini-cli", {**gc.before_tool({"command": "ls"}), "session_id": session_id}),
+        ("gemini-cli", {**gc.after_tool({"command": "ls"}, result, tool=tool), "session_id": session_id}),
+    ]
+
+
+def test_hostile_session_ids_leave_the_file_healthy_and_restorable(db_url, tmp_path, request):
+    for session_id in HOSTILE_IDS:
+        for host, event in _session_of_every_kind(session_id):
+            _, errors = run_hook(host, db_url, event)
+            assert errors == [], (session_id[:20], event["hook_event_name"])
+    code, out, _ = run_in_process(["doctor", "--db", db_url])
+    assert code == 0 and "healthy" in out
+    # No two ids share a session, and every name is one a restore takes.
+    sessions = [session for (session,) in rows(db_url, "SELECT session FROM sessions")]
+    assert len(sessions) >= len(HOSTILE_IDS)
+    assert all(len(name) <= 64 and name[0].isalnum() and name.isascii() for name in sessions)
+    export = tmp_path / "all.jsonl"
+    assert run_in_process(["export", "--db", db_url, "--out", str(export)])[0] == 0
+    fresh = str(tmp_path / "fresh.db")
+    if db_url.startswith("postgresql"):
+        fresh = fresh_postgres_database(request.getfixturevalue("postgres"))
+    code, _, err = run_in_process(["import", str(export), "--db", fresh])
+    assert code == 0, err
+    assert rows(fresh, "SELECT count(*) FROM pages") == rows(db_url, "SELECT count(*) FROM pages")
+
+
+def test_the_same_hostile_id_is_the_same_session_every_time(tmp_path):
+    db = tmp_path / "m.db"
+    for text in ("first prompt", "second prompt"):
+        run_hook("claude-code", db, {**cc.prompt(text), "session_id": "trail\n"})
+    [(session, pages)] = rows(db, "SELECT session, count(*) FROM pages GROUP BY session")
+    assert pages == 2 and session.startswith("trail-") and session != "trail\n"
+
+
+def test_a_namespace_no_server_could_serve_is_refused_in_one_line_and_nothing_is_written(tmp_path):
+    db = tmp_path / "m.db"
+    for namespace in ("../../etc", "work\n", "", "a" * 65):
+        answer, errors = run_hook("claude-code", db, cc.prompt("hello"), "--namespace", namespace)
+        assert answer == {} and len(errors) == 1
+        assert "--namespace" in errors[0] and "not a namespace name" in errors[0]
+    assert not db.exists()
 
 
 @pytest.mark.slow

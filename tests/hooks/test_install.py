@@ -18,6 +18,7 @@ from tests.commands import Done, run
 from tests.conftest import db_rows
 from tests.hooks import claude_code_events as cc
 from tests.hooks import gemini_cli_events as gc
+from tests.hooks.runner import within
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"claude-code": ".claude", "gemini-cli": ".gemini"}
@@ -143,6 +144,14 @@ def test_project_scope_writes_no_personal_path_and_says_what_each_teammate_needs
 
     refusal = install(project, home, host, "--scope", "project", "--db", str(home / "m.db"))
     assert "names no path of yours" in refused(refusal)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("namespace", ["team\n", "../../etc", "my team"])
+def test_a_namespace_no_hook_could_use_is_refused_and_nothing_is_written(places, host, namespace):
+    project, home = places
+    assert "--namespace takes" in refused(install(project, home, host, "--namespace", namespace))
+    assert list(project.iterdir()) == [] and list(home.iterdir()) == []
 
 
 def test_gemini_cli_has_no_local_scope_and_says_which_to_use(places):
@@ -380,3 +389,111 @@ def test_gemini_install_says_when_hooks_disabled_names_memvm(places):
     assert done.status == 0, done.stderr
     assert 'lists "memvm"' in done.stdout
     assert json.loads(path.read_text())["hooks"]["disabled"] == ["memvm"]
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_linked_settings_file_is_written_through_and_stays_a_link(places, host):
+    # As a dotfile manager leaves it: the settings file is a link into the user's dotfiles.
+    project, home = places
+    kept = home / "dotfiles" / "settings.json"
+    kept.parent.mkdir()
+    kept.write_text(json.dumps(FOREIGN[host]))
+    path = personal_file(host, project, home)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(kept)
+
+    done = install(project, home, host)
+    assert done.status == 0, done.stderr
+    assert f"written through to {kept}" in done.stdout
+    assert path.is_symlink() and path.resolve() == kept
+    merged = json.loads(kept.read_text())
+    assert merged["hooks"] == json.loads(json.dumps(merged["hooks"])) and ours(merged, host)
+    assert {key: merged[key] for key in FOREIGN[host] if key != "hooks"} == {
+        key: value for key, value in FOREIGN[host].items() if key != "hooks"
+    }
+
+    done = uninstall(project, home, host)
+    assert done.status == 0, done.stderr
+    assert path.is_symlink() and json.loads(kept.read_text()) == FOREIGN[host]
+    assert [p.name for p in kept.parent.iterdir()] == ["settings.json"]  # no temporary file left
+
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_a_link_that_leads_nowhere_is_refused_in_one_line_and_nothing_is_created(places, host, command):
+    project, home = places
+    path = personal_file(host, project, home)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(home / "dotfiles" / "settings.json")
+    done = hooks(project, home, command, host)
+    assert done.status == 2 and "leads to no file" in refused_untouched(done)
+    assert not (home / "dotfiles").exists() and path.is_symlink()
+    assert backups(home) == []
+
+
+def refused_untouched(done: Done) -> str:
+    (line,) = done.stderr.splitlines()
+    assert "untouched" in line and "Traceback" not in done.stderr
+    return line
+
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("depth", [70, 5_000])
+def test_a_settings_file_nested_past_any_host_s_is_refused_in_one_line_and_left_as_it_is(places, host, depth):
+    project, home = places
+    path = personal_file(host, project, home)
+    path.parent.mkdir(parents=True)
+    content = '{"deep": ' + "[" * depth + "]" * depth + "}"
+    path.write_text(content)
+    for command in ("install", "uninstall"):
+        done = hooks(project, home, command, host)
+        assert done.status == 2 and "nested deeper than" in refused_untouched(done)
+    assert path.read_text() == content and backups(home) == []
+
+
+NUMBERS = (
+    '{"big": 1e400, "tiny": 1e-400, "precise": 0.10000000000000001, "exponent": 1E2, "zero": -0, "long": '
+)
+
+
+def _compact(text: str) -> str:
+    return re.sub(r"\s", "", text)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_numbers_are_written_back_as_they_were_written(places, host):
+    project, home = places
+    path = personal_file(host, project, home)
+    path.parent.mkdir(parents=True)
+    numbers = NUMBERS + "9" * 5_000 + "}"  # past Python's 4,300 digits of int()
+    original = '{"model": "opus", "numbers": ' + numbers + "}"
+    path.write_text(original)
+
+    assert install(project, home, host).status == 0
+    written = path.read_text()
+    assert "Infinity" not in written and ours(json.loads(written, parse_int=str), host)
+    assert _compact(numbers) in _compact(written)
+
+    assert uninstall(project, home, host).status == 0
+    assert _compact(path.read_text()) == _compact(original)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_file_holding_what_json_has_no_number_for_is_refused(places, host, constant):
+    project, home = places
+    path = personal_file(host, project, home)
+    path.parent.mkdir(parents=True)
+    path.write_text(f'{{"x": {constant}}}')
+    assert "is no JSON number" in refused_untouched(install(project, home, host))
+    assert path.read_text() == f'{{"x": {constant}}}'
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="a platform without FIFOs")
+def test_a_fifo_where_the_settings_file_is_is_refused_without_waiting(places):
+    project, home = places
+    path = personal_file("claude-code", project, home)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    done = within(30, lambda: install(project, home, "claude-code"), path)
+    assert done is not None and "not a regular file" in refused_untouched(done)

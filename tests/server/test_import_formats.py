@@ -141,6 +141,15 @@ def one_line_refusal(capsys, says: str) -> None:
             ["import", FIXTURES / "notes", "--format", "markdown", "--namespace", "my team"],
             "is not a namespace name",
         ),
+        (
+            ["import", FIXTURES / "notes", "--format", "markdown", "--namespace", "team\n"],
+            "is not a namespace name",
+        ),
+        (
+            ["export", "--format", "markdown", "--out", "x", "--namespace", "team\n"],
+            "is not a namespace name",
+        ),
+        (["export", "--namespace", "../../etc"], "is not a namespace name"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(db_url, capsys, argv, says):

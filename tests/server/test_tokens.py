@@ -36,6 +36,8 @@ def test_a_tokens_file_maps_each_token_to_its_namespace(tmp_path):
         ({f" {GOOD}": "alice"}, "holds a space, a control character"),
         ({GOOD: "no spaces allowed"}, "namespace"),
         ({GOOD: 7}, "namespace"),
+        # `$` of a pattern passes a final newline unless the whole name is matched.
+        ({GOOD: "alice\n"}, "namespace"),
     ],
 )
 def test_an_unusable_tokens_file_is_refused_with_the_reason(tmp_path, content, complaint):

@@ -264,6 +264,7 @@ async def test_guard_verdicts_are_listed_with_their_reasons(tmp_path):
         ("missing", (), "there is no memvm database"),
         ("port", ("--port", "70000"), "--port takes 0"),
         ("namespace", ("--namespace", 'bad"name'), "--namespace takes"),
+        ("namespace-newline", ("--namespace", "team\n"), "--namespace takes"),
         ("host", ("--host", "0.0.0.0"), "loopback only"),
     ],
 )

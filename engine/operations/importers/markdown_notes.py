@@ -20,7 +20,7 @@ from pathlib import Path
 
 from memvm.engine import Engine
 from memvm.engine.models import REMEMBERED_TYPES, PageType
-from memvm.engine.names import ID_PATTERN
+from memvm.engine.names import is_page_id
 from memvm.engine.operations.importers.counts import Counted, ImportCounts
 from memvm.engine.operations.importers.keys import KEY_CHARS, name_for
 from memvm.engine.operations.importers.notes import ImportedNote, write_notes
@@ -119,7 +119,7 @@ def imported_note(note: MarkdownNote) -> ImportedNote:
         key = name_for("", note.relative.replace("/", "."), KEY_CHARS)
     elif redact(key) != key:
         key = name_for("", key, KEY_CHARS)  # a key made of a secret: its digest instead
-    if not re.match(ID_PATTERN, key):
+    if not is_page_id(key):
         raise TransferError(f"{note.path}: the key {key!r} is not a memvm key (letters, digits, _ . : -)")
     kind = note.fields.get("type", PageType.NOTE.value)
     if kind not in {t.value for t in REMEMBERED_TYPES}:

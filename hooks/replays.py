@@ -1,0 +1,59 @@
+"""The digest an event is marked handled under: the same for the same event sent again, new for a
+new call, even one identical to the last.
+
+A host that names each call (Claude Code's `tool_use_id`) makes this plain: the id is in the
+event. Without one (an older Claude Code; Gemini CLI, whose `timestamp` repeats within a
+millisecond), the same call made twice sends the same event twice, and a host that sends an event
+again (after a timeout) sends the very same bytes. What tells them apart is the call's result in
+between: a call made again after the first one completed is a new call. So, for a tool event with
+no call id, with N the session's recorded outcomes of that tool with those arguments:
+
+- a pre-tool event is call N+1 starting. Its digest is a key of (host, session, tool, arguments,
+  N), then a digest of the event: sent again before the call completes, it is the same; made
+  again after, N has grown. A call denied never completes, so the same call tried again gets the
+  same denial.
+- a result completes call N+1 when that call's pre-tool event was seen (a digest beginning with
+  its key): its digest is the event's with N. Otherwise no call started since the last result
+  (N), so it is that result sent again: the event's digest with N-1, as that one was marked.
+
+Two identical calls whose events arrive together, before either completes, stay one call: no
+byte of them differs. A result whose pre-tool event was never handled (the database was busy)
+is taken for a replay when it repeats the previous result of the same call exactly.
+"""
+
+import hashlib
+import json
+
+from memvm.engine import Engine
+from memvm.engine.guards.literals import call_hash
+from memvm.hooks.events import EventKind, HookEvent, Host
+
+_TOOL_EVENTS = (EventKind.PRE_TOOL, EventKind.TOOL_DONE, EventKind.TOOL_FAILED)
+# Hex digits of the call's key that begin a pre-tool event's digest; the rest are the event's.
+_KEY_CHARS = 32
+
+
+async def handled_digest(engine: Engine, namespace: str, host: Host, event: HookEvent) -> str:
+    """The digest `event` is looked up and marked handled under (see the module's docstring)."""
+    if event.kind not in _TOOL_EVENTS or event.tool_use_id:
+        return event.digest
+    completed = await engine.tool_outcomes_recorded(
+        namespace=namespace, session=event.session, tool=event.tool, args=event.tool_input
+    )
+    if event.kind is EventKind.PRE_TOOL:
+        return _call_key(host, event, completed) + event.digest[_KEY_CHARS:]
+    started = await engine.handled_hook_event_with_prefix(
+        namespace=namespace, prefix=_call_key(host, event, completed)
+    )
+    return _numbered(event.digest, completed if started else completed - 1)
+
+
+def _call_key(host: Host, event: HookEvent, completed: int) -> str:
+    canonical = json.dumps(
+        ["call", host.value, event.session, call_hash(event.tool, event.tool_input), completed]
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:_KEY_CHARS]
+
+
+def _numbered(digest: str, completed: int) -> str:
+    return hashlib.sha256(f"{digest}:{completed}".encode()).hexdigest()
