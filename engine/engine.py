@@ -49,7 +49,13 @@ from memvm.engine.models import (
 )
 from memvm.engine.names import page_ids, session_names
 from memvm.engine.paging import faults, memory
-from memvm.engine.paging.history import known_tools, session_tools, session_transcript, standing_notes
+from memvm.engine.paging.history import (
+    known_tools,
+    session_tools,
+    session_transcript,
+    standing_notes,
+    transcript_pages,
+)
 from memvm.engine.paging.history_write import HistoryMessage, HistoryWritten, write_history
 from memvm.engine.paging.manifest_pages import available_pages, namespace_counts
 from memvm.engine.paging.pages import get_page
@@ -407,6 +413,11 @@ class Engine:
         """The session's last `limit` transcript pages as stored, oldest first."""
         async with self.db.read(namespace) as conn:
             return await session_transcript(conn, namespace, session, limit)
+
+    async def transcript_pages(self, *, namespace: str, session: str) -> int:
+        """How many transcript pages `session` holds."""
+        async with self.db.read(namespace) as conn:
+            return await transcript_pages(conn, namespace, session)
 
     async def session_tools(self, *, namespace: str, session: str, limit: int) -> list[str]:
         """The tools `session` called lately, most recent first."""

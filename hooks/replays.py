@@ -19,6 +19,11 @@ no call id, with N the session's recorded outcomes of that tool with those argum
 Two identical calls whose events arrive together, before either completes, stay one call: no
 byte of them differs. A result whose pre-tool event was never handled (the database was busy)
 is taken for a replay when it repeats the previous result of the same call exactly.
+
+A prompt or a final reply carries no id either ("continue" typed twice, a turn that ends "Done."
+like the last): sent again, it is still the session's last transcript page, so it is the same
+event; the same words after anything else are new, marked under the event's digest numbered by
+the session's transcript so far.
 """
 
 import hashlib
@@ -26,15 +31,22 @@ import json
 
 from memvm.engine import Engine
 from memvm.engine.guards.literals import call_hash
+from memvm.engine.models import Role
+from memvm.engine.redaction import redact
 from memvm.hooks.events import EventKind, HookEvent, Host
 
 _TOOL_EVENTS = (EventKind.PRE_TOOL, EventKind.TOOL_DONE, EventKind.TOOL_FAILED)
+# What a prompt and a final reply are stored as.
+_SAID = {EventKind.PROMPT: Role.USER, EventKind.REPLY: Role.ASSISTANT}
+_TAIL = 1
 # Hex digits of the call's key that begin a pre-tool event's digest; the rest are the event's.
 _KEY_CHARS = 32
 
 
 async def handled_digest(engine: Engine, namespace: str, host: Host, event: HookEvent) -> str:
     """The digest `event` is looked up and marked handled under (see the module's docstring)."""
+    if event.kind in _SAID:
+        return await _said_digest(engine, namespace, event)
     if event.kind not in _TOOL_EVENTS or event.tool_use_id:
         return event.digest
     completed = await engine.tool_outcomes_recorded(
@@ -46,6 +58,20 @@ async def handled_digest(engine: Engine, namespace: str, host: Host, event: Hook
         namespace=namespace, prefix=_call_key(host, event, completed)
     )
     return _numbered(event.digest, completed if started else completed - 1)
+
+
+async def _said_digest(engine: Engine, namespace: str, event: HookEvent) -> str:
+    if await engine.handled_hook_event(namespace=namespace, digest=event.digest) is None:
+        return event.digest
+    role, text = _SAID[event.kind], event.prompt if event.kind is EventKind.PROMPT else event.reply
+    if not text.strip():
+        return event.digest  # nothing said (a reply left to the transcript): its own event
+    stored = redact(text) if engine.config.redact_secrets else text
+    latest = await engine.session_transcript(namespace=namespace, session=event.session, limit=_TAIL)
+    if latest and latest[-1].role is role and latest[-1].content.strip() == stored.strip():
+        return event.digest  # sent again: the same event
+    count = await engine.transcript_pages(namespace=namespace, session=event.session)
+    return _numbered(event.digest, count)
 
 
 def _call_key(host: Host, event: HookEvent, completed: int) -> str:

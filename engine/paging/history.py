@@ -89,6 +89,15 @@ async def session_transcript(conn: Reads, namespace: str, session: str, limit: i
     return [TranscriptText(role=Role(row["role"]), content=row["content"]) for row in rows]
 
 
+_TRANSCRIPT_PAGES = "SELECT count(*) FROM pages WHERE namespace = ? AND session = ? AND type = ?"
+
+
+async def transcript_pages(conn: Reads, namespace: str, session: str) -> int:
+    """How many transcript pages the session holds (on the session's index)."""
+    row = await conn.one(_TRANSCRIPT_PAGES, (namespace, session, PageType.TRANSCRIPT.value))
+    return int(row[0]) if row else 0
+
+
 async def session_tools(conn: Reads, namespace: str, session: str, limit: int) -> list[str]:
     """The tools the session called lately, most recent first."""
     rows = await conn.all(_SESSION_TOOLS, (namespace, session, _CALL_WINDOW, limit))

@@ -95,3 +95,19 @@ def test_a_tool_capped_at_one_call_runs_once_however_often_it_is_asked_for(tmp_p
             run_hook(host, db, result("12 passing"), *extra)  # the host ran it
     assert [_denied(host, answer) for answer, _ in answers] == [False, True, True, True, True]
     assert rows(db, "SELECT count(*) FROM tool_calls") == [(1,)]
+
+
+def test_the_same_words_typed_again_are_a_new_prompt_and_an_event_sent_again_is_not(tmp_path):
+    db = tmp_path / "m.db"
+    for event in (
+        cc.prompt("continue"),
+        cc.prompt("continue"),  # sent again (a timeout): still the session's last page
+        cc.stop("Done."),
+        cc.prompt("continue"),  # typed again after the reply: a new prompt, a new turn
+        cc.stop("Done."),  # the same words ending another turn: a new reply
+        cc.stop("Done."),  # and that one sent again
+    ):
+        answer, errors = run_hook("claude-code", db, event)
+        assert errors == [] and answer == {}
+    said = rows(db, "SELECT role, turn FROM pages WHERE type = 'transcript' ORDER BY rowid")
+    assert said == [("user", 1), ("assistant", 1), ("user", 2), ("assistant", 2)]
