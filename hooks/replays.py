@@ -20,10 +20,11 @@ Two identical calls whose events arrive together, before either completes, stay 
 byte of them differs. A result whose pre-tool event was never handled (the database was busy)
 is taken for a replay when it repeats the previous result of the same call exactly.
 
-A prompt or a final reply carries no id either ("continue" typed twice, a turn that ends "Done."
-like the last): sent again, it is still the session's last transcript page, so it is the same
-event; the same words after anything else are new, marked under the event's digest numbered by
-the session's transcript so far.
+Claude Code's prompt and final reply carry no id either ("continue" typed twice, a turn that ends
+"Done." like the last): sent again, it is still the session's last transcript page, so it is the
+same event; the same words after anything else are new, marked under the event's digest numbered
+by the session's transcript so far. (Gemini CLI's carry the moment they were sent: its digest
+tells them apart.)
 """
 
 import hashlib
@@ -45,7 +46,7 @@ _KEY_CHARS = 32
 
 async def handled_digest(engine: Engine, namespace: str, host: Host, event: HookEvent) -> str:
     """The digest `event` is looked up and marked handled under (see the module's docstring)."""
-    if event.kind in _SAID:
+    if event.kind in _SAID and host is Host.CLAUDE_CODE:
         return await _said_digest(engine, namespace, event)
     if event.kind not in _TOOL_EVENTS or event.tool_use_id:
         return event.digest

@@ -95,8 +95,9 @@ def test_replayed_events_add_nothing_twice(tmp_path):
         cc.post_tool({"command": "ls deploy"}, {"stdout": "run.sh"}, "toolu_1"),
         cc.stop("The deploy script is deploy/run.sh."),
     ]
-    for event in events + events:
+    for event in events:
         hook(db, event)
+        hook(db, event)  # sent again, as after a timeout
     assert transcript(db) == [
         (cc.SESSION, "user", "where is the deploy script"),
         (cc.SESSION, "assistant", "The deploy script is deploy/run.sh."),
