@@ -75,10 +75,16 @@ async def test_sigkill_mid_write_loses_no_acknowledged_write(db_url, backend, re
             took = await first_answer(url, server, START_LIMIT)
             if trial:
                 restarts.append(took)
+            before = len(acked)
             async with anyio.create_task_group() as writers:
                 for w in range(WRITERS):
                     writers.start_soon(write_until_killed, url, f"w{w}", acked)
-                await anyio.sleep(rng.uniform(0.2, 1.5))
+                # Killed mid-write at a random moment once the writers are under way, however slow
+                # a busy machine makes their first writes (within a generous bound).
+                with anyio.move_on_after(START_LIMIT):
+                    while len(acked) - before < WRITERS:
+                        await anyio.sleep(0.05)
+                await anyio.sleep(rng.uniform(0.0, 1.0))
                 server.kill()  # SIGKILL: no shutdown code runs
         finally:
             server.kill()
