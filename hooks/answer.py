@@ -17,6 +17,7 @@ from memvm.engine import Engine
 from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageError, StorageFull
 from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.hosts.hook_journal import record_skipped
+from memvm.engine.paths import DatabasePathError
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, MalformedEvent, session_name
 from memvm.hooks.handle import HookSettings, handle
 from memvm.hooks.protocols import protocol
@@ -179,6 +180,10 @@ def skipped_reason(exc: BaseException) -> str:
         return "the database has no room left (disk full or --max-db-mb)"
     if isinstance(exc, DatabaseRefused | StorageError):
         return "the database cannot be used (run memvm doctor)"
+    if isinstance(exc, DatabasePathError):
+        return f"the database cannot be used: {exc}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"the database cannot be used ({exc.strerror}; run memvm doctor)"
     return f"the database or the event could not be handled ({type(exc).__name__}; run memvm doctor)"
 
 
