@@ -1,7 +1,7 @@
 import sqlite3
 
 import pytest
-from memvm.engine.errors import KeyConflict, PageChanged, PageNotFound
+from memvm.engine.errors import InvalidArgument, KeyConflict, PageChanged, PageNotFound
 from memvm.engine.models import IngestMessage, Level, NewPage, PageType, Role
 from memvm.engine.paging.memory import fingerprint
 
@@ -151,3 +151,8 @@ async def test_the_same_text_remembered_again_without_a_key_is_the_page_already_
     clock.advance(120)
     later = await engine.remember(namespace=NS, session="s1", page=note("Parked on level 3."))
     assert claim.created and later.created and later.page_id != brief.page_id
+
+
+async def test_a_blank_run_too_long_for_the_tokenizer_is_refused_in_one_sentence(engine):
+    with pytest.raises(InvalidArgument, match="a run of blank characters too long to count; shorten"):
+        await engine.remember(namespace=NS, session="s", page=note("x" + " " * 1_000_000 + "y"))
