@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from memvm.engine import Engine
-from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageError, StorageFull
+from memvm.engine.errors import (
+    DatabaseRefused,
+    InvalidArgument,
+    PageTooLong,
+    StorageBusy,
+    StorageError,
+    StorageFull,
+)
 from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.hosts.hook_journal import record_skipped
 from memvm.engine.paths import DatabasePathError
@@ -92,9 +99,9 @@ async def answer(open_engine: OpenEngine, db: str, request: HookRequest) -> Hook
             return _uncheckable_call_denied(request, event, name, exc)
         reason = skipped_reason(exc)
         note_skipped(db, request, event, reason)
-        return HookReply(
-            {}, reason, engine_failed=not isinstance(exc, MalformedEvent | StorageBusy | GuardConfigError)
-        )
+        # The event's own fault leaves the engine as it was.
+        of_the_event = MalformedEvent | InvalidArgument | StorageBusy | GuardConfigError
+        return HookReply({}, reason, engine_failed=not isinstance(exc, of_the_event))
 
 
 # What a tool call's own arguments can hold that no reader can check: JSON nested past the parser,
@@ -178,6 +185,13 @@ def skipped_reason(exc: BaseException) -> str:
         return "the database stayed busy past --wait-ms"
     if isinstance(exc, StorageFull):
         return "the database has no room left (disk full or --max-db-mb)"
+    if isinstance(exc, PageTooLong):
+        return (
+            f"the event's text is {exc.size} {exc.unit}s, over the {exc.limit}-{exc.unit} page limit "
+            "(max_page_tokens), so it was not stored"
+        )
+    if isinstance(exc, InvalidArgument):
+        return f"the event was not stored ({str(exc).rstrip('.')})"
     if isinstance(exc, DatabaseRefused | StorageError):
         return "the database cannot be used (run memvm doctor)"
     if isinstance(exc, DatabasePathError):
