@@ -146,6 +146,7 @@ class Engine:
         everywhere: bool | None = None,
     ) -> RememberResult:
         await self._counting()
+        memory.refuse_too_long(self.config, page.content)
         replaced: list[str] = []
         if self.config.redact_secrets:
             redacted_writes.refuse_secret_name(key, "key")
@@ -173,6 +174,8 @@ class Engine:
         project: str | None = None,
     ) -> IngestResult:
         await self._counting()
+        for message in messages:
+            memory.refuse_too_long(self.config, message.content)
         if self.config.redact_secrets:
             messages = [redacted_writes.message(message) for message in messages]
         return await memory.ingest(
@@ -192,6 +195,8 @@ class Engine:
         """Store a past conversation's messages as `session`'s transcript pages, each dated as
         written and mapped nowhere; messages whose `source_id` the session holds are skipped."""
         await self._counting()
+        for message in messages:
+            memory.refuse_too_long(self.config, message.content)
         if self.config.redact_secrets:
             messages = [
                 message.model_copy(

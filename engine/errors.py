@@ -13,6 +13,16 @@ class InvalidArgument(MemvmError):
     """An argument passed validation of its type but not of its meaning."""
 
 
+class PageTooLong(InvalidArgument):
+    """Content over the page limit: in characters, told before any of it is counted, or in tokens."""
+
+    def __init__(self, size: int, limit: int, unit: str) -> None:
+        super().__init__(
+            f"The content is {size} {unit}s, over the {limit}-{unit} page limit; split it into smaller pages."
+        )
+        self.size, self.limit, self.unit = size, limit, unit
+
+
 class PageNotFound(MemvmError):
     def __init__(self, page_id: str) -> None:
         super().__init__(

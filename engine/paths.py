@@ -1,4 +1,5 @@
-"""Where the database lives when no --db names it: one answer for the server and the hooks."""
+"""Where the database lives when no --db names it, one answer for the server and the hooks, and
+whether a path can name one at all."""
 
 import os
 import sys
@@ -33,3 +34,25 @@ def database_named(given: str | None) -> str:
     if is_postgres_url(target) or target == ":memory:":
         return target
     return str(Path(target).expanduser())
+
+
+class DatabasePathError(Exception):
+    """A --db that cannot name a database file; one line for the person running memvm."""
+
+
+def check_db_path(db: Path, *, create_folder: bool) -> None:
+    """Refuse a --db that is not a file (a device, a folder) or cannot be reached (a folder on the
+    way this user may not enter), and make its folder when asked."""
+    try:
+        unusable = db.exists() and not db.is_file()
+    except OSError as exc:  # Path.exists raises for what it cannot tell, such as EACCES
+        raise DatabasePathError(f"cannot reach {db} ({exc.strerror})") from exc
+    if unusable:
+        # /dev/null opens as an empty database and fails later, deep inside SQLite.
+        raise DatabasePathError(f"{db} is not a regular file; --db names a SQLite database file")
+    if create_folder:
+        try:
+            # Private: the folder memvm makes holds the database of everything captured.
+            db.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise DatabasePathError(f"cannot create the folder {db.parent} ({exc.strerror})") from exc

@@ -2,95 +2,95 @@
 
 Memory outlives the conversation that wrote it, is searched by every later one, is exported and
 backed up: an API key that a tool printed once must not live on in a page, a call log or a bound
-value. Each pattern below is the documented shape of one kind of secret (a provider's key
-prefix and length, a private key block, a bearer token, a password in a URL), so that ordinary
-text, hashes and ids are left alone. A secret is replaced by `[REDACTED:kind]`, which says what
-was there without any of it; redacting twice changes nothing more.
+value. Each shape of secret (secret_shapes) is a provider's documented key, a private key block,
+or a password or token in the context people give one in (a setting, a header, a command's flag),
+so that ordinary text, hashes and ids are left alone. A secret is replaced by `[REDACTED:kind]`,
+which says what was there without any of it; redacting twice changes nothing more.
 """
 
 import re
 from functools import partial
 from typing import Any
 
+from memvm.engine.secret_shapes import SHAPES, Shape, is_reference, is_secret_literal
+
 _MARK = "[REDACTED:{kind}]"
 
-# (kind, pattern): the whole match is replaced, except a pattern's group "keep", which stays
-# (the "Bearer " before a token, the user before a URL's password).
-#
-# Every pattern runs in time linear in the text, whatever the text: a greedy run that must be
-# followed by something (a JWT's dot, a URL's "://") starts only where such a run starts (a
-# lookbehind), or is bounded in length, so that no input makes the regex engine rescan the rest of
-# the text from every position (a 200 KB tool result once held a write for 38 s). Provider prefixes
-# are distinctive enough to need no word boundary before them: a key right after an escaped
-# newline ("\nghp_...") or inside an identifier ("id_AKIA...") is still found.
-_SHAPES: tuple[tuple[str, str], ...] = (
-    # A whole block, or one cut short (`head`, a truncated tool result): everything from its start.
-    (
-        "private_key",
-        r"-----BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-        r"(?:-----END (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    ),
-    ("anthropic_key", r"sk-ant-[a-z]{1,20}\d{0,4}-[A-Za-z0-9_\-]{32,}"),
-    ("openai_key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,200}T3BlbkFJ[A-Za-z0-9_\-]{20,200}"),
-    ("openai_key", r"(?<![A-Za-z0-9])sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}"),
-    ("openai_key", r"(?<![A-Za-z0-9])sk-[A-Za-z0-9]{48}(?![A-Za-z0-9])"),
-    ("aws_access_key_id", r"(?<![A-Z])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])"),
-    (
-        "aws_secret_access_key",
-        # Also the AWS CLI's JSON ("SecretAccessKey": "...") and SDK settings.
-        r"(?i)(?P<keep>(?:aws_?)?secret_?access_?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
-    ),
-    ("github_token", r"gh[pousr]_[A-Za-z0-9]{36,255}"),
-    ("github_token", r"github_pat_[A-Za-z0-9_]{80,}"),
-    ("gitlab_token", r"glpat-[A-Za-z0-9_\-]{20,}"),
-    ("slack_token", r"xox[abposr]-[A-Za-z0-9\-]{10,}"),
-    ("slack_webhook", r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+"),
-    ("stripe_key", r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("google_api_key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
-    ("google_oauth_secret", r"GOCSPX-[A-Za-z0-9_\-]{28}(?![A-Za-z0-9_\-])"),
-    ("sendgrid_key", r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])"),
-    ("twilio_key", r"(?<![A-Za-z])SK[0-9a-f]{32}(?![0-9a-f])"),
-    ("npm_token", r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
-    ("pypi_token", r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
-    ("huggingface_token", r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{34,}"),
-    ("jwt", r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    # After the provider shapes, so that a provider's key after "Bearer" is named for what it is.
-    # A token holds a digit or both cases (see _PLAUSIBLE): "the bearer instrument-of-choice" is prose.
-    ("bearer_token", r"(?i)(?P<keep>\bbearer\s+)(?!\[REDACTED:)[A-Za-z0-9\-._~+/]{16,}=*"),
-    # Base64 of user:password, in whole groups of four (see _PLAUSIBLE): "basic understanding" is not.
-    ("basic_auth", r"(?i)(?P<keep>\bbasic\s+)(?!\[REDACTED:)[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=])"),
-    # A password given as a setting: quoted whole (a passphrase has spaces), or up to a space.
-    (
-        "password",
-        r"(?i)(?P<keep>(?:password|passwd|passphrase|pwd)[\"']?\s*[:=]\s*(?P<quote>[\"']))"
-        r"(?!\[REDACTED:)[^\"'\n]{1,512}(?=(?P=quote))",
-    ),
-    (
-        "password",
-        r"(?i)(?P<keep>(?:password|passwd|passphrase|pwd)\s*(?P<sep>[:=])\s*)(?![\"'\[])[^\s\"']{1,512}",
-    ),
-    # scheme://user:password@host, the user possibly empty (redis://:password@host).
-    (
-        "url_password",
-        r"(?P<keep>(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/?#@\[\]]{0,256}:)"
-        r"(?!\[REDACTED:)[^\s/?#@]{1,256}(?=@[^\s@]+)",
-    ),
+# Characters that show as nothing: one inside a key (pasted from a web page or a chat, or put there
+# on purpose) would hide it from every shape. They are taken out of a run of the characters keys
+# are made of when the run without them is or holds a secret; elsewhere (emoji sequences, scripts
+# that join letters with them, a word that holds no secret) the text keeps them.
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+_KEY_CHARACTERS = "A-Za-z0-9_\\-+/=.:"
+_RUN_WITH_INVISIBLES = re.compile(
+    f"(?<![{_KEY_CHARACTERS}{_INVISIBLE}])[{_KEY_CHARACTERS}]*+(?:[{_INVISIBLE}]++[{_KEY_CHARACTERS}]++)+"
 )
-_COMPILED = tuple((kind, re.compile(pattern)) for kind, pattern in _SHAPES)
-# Every shape starts with one of these: text holding none of them is returned at once.
-_CUES = re.compile(
-    r"PRIVATE KEY|sk-|AKIA|ASIA|ABIA|ACCA|(?i:secret)|gh[pousr]_|github_pat_|glpat-|xox|hooks\.slack"
-    r"|_live_|_test_|AIza|GOCSPX-|SG\.|SK[0-9a-f]|npm_|pypi-|hf_|eyJ|(?i:bearer|basic|passw|passphrase|pwd)|://"
-)
+_INVISIBLES = re.compile(f"[{_INVISIBLE}]+")
+_CUES = tuple(dict.fromkeys(cue for shape in SHAPES for cue in shape.cues))
 
 
 def redact(text: str) -> str:
     """`text` with every secret-shaped string replaced by `[REDACTED:kind]`."""
-    if not _CUES.search(text):
-        return text
-    for kind, pattern in _COMPILED:
-        text = pattern.sub(partial(_replacement, kind=kind), text)
+    if any(character in text for character in _INVISIBLE):
+        text = _RUN_WITH_INVISIBLES.sub(_visible_if_secret, text)
+    return _redacted(text)
+
+
+def _visible_if_secret(run: re.Match[str]) -> str:
+    visible = _INVISIBLES.sub("", run[0])
+    return visible if _redacted(visible) != visible else run[0]
+
+
+def _redacted(text: str) -> str:
+    # Each shape runs only where one of its cues is: most texts hold few of them, and looking for
+    # a plain string costs a fraction of running a pattern. The cues are looked for once: what the
+    # shapes replace on the way adds a cue only inside a marker, which no pattern matches again.
+    lowered = text.lower()
+    cued = {cue for cue in _CUES if cue in lowered}
+    for shape in SHAPES:
+        if cued.isdisjoint(shape.cues):
+            continue
+        replaced = _replaced(shape, text, lowered)
+        if replaced != text:
+            text, lowered = replaced, replaced.lower()
     return text
+
+
+def _replaced(shape: Shape, text: str, lowered: str) -> str:
+    replace = partial(_replacement, shape=shape)
+    lines = _cued_lines(shape.cues, lowered) if shape.in_lines and len(lowered) == len(text) else None
+    if lines is None:
+        return shape.pattern.sub(replace, text)
+    pieces: list[str] = []
+    done = 0
+    for start, end in lines:
+        for match in shape.pattern.finditer(text, start, end):
+            pieces += [text[done : match.start()], replace(match)]
+            done = match.end()
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+# Past this many lines holding a cue per character, searching line by line saves nothing.
+_LINES_PER_CHAR = 1 / 64
+
+
+def _cued_lines(cues: tuple[str, ...], lowered: str) -> list[tuple[int, int]] | None:
+    """The (start, end) of each line of `lowered` that holds one of `cues`, in order, or None when
+    so many do that searching the whole text is quicker. (The lowered text's positions are the
+    text's: the caller checks that lowering kept its length.)"""
+    found: set[tuple[int, int]] = set()
+    most = int(len(lowered) * _LINES_PER_CHAR) + 8
+    for cue in cues:
+        at = lowered.find(cue)
+        while at != -1:
+            end = lowered.find("\n", at)
+            end = len(lowered) if end == -1 else end
+            found.add((lowered.rfind("\n", 0, at) + 1, end))
+            if len(found) > most:
+                return None
+            at = lowered.find(cue, end)
+    return sorted(found)
 
 
 _MARKED = re.compile(r"\[REDACTED:([a-z_]+)\]")
@@ -107,11 +107,19 @@ def secret_kinds(text: str) -> list[str]:
     return [] if redacted == text else list(dict.fromkeys(_MARKED.findall(redacted)))
 
 
-# Keys whose string value is a secret whatever its shape (the AWS CLI's SecretAccessKey, a
-# password field): the value goes whole.
+# Keys whose value is a secret whatever its shape (the AWS CLI's SecretAccessKey, a password
+# field): the value goes whole.
 _SECRET_KEYS = re.compile(
     r"(?i)^(?:aws_?)?secret_?access_?key$|^(?:password|passwd|pwd|passphrase|secret|client_?secret"
     r"|private_?key|api_?key|x-api-key|token|access_?token|refresh_?token|auth_?token|authorization)$"
+)
+# Keys named for a secret as environment variables and headers are (GITHUB_TOKEN, db_password,
+# X-Auth-Token, githubToken): a string under one goes whole, as it would after `NAME=` in an env
+# file (see secret_shapes), unless it is a reference or, for a key or token, a number or a word
+# too short to be one. `pass` must end a name of several words (bypass and compass are not).
+_NAMED_FOR_A_SECRET = re.compile(
+    r"(?i)^[a-z0-9_\-]{0,64}?(?:(?P<password>password|passwd|passphrase)|api_?key|secret(?:_?key)?|token"
+    r"|private_?key)$|^[a-z0-9_\-]{0,64}[_\-](?P<pass>pass)$"
 )
 
 
@@ -134,36 +142,20 @@ def _redact_field(key: Any, item: Any) -> Any:
     """A field's value; under a key named for a secret, any value but nothing at all goes whole,
     named for its shape if it has one."""
     redacted = redact_value(item)
-    if redacted != item or item in (None, "", [], {}) or isinstance(item, bool):
+    if redacted != item or item in (None, "", [], {}) or isinstance(item, bool) or not isinstance(key, str):
         return redacted
-    if isinstance(key, str) and _SECRET_KEYS.match(key):
+    if _SECRET_KEYS.match(key):
         return _MARK.format(kind="password" if "pass" in key.lower() or key.lower() == "pwd" else "secret")
-    return redacted
+    named = _NAMED_FOR_A_SECRET.match(key) if isinstance(item, str) else None
+    if named is None or is_reference(item):
+        return redacted
+    if named["password"] or named["pass"]:
+        return _MARK.format(kind="password")
+    return _MARK.format(kind="secret") if is_secret_literal(item) else redacted
 
 
-def _replacement(match: re.Match[str], kind: str) -> str:
+def _replacement(match: re.Match[str], shape: Shape) -> str:
     keep = match.groupdict().get("keep") or ""
-    if not _plausible(kind, match[0][len(keep) :], match.groupdict().get("sep")):
+    if not shape.holds_secret(match, match[0][len(keep) :]):
         return match[0]
-    return keep + _MARK.format(kind=kind)
-
-
-def _plausible(kind: str, value: str, separator: str | None) -> bool:
-    """Whether what a pattern matched after its context is a secret, not prose the pattern's context
-    words happen to precede ("basic understanding", "password: required", "PWD=/home/alice")."""
-    has_digit = any(c.isdigit() for c in value)
-    uppers, lowers = sum(c.isupper() for c in value), sum(c.islower() for c in value)
-    if kind == "bearer_token":
-        return has_digit or (uppers > 0 and lowers > 0)
-    if kind == "basic_auth":
-        token = value.rstrip("=")
-        groups_of_four = len(value) % 4 == 0
-        return groups_of_four and (
-            has_digit or "+" in token or "/" in token or value.endswith("=") or (uppers >= 2 and lowers >= 2)
-        )
-    if kind == "password" and separator is not None:
-        # Unquoted: a path (PWD=/home/alice) is not a password, nor one word of prose after a colon.
-        if value[:1] in "/~":
-            return False
-        return separator == "=" or not value.rstrip(".,;:!?)").isalpha()
-    return True
+    return keep + _MARK.format(kind=shape.kind)

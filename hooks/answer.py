@@ -14,9 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from memvm.engine import Engine
-from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageError, StorageFull
+from memvm.engine.errors import (
+    DatabaseRefused,
+    InvalidArgument,
+    PageTooLong,
+    StorageBusy,
+    StorageError,
+    StorageFull,
+)
 from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.hosts.hook_journal import record_skipped
+from memvm.engine.paths import DatabasePathError
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, MalformedEvent, session_name
 from memvm.hooks.handle import UNCHECKABLE, HookSettings, handle, uncheckable_reason
 from memvm.hooks.protocols import protocol
@@ -92,9 +100,9 @@ async def answer(open_engine: OpenEngine, db: str, request: HookRequest) -> Hook
             return _uncheckable_call_denied(request, event, name, exc)
         reason = skipped_reason(exc)
         note_skipped(db, request, event, reason)
-        return HookReply(
-            {}, reason, engine_failed=not isinstance(exc, MalformedEvent | StorageBusy | GuardConfigError)
-        )
+        # The event's own fault leaves the engine as it was.
+        of_the_event = MalformedEvent | InvalidArgument | StorageBusy | GuardConfigError
+        return HookReply({}, reason, engine_failed=not isinstance(exc, of_the_event))
 
 
 def _pre_tool_event(request: HookRequest, event: HookEvent | None) -> str | None:
@@ -164,8 +172,19 @@ def skipped_reason(exc: BaseException) -> str:
         return "the database stayed busy past --wait-ms"
     if isinstance(exc, StorageFull):
         return "the database has no room left (disk full or --max-db-mb)"
+    if isinstance(exc, PageTooLong):
+        return (
+            f"the event's text is {exc.size} {exc.unit}s, over the {exc.limit}-{exc.unit} page limit "
+            "(max_page_tokens), so it was not stored"
+        )
+    if isinstance(exc, InvalidArgument):
+        return f"the event was not stored ({str(exc).rstrip('.')})"
     if isinstance(exc, DatabaseRefused | StorageError):
         return "the database cannot be used (run memvm doctor)"
+    if isinstance(exc, DatabasePathError):
+        return f"the database cannot be used: {exc}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"the database cannot be used ({exc.strerror}; run memvm doctor)"
     return f"the database or the event could not be handled ({type(exc).__name__}; run memvm doctor)"
 
 

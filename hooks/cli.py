@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 from memvm.engine import Engine, EngineConfig
+from memvm.engine.paths import check_db_path
 from memvm.engine.storage.open import is_postgres_url
 from memvm.hooks.answer import HookReply, HookRequest, answer
 from memvm.hooks.events import Host
@@ -34,7 +35,7 @@ def answer_here(args: argparse.Namespace, db: str, raw: bytes) -> HookReply:
     @asynccontextmanager
     async def opened() -> AsyncIterator[Engine]:
         if not is_postgres_url(db):
-            Path(db).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            check_db_path(Path(db), create_folder=True)
         engine = await Engine.open(db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms)))
         try:
             yield engine

@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, SocketStream
 from memvm.engine import Engine, EngineConfig
+from memvm.engine.paths import check_db_path
 from memvm.engine.storage.open import is_postgres_url
 from memvm.hooks.answer import HookRequest, answer
 from memvm.hooks.client import MAX_EVENT_BYTES
@@ -131,7 +132,7 @@ async def _serve(args: argparse.Namespace) -> None:
     build = build_id()
     db = str(args.db)
     if not is_postgres_url(db):
-        Path(db).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        check_db_path(Path(db), create_folder=True)
     engine = await Engine.open(db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms)))
     socket = Path(args.socket)
     ours: tuple[int, int] | None = None

@@ -21,10 +21,10 @@ from memvm.engine.errors import (
 from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, GuardPreset, load_guard_config
 from memvm.engine.paging.projects import project_session, work_tree
 from memvm.engine.paging.tokens import SUPPORTED_ENCODINGS
-from memvm.engine.paths import database_named
+from memvm.engine.paths import DatabasePathError, check_db_path, database_named
 from memvm.engine.storage.open import is_postgres_url, shown
 from memvm.hooks.arguments import add_arguments as add_hook_arguments
-from memvm.server.cli_ops import DatabasePathError, add_operations, check_db_path, run_operation
+from memvm.server.cli_ops import add_operations, run_operation
 from memvm.server.http import Transport, is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile
 from memvm.server.tokens import TokenFileError, load_tokens

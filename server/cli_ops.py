@@ -35,7 +35,7 @@ from memvm.engine.operations.transfer import (
     export_lines,
     import_from,
 )
-from memvm.engine.paths import database_named
+from memvm.engine.paths import DatabasePathError, check_db_path, database_named
 from memvm.engine.storage.open import is_postgres_url, shown
 from memvm.engine.storage.sqlite_db import connect_blocking, writable
 from memvm.server.cli_formats import EXPORT_FORMATS, is_memory_file_command, run_memory_file_command
@@ -105,23 +105,6 @@ def add_operations(commands: "argparse._SubParsersAction[argparse.ArgumentParser
         "target", metavar="FILE", help="the new file to write (never an existing one, nor over FILE.partial)"
     )
     backup_.add_argument("--db", help=_DB_HELP)
-
-
-class DatabasePathError(Exception):
-    """A --db that cannot name a database file; one line for the person running memvm."""
-
-
-def check_db_path(db: Path, *, create_folder: bool) -> None:
-    """Refuse a --db that is not a file (a device, a folder), and make its folder when asked."""
-    if db.exists() and not db.is_file():
-        # /dev/null opens as an empty database and fails later, deep inside SQLite.
-        raise DatabasePathError(f"{db} is not a regular file; --db names a SQLite database file")
-    if create_folder:
-        try:
-            # Private: the folder memvm makes holds the database of everything captured.
-            db.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as exc:
-            raise DatabasePathError(f"cannot create the folder {db.parent} ({exc.strerror})") from exc
 
 
 def run_operation(args: argparse.Namespace) -> int:

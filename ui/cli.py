@@ -18,7 +18,7 @@ import uvicorn
 from memvm.engine import Engine, EngineConfig, view
 from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.names import NAME_RULE, is_name
-from memvm.engine.paths import database_named
+from memvm.engine.paths import DatabasePathError, check_db_path, database_named
 from memvm.engine.storage.open import is_postgres_url, shown
 from memvm.resources.budget import reserved_tokens
 from memvm.ui.app import create_app
@@ -60,12 +60,18 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
     db = database_named(args.db)
-    if not is_postgres_url(db) and (not Path(db).is_file() or Path(db).stat().st_size == 0):
-        print(
-            f"memvm: there is no memvm database at {db} (serve it once, or name another with --db)",
-            file=sys.stderr,
-        )
-        return 2
+    if not is_postgres_url(db):
+        try:
+            check_db_path(Path(db), create_folder=False)
+        except DatabasePathError as exc:
+            print(f"memvm: {exc}", file=sys.stderr)
+            return 2
+        if not Path(db).is_file() or Path(db).stat().st_size == 0:
+            print(
+                f"memvm: there is no memvm database at {db} (serve it once, or name another with --db)",
+                file=sys.stderr,
+            )
+            return 2
     try:
         listener = listen(args.host, args.port)
     except OSError as exc:

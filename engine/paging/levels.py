@@ -43,9 +43,11 @@ def compute_levels(
     counter: TokenCounter,
     abstract_max_tokens: int,
     reference_max_tokens: int,
+    full_tokens: int | None = None,
 ) -> Levels:
+    """The four levels of `content`; `full_tokens`, its token count when the caller has it."""
     full = content
-    full_tokens = counter.count(full)
+    full_tokens = counter.count(full) if full_tokens is None else full_tokens
     reduced = _reduce(full, full_tokens, counter)
     abstract = _abstract(summary or reduced, counter, abstract_max_tokens)
     reference = _reference(abstract, page_type, role, counter, reference_max_tokens)

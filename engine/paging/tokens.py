@@ -149,11 +149,11 @@ class TokenCounter:
             await anyio.to_thread.run_sync(build.result)
 
     def count(self, text: str) -> int:
-        return len(self._encoding.encode(text, disallowed_special=()))
+        return len(self._encoded(text))
 
     def truncate(self, text: str, max_tokens: int, ellipsis: str = "…") -> str:
         """The longest prefix of `text` that, with `ellipsis` appended, fits in `max_tokens`."""
-        ids = self._encoding.encode(text, disallowed_special=())
+        ids = self._encoded(text)
         if len(ids) <= max_tokens:
             return text
         keep = max(0, max_tokens - self.count(ellipsis))
@@ -165,3 +165,14 @@ class TokenCounter:
                 return candidate
             keep -= 1
         return ""
+
+    def _encoded(self, text: str) -> list[int]:
+        try:
+            return self._encoding.encode(text, disallowed_special=())
+        except ValueError as exc:
+            # o200k_base's split pattern runs out of stack on a run of about a million blank
+            # characters (tiktoken's "Max stack size exceeded for backtracking").
+            raise InvalidArgument(
+                "The text could not be split into tokens: it holds a run of blank characters too long "
+                "to count; shorten that run."
+            ) from exc

@@ -189,6 +189,18 @@ def test_large_pages_times_the_manifest_against_schema_6():
     assert "speedup_manifest" in last_json(out)
 
 
+def test_redaction_times_each_kind_of_text_and_the_hostile_ones():
+    out = bench("redaction.py", "--kb", 8, "--runs", 1)
+    for name in (
+        "prose",
+        "shell session",
+        "engine sources",
+        r"hook prompt \(2 KB\)",
+        "hostile: mysql commands",
+    ):
+        assert lines(rf"{name} +chars= *{NUM}  median +{NUM} ms +{NUM} M chars/s", out), out
+
+
 def test_bench_procedures_times_hints_against_a_group_by_over_the_log():
     out = bench("bench_procedures.py", 600, "--tail", 200)
     assert lines(rf"logged calls: 600 \(filled in {NUM} s\)", out), out

@@ -10,6 +10,7 @@ from pathlib import Path
 import memvm.hooks.recall
 import pytest
 from memvm.engine.hosts.hook_journal import journal_path, skipped_events
+from memvm.engine.paging.tokens import TokenCounter
 
 from tests.commands import command
 from tests.conftest import fresh_postgres_database
@@ -21,6 +22,7 @@ from tests.hooks.runner import (
     run_hook,
     run_hook_process,
     run_in_process,
+    transcript,
     wait_for_background,
 )
 from tests.hooks.test_hook_doctor import doctor, doctor_json
@@ -134,6 +136,30 @@ def test_json_nested_past_the_parser_is_denied_by_the_process_and_its_background
         answer, errors = run_hook_process("claude-code", db, event)
         assert answer["hookSpecificOutput"]["permissionDecision"] == "deny" and errors == []
     assert skipped_events(db) == []
+
+
+def test_a_20_mb_prompt_is_refused_by_its_length_at_once_in_one_line(tmp_path, monkeypatch):
+    counted: list[int] = []
+    encoded = TokenCounter._encoded
+    monkeypatch.setattr(
+        TokenCounter, "_encoded", lambda self, text: counted.append(len(text)) or encoded(self, text)
+    )
+    db = tmp_path / "m.db"
+    run_hook("claude-code", db, cc.prompt("hello"))
+    prompt = "please summarise this log line. " * 625_000  # 20,000,000 characters
+    started = time.perf_counter()
+    answer, errors = run_hook("claude-code", db, cc.prompt(prompt))
+    elapsed = time.perf_counter() - started
+    assert answer == {}
+    assert errors == [
+        "memvm hook: the event's text is 20000000 characters, over the 6400000-character page limit "
+        "(max_page_tokens), so it was not stored; the host goes on without memvm for this event"
+    ]
+    assert [length for length in counted if length >= len(prompt)] == []  # never tokenised
+    assert elapsed < 30  # a sanity bound for a busy machine: it takes about a second
+    [skipped] = skipped_events(db)
+    assert (skipped.event, skipped.guard) == ("UserPromptSubmit", False)
+    assert [text for _, _, text in transcript(db)] == ["hello"]
 
 
 def test_a_session_id_with_a_lone_surrogate_is_a_session_like_any_other(tmp_path):

@@ -16,6 +16,8 @@ import pytest
 
 from tests.commands import LIMIT, run, run_unprivileged, started
 from tests.engine.old_schema import add_page, add_session, file_at
+from tests.hooks import claude_code_events as cc
+from tests.hooks.runner import run_hook
 from tests.seeding import notes, seed
 from tests.server.unprivileged import open_dir, read_only, readable_by_all
 
@@ -33,6 +35,61 @@ def test_a_device_as_the_database_is_refused_in_one_line(tmp_path, monkeypatch, 
     line = run(*command, "--db", "/dev/null").refusal()
     assert "/dev/null is not a regular file" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def unusable_database(case: str, tmp_path: Path) -> Path:
+    """A --db path that names no database memvm can use, of the `case` given."""
+    match case:
+        case "a file in /proc":
+            return Path("/proc/memvm.db")
+        case "a folder":
+            (tmp_path / "folder").mkdir()
+            return tmp_path / "folder"
+        case _:  # a path under a file
+            (tmp_path / "file").write_text("not a folder")
+            return tmp_path / "file" / "memvm.db"
+
+
+UNUSABLE = ["a file in /proc", "a folder", "a path under a file"]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc on this system")
+@pytest.mark.parametrize("case", UNUSABLE)
+@pytest.mark.parametrize("command", ["serve", "doctor", "export", "ui"])
+def test_a_database_path_that_cannot_be_used_is_refused_in_one_line(tmp_path, monkeypatch, command, case):
+    monkeypatch.chdir(tmp_path)
+    db = unusable_database(case, tmp_path)
+    line = run(command, "--db", db).refusal()
+    assert str(db.parent if case == "a path under a file" else db) in line
+    # Nothing was made or changed: no database, no folder in place of the file.
+    left = {"a file in /proc": [], "a folder": ["folder"], "a path under a file": ["file"]}[case]
+    assert sorted(path.name for path in tmp_path.iterdir()) == left
+    if case == "a folder":
+        assert list((tmp_path / "folder").iterdir()) == []
+    if case == "a path under a file":
+        assert (tmp_path / "file").read_text() == "not a folder"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc on this system")
+@pytest.mark.parametrize("case", UNUSABLE)
+def test_a_hook_on_a_database_path_that_cannot_be_used_answers_empty_with_one_line(tmp_path, case):
+    answer, errors = run_hook("claude-code", unusable_database(case, tmp_path), cc.prompt("hello"))
+    assert answer == {}
+    (line,) = errors
+    assert line.startswith("memvm hook: the database cannot be used") and "Traceback" not in line
+
+
+@pytest.mark.parametrize("command", ["serve", "doctor", "export", "ui"])
+def test_a_database_in_a_folder_this_user_may_not_enter_is_refused_in_one_line(command):
+    with open_dir() as shared:
+        closed = shared / "closed"
+        closed.mkdir()
+        closed.chmod(0)  # binds the folder's owner too, and root's forked copy runs as nobody
+        try:
+            line = run_unprivileged(command, "--db", closed / "memvm.db").refusal()
+        finally:
+            closed.chmod(0o700)
+    assert line == f"memvm: cannot reach {closed / 'memvm.db'} (Permission denied)"
 
 
 @pytest.mark.parametrize("command", [["serve"], ["import", "-"]])

@@ -119,8 +119,8 @@ async def write_conversations(
         counts.messages += len(talk.messages)
         kept = []
         for message in talk.messages:
-            if (tokens := await too_long(engine, message.content)) is not None:
-                counts.skip(over_the_limit(engine, talk.places[message.source_id], tokens))
+            if (over := await too_long(engine, message.content)) is not None:
+                counts.skip(over_the_limit(talk.places[message.source_id], over))
             else:
                 kept.append(message)
         checked.append((talk, kept))

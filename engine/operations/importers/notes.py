@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from memvm.engine import Engine
-from memvm.engine.errors import InvalidArgument, KeyConflict, PageNotFound
+from memvm.engine.errors import InvalidArgument, KeyConflict, PageNotFound, PageTooLong
 from memvm.engine.models import REMEMBERED_TYPES, Level, NewPage, Page, PageType
-from memvm.engine.paging.memory import MAX_TTL_SECONDS
+from memvm.engine.paging.memory import MAX_TTL_SECONDS, refuse_too_long
 from memvm.engine.redaction import redact
 
 if TYPE_CHECKING:
@@ -45,20 +45,24 @@ class ImportedNote:
     expires_at: float | None = None
 
 
-async def too_long(engine: Engine, text: str) -> int | None:
-    """The tokens of `text` when over the page limit, else None. A token is at least a byte:
-    text of fewer bytes than the limit is never counted."""
+async def too_long(engine: Engine, text: str) -> PageTooLong | None:
+    """Why `text` is over the page limit, or None. Its length is enough to refuse a text longer than
+    any page; a token is at least a byte, so text of fewer bytes than the limit is never counted."""
+    try:
+        refuse_too_long(engine.config, text)
+    except PageTooLong as exc:
+        return exc
     limit = engine.config.max_page_tokens
     stored = redact(text) if engine.config.redact_secrets else text
     if len(stored.encode("utf-8")) <= limit:
         return None
     tokens = await anyio.to_thread.run_sync(engine.counter.count, stored)
-    return tokens if tokens > limit else None
+    return PageTooLong(tokens, limit, "token") if tokens > limit else None
 
 
-def over_the_limit(engine: Engine, where: str, tokens: int) -> str:
+def over_the_limit(where: str, too_long: PageTooLong) -> str:
     return (
-        f"{where} is {tokens} tokens, over the {engine.config.max_page_tokens}-token page limit "
+        f"{where} is {too_long.size} {too_long.unit}s, over the {too_long.limit}-{too_long.unit} page limit "
         "(max_page_tokens): left out"
     )
 
@@ -103,8 +107,8 @@ async def _unstorable(engine: Engine, note: ImportedNote, existing: Page | None)
             f"{note.where}: its key {note.key!r} names a {existing.type.value} page of a conversation, "
             "which a note cannot replace: left out"
         )
-    if (tokens := await too_long(engine, note.content)) is not None:
-        return over_the_limit(engine, note.where, tokens)
+    if (over := await too_long(engine, note.content)) is not None:
+        return over_the_limit(note.where, over)
     if note.expires_at is not None and note.expires_at - engine.clock.now() > MAX_TTL_SECONDS:
         return f"{note.where}: expires more than ten years from now, which memvm does not keep: left out"
     return None

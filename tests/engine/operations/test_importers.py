@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from memvm.engine import EngineConfig
 from memvm.engine.errors import PageNotFound
 from memvm.engine.models import Level, PageType, Role
 from memvm.engine.operations.importers.formats import ImportFormat, read_source
@@ -228,6 +229,20 @@ async def test_markdown_notes_get_keys_from_their_paths_or_their_front_matter(en
     assert found.results[0].page_id == ALPHA
     again = await run_import(engine, ImportFormat.MARKDOWN, FIXTURES / "notes")
     assert (again.written, again.unchanged) == (0, 3)
+
+
+async def test_a_note_longer_than_any_page_is_left_out_by_its_length_with_a_warning(open_engine, tmp_path):
+    engine = await open_engine(EngineConfig(max_page_tokens=1_000))
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "short.md").write_text("A short note.\n", encoding="utf-8")
+    (notes / "long.md").write_text("lorem ipsum " * 3_000, encoding="utf-8")  # 36,000 characters
+    counts = await run_import(engine, ImportFormat.MARKDOWN, notes)
+    assert counts.summary() == "2 notes: 1 written, 0 unchanged, 1 skipped"
+    (warning,) = counts.warnings
+    assert warning.endswith(
+        "is 36000 characters, over the 32000-character page limit (max_page_tokens): left out"
+    )
 
 
 async def test_a_changed_note_is_rewritten_under_its_key_and_an_empty_one_skipped(engine, tmp_path):

@@ -1,9 +1,12 @@
 import sqlite3
 
 import pytest
-from memvm.engine.errors import KeyConflict, PageChanged, PageNotFound
-from memvm.engine.models import IngestMessage, Level, NewPage, PageType, Role
-from memvm.engine.paging.memory import fingerprint
+from memvm.engine import EngineConfig
+from memvm.engine.errors import InvalidArgument, KeyConflict, PageChanged, PageNotFound, PageTooLong
+from memvm.engine.models import IngestMessage, Level, NewPage, Outcome, PageType, Role, ToolOutcome
+from memvm.engine.paging.history_write import HistoryMessage
+from memvm.engine.paging.memory import MAX_CHARS_PER_TOKEN, fingerprint
+from memvm.engine.paging.tokens import TokenCounter
 
 from tests.conftest import NS, note, user
 
@@ -151,3 +154,59 @@ async def test_the_same_text_remembered_again_without_a_key_is_the_page_already_
     clock.advance(120)
     later = await engine.remember(namespace=NS, session="s1", page=note("Parked on level 3."))
     assert claim.created and later.created and later.page_id != brief.page_id
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of every text the token counter is asked to split, from now on."""
+    lengths: list[int] = []
+    encoded = TokenCounter._encoded
+
+    def spy(self: TokenCounter, text: str) -> list[int]:
+        lengths.append(len(text))
+        return encoded(self, text)
+
+    monkeypatch.setattr(TokenCounter, "_encoded", spy)
+    return lengths
+
+
+async def test_a_text_longer_than_any_page_is_refused_by_its_length_without_being_counted(
+    open_engine, counted
+):
+    engine = await open_engine(EngineConfig(max_page_tokens=1_000))
+    limit = 1_000 * MAX_CHARS_PER_TOKEN
+    huge = "the quarterly report " * (limit // 21 + 1)
+    refusal = f"The content is {len(huge)} characters, over the {limit}-character page limit; split it"
+    with pytest.raises(PageTooLong, match=refusal):
+        await engine.remember(namespace=NS, session="s", page=note(huge))
+    with pytest.raises(PageTooLong, match=refusal):
+        await engine.ingest(namespace=NS, session="s", messages=[user("hello"), user(huge)])
+    with pytest.raises(PageTooLong, match=refusal):
+        await engine.write_history(
+            namespace=NS,
+            session="h",
+            source="chat",
+            title=None,
+            messages=[HistoryMessage(role=Role.USER, content=huge, created_at=1.0, source_id="m1")],
+        )
+    with pytest.raises(PageTooLong, match=refusal):
+        failed = ToolOutcome(tool="cat", args={}, outcome=Outcome.SUCCESS, result=huge)
+        await engine.record_tool_outcome(namespace=NS, session="s", call=failed)
+    assert [length for length in counted if length >= limit] == []
+    assert (await engine.session_state(namespace=NS, session="s")).turn == 0  # the hello was not kept either
+
+
+async def test_a_text_under_the_length_bound_but_over_the_token_limit_is_refused_before_its_levels(
+    open_engine, counted
+):
+    engine = await open_engine(EngineConfig(max_page_tokens=1_000))
+    text = " ".join(["word"] * 1_500)  # 7,499 characters, 1,500 tokens
+    with pytest.raises(PageTooLong, match="The content is 1500 tokens, over the 1000-token page limit"):
+        await engine.remember(namespace=NS, session="s", page=note(text))
+    # Counted once, whole; the reduced, abstract and reference levels were never made.
+    assert [length for length in counted if length > 100] == [len(text)]
+
+
+async def test_a_blank_run_too_long_for_the_tokenizer_is_refused_in_one_sentence(engine):
+    with pytest.raises(InvalidArgument, match="a run of blank characters too long to count; shorten"):
+        await engine.remember(namespace=NS, session="s", page=note("x" + " " * 1_000_000 + "y"))
