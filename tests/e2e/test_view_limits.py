@@ -1,6 +1,7 @@
-"""The real `memvm ui` under a crowd: half-sent requests, an exhausted file limit, and the owner's
-own requests meanwhile."""
+"""The real `memvm ui` under a crowd: half-sent requests, an exhausted file limit, exports nobody
+reads, and the owner's own requests meanwhile."""
 
+import os
 import re
 import resource
 import socket
@@ -12,19 +13,23 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
+from memvm.ui.exports import ExportLimits
 from memvm.ui.http_guard import HEADER_TIMEOUT_S
 from memvm.ui.log_flood import BURST
 
 from tests.commands import started
+from tests.conftest import backend_of
 from tests.e2e.test_http import START_LIMIT
 from tests.e2e.test_http_limits import half_sent_request
-from tests.seeding import seed, transcript
+from tests.seeding import bindings, seed, transcript, write
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
+EXPORT_STALL_S = ExportLimits().stall_s
+
 
 @contextmanager
-def view_process(db: Path, log: Path, file_limit: int | None = None) -> Iterator[tuple[int, str]]:
+def view_process(db: Path | str, log: Path, file_limit: int | None = None) -> Iterator[tuple[int, str]]:
     """`memvm ui` on `db` with stderr in `log` and at most `file_limit` open files; yields its port
     and token."""
 
@@ -40,9 +45,14 @@ def view_process(db: Path, log: Path, file_limit: int | None = None) -> Iterator
         line = ui.stdout.readline().strip()
         found = re.match(r"http://127\.0\.0\.1:(\d+)/#token=([A-Za-z0-9_\-]+)$", line)
         assert found, log.read_text()[-2000:]
+        view_pids.append(ui.pid)
         yield int(found.group(1)), found.group(2)
         ui.terminate()
         ui.wait(timeout=30)
+
+
+# The processes view_process started, the last one last.
+view_pids: list[int] = []
 
 
 @pytest.fixture
@@ -144,3 +154,88 @@ async def test_a_flood_of_accept_errors_writes_a_bounded_log(viewed, tmp_path, r
     # The flood happened, and only a burst of it was written.
     assert 1 <= failed_accepts <= BURST
     assert len(text.encode()) < 50 * 1024
+
+
+def spooled_bytes(pid: int) -> int:
+    """The bytes of the deleted files the process holds open: its export spools."""
+    total = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if os.readlink(fd).endswith("(deleted)"):
+                total += os.stat(fd).st_size
+        except OSError:  # closed meanwhile
+            continue
+    return total
+
+
+def spools_freed(pid: int) -> None:
+    """Until the process holds no spool (polled: nothing it does can be waited on from here)."""
+    while spooled_bytes(pid):
+        time.sleep(0.2)
+
+
+def unread_exports(
+    port: int, token: str, count: int, *, path: str = "/api/export"
+) -> tuple[list[socket.socket], list[int]]:
+    """`count` requests for the export at `path`, each read up to its status and no further (and
+    with a small receive buffer, so that the server's sending stops soon); the sockets and statuses."""
+    held, statuses = [], []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(START_LIMIT)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+        )
+        held.append(sock)
+    for sock in held:
+        statuses.append(int(sock.recv(12)[9:12]))
+    return held, statuses
+
+
+def received(sock: socket.socket) -> int:
+    """Read what is left until the server closes the connection; how many bytes came."""
+    count = 0
+    while chunk := sock.recv(1 << 16):
+        count += len(chunk)
+    return count
+
+
+# Large enough that no kernel buffer holds it: the server's sending stops.
+BIG_VALUES, BIG_VALUE = 6, 900_000
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts spooled bytes through /proc")
+async def test_unread_exports_hold_two_spools_and_are_cut_when_they_stall(db_url, tmp_path, report_figure):
+    await write(
+        db_url,
+        transcript("dump it all"),
+        bindings(*("x" * BIG_VALUE for _ in range(BIG_VALUES)), tool="dump"),
+    )
+    log = tmp_path / "ui.log"
+    with view_process(db_url, log) as (port, token):
+        pid = view_pids[-1]
+        with anyio.fail_after(START_LIMIT + EXPORT_STALL_S * 3):
+            began = time.monotonic()
+            held, statuses = await anyio.to_thread.run_sync(unread_exports, port, token, 20)
+            spooled = spooled_bytes(pid)
+            status, waited = await version(port, token)
+            # Until the server cuts the two downloads nobody reads, and frees their spools.
+            await anyio.to_thread.run_sync(spools_freed, pid)
+            freed_after = time.monotonic() - began
+            taken = [await anyio.to_thread.run_sync(received, sock) for sock in held[:2]]
+        for sock in held:
+            sock.close()
+    report_figure(
+        f"view_unread_exports: backend={backend_of(db_url)} requests=20 accepted={statuses.count(200)} "
+        f"refused={statuses.count(429)} spooled_bytes={spooled} owner={status} owner_waited_s={waited:.3f} "
+        f"freed_after_s={freed_after:.1f} log_bytes={log.stat().st_size}"
+    )
+    assert sorted(statuses) == [200, 200] + [429] * 18
+    assert 2 * BIG_VALUES * BIG_VALUE < spooled < 3 * BIG_VALUES * BIG_VALUE
+    assert status == 200
+    assert freed_after > EXPORT_STALL_S - 1
+    # Cut short: each client got less than its export, and the log says nothing of it.
+    assert all(count < spooled / 2 for count in taken)
+    assert log.read_text() == ""
