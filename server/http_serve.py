@@ -3,19 +3,17 @@
 MCPServer.run would run uvicorn with its defaults; memvm runs it here instead, so that the engine
 is opened once before the first connection (the SSE transport otherwise opens one per
 connection), each namespace keeps a bounded share of the session table (session_quota),
-half-sent requests are cut off (http_guard), and repeated log lines are collapsed (log_flood).
+half-sent requests are cut off and repeated log lines collapsed (memvm.ui.http_guard, which
+`memvm ui` runs uvicorn through too).
 """
 
 from typing import TYPE_CHECKING
 
 import anyio
-import uvicorn
 from memvm.server.http import MAX_REQUEST_BYTES, Transport, transport_security
-from memvm.server.http_guard import BACKLOG, connection_limit, guarded_protocol
-from memvm.server.log_flood import quiet_floods
 from memvm.server.session_quota import SESSION_IDLE_S, SessionQuota
 from memvm.server.view_mount import mount_view
-from memvm.ui.graceful import GRACE_S, GracefulServer
+from memvm.ui.http_guard import guarded_server
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
@@ -23,8 +21,6 @@ if TYPE_CHECKING:
     from memvm.server.app import MemvmServer
 
 STREAMABLE_HTTP_PATH = "/mcp"
-# Seconds an idle keep-alive connection is kept between requests (uvicorn's default).
-KEEP_ALIVE_S = 5
 
 
 def http_app(
@@ -77,22 +73,11 @@ def run_http(
 ) -> None:
     """Serve until interrupted."""
     app = http_app(server, transport, host, port, extra_hosts, tokens=tokens)
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level.lower(),
-        http=guarded_protocol(connection_limit()),
-        timeout_keep_alive=KEEP_ALIVE_S,
-        timeout_graceful_shutdown=GRACE_S,
-        backlog=BACKLOG,
-    )
-    # After uvicorn has set up its loggers, so that their handlers get the filter too.
-    quiet_floods()
+    listening = guarded_server(app, host=host, port=port, log_level=log_level.lower())
 
     async def serve() -> None:
         # Held for the whole run: every connection and session uses this one engine.
         async with server.runtimes.using():
-            await GracefulServer(config).serve()
+            await listening.serve()
 
     anyio.run(serve)

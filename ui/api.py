@@ -4,14 +4,11 @@ Every answer is built from engine reads, one namespace (the view's); a failure i
 `{"error": ...}`, never a traceback, a path or SQL.
 """
 
-import io
 import json
 import sqlite3
-import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, BinaryIO
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-import anyio
 from memvm.engine import Engine, view
 from memvm.engine.errors import (
     MemvmError,
@@ -22,15 +19,14 @@ from memvm.engine.errors import (
     StorageReadOnly,
 )
 from memvm.engine.models import REMEMBERED_TYPES, NewPage, PageType, SearchScope
-from memvm.engine.operations.transfer import export_to
+from memvm.engine.operations.transfer import export_read
 from memvm.engine.paging.memory import fingerprint
-from memvm.engine.storage.open import is_postgres_url
-from memvm.engine.storage.sqlite_db import connect_blocking
 from memvm.resources.context import render_context
 from memvm.resources.manifest import render_manifest
+from memvm.ui.exports import Download, ExportBusy, Exports, ExportTooLarge
 from memvm.ui.security import NAMESPACE_KEY
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 # The session the view reads as when a read needs one (search ranks for a viewer).
@@ -42,7 +38,6 @@ MAX_NOTE_CHARS = 100_000
 SEARCH_LIMIT = 50
 # A request body past this is refused unread: the largest note, JSON-escaped, fits.
 MAX_BODY_BYTES = 1_000_000
-EXPORT_CHUNK_BYTES = 1 << 16
 # SQLite's integers.
 _INT_RANGE = range(-(2**63), 2**63)
 # The routes that change a page; a GET on one is told so, not taken for a page id.
@@ -59,8 +54,9 @@ class Conflict(Refused):
     """A change based on what has changed since."""
 
 
-def routes(engine_of: Callable[[], Engine]) -> list[Route]:
-    """The API over the engine `engine_of` gives, for the namespace the request's token is for."""
+def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
+    """The API over the engine `engine_of` gives, for the namespace the request's token is for;
+    its downloads run within `exports`' bounds."""
 
     async def overview(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         async with engine.db.read(namespace) as conn:
@@ -223,16 +219,18 @@ def routes(engine_of: Callable[[], Engine]) -> list[Route]:
         return {"page_id": page_id, "edited": True}
 
     async def export(request: Request, engine: Engine, namespace: str) -> Response:
-        if engine.db.path == ":memory:":
-            raise Refused("A server on an in-memory database has nothing on disk to export.")
-        # Expired is gone for every read, a download included: what waits to be deleted goes first.
-        await engine.collect_expired()
-        spool = await anyio.to_thread.run_sync(_spooled_export, engine.db.target, namespace)
-        return StreamingResponse(
-            _chunks(spool),
-            media_type="application/x-ndjson",
-            headers={"content-disposition": f'attachment; filename="memvm-{namespace}.jsonl"'},
-        )
+        # Counted from here until the download ends (see exports): refused at once when too many run.
+        spool = exports.start(namespace)
+        try:
+            # Expired is gone for every read, a download included: what waits to be deleted goes first.
+            await engine.collect_expired()
+            async with exports.reading(), engine.db.read(namespace) as conn:
+                await export_read(conn, namespace, spool.write)
+            await spool.rewind()
+        except BaseException:
+            spool.release()
+            raise
+        return Download(spool, f"memvm-{namespace}.jsonl", exports.limits.stall_s)
 
     table: list[tuple[str, Handler, list[str]]] = [
         ("/api/overview", overview, ["GET"]),
@@ -264,44 +262,6 @@ def _session_list(read: Callable[..., Awaitable[view.Screen[Any]]], name: str) -
     return handler
 
 
-def _spooled_export(path: str, namespace: str) -> BinaryIO:
-    """The namespace's export in an unnamed temporary file, read from one snapshot.
-
-    Written out first so that the read ends at once (a reader held open by a slow download would keep
-    the write-ahead log from being checkpointed), and streamed after, so that memory stays flat
-    however large the namespace is.
-    """
-    spool = tempfile.TemporaryFile()  # noqa: SIM115 -- handed to the response, which closes it
-    try:
-        text = io.TextIOWrapper(spool, encoding="utf-8", newline="\n")
-        if is_postgres_url(path):
-            from memvm.engine.operations import postgres_ops
-
-            for line in postgres_ops.export_lines(path, namespace):
-                text.write(line + "\n")
-        else:
-            conn = connect_blocking(path, read_only=True)
-            try:
-                export_to(conn, text, namespace)
-            finally:
-                conn.close()
-        text.flush()
-        text.detach()
-        spool.seek(0)
-    except BaseException:
-        spool.close()
-        raise
-    return spool
-
-
-async def _chunks(spool: BinaryIO) -> AsyncIterator[bytes]:
-    try:
-        while chunk := await anyio.to_thread.run_sync(spool.read, EXPORT_CHUNK_BYTES):
-            yield chunk
-    finally:
-        spool.close()
-
-
 def _answering(handler: Handler, engine_of: Callable[[], Engine]) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
@@ -310,6 +270,10 @@ def _answering(handler: Handler, engine_of: Callable[[], Engine]) -> Callable[[R
             return JSONResponse({"error": "No such page: it may have been forgotten."}, status_code=404)
         except Conflict as exc:
             return JSONResponse({"error": str(exc)}, status_code=409)
+        except ExportBusy as exc:
+            return JSONResponse({"error": str(exc)}, status_code=429)
+        except ExportTooLarge as exc:
+            return JSONResponse({"error": str(exc)}, status_code=507)
         except Refused as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         # The engine's storage messages are written for a model; a person gets their own.

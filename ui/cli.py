@@ -14,7 +14,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
-import uvicorn
 from memvm.engine import Engine, EngineConfig, view
 from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.names import NAME_RULE, is_name
@@ -22,7 +21,7 @@ from memvm.engine.paths import DatabasePathError, check_db_path, database_named
 from memvm.engine.storage.open import is_postgres_url, shown
 from memvm.resources.budget import reserved_tokens
 from memvm.ui.app import create_app
-from memvm.ui.graceful import GRACE_S, GracefulServer
+from memvm.ui.http_guard import BACKLOG, guarded_server
 from memvm.ui.security import one_token
 from starlette.types import ASGIApp
 
@@ -106,7 +105,7 @@ def listen(host: str, port: int) -> socket.socket:
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
-        listener.listen(128)
+        listener.listen(BACKLOG)
     except OSError:
         listener.close()
         raise
@@ -138,13 +137,14 @@ async def _serve(db: str, namespace: str, host: str, listener: socket.socket, re
     async with opened_view(db, namespace, token, read_only=read_only) as app:
         port = listener.getsockname()[1]
         address = f"[{host}]" if ":" in host else host
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            lifespan="off",
-            access_log=False,
-            timeout_graceful_shutdown=GRACE_S,
+
+        def announce() -> None:
+            # In the fragment, which the browser never sends: the page's script takes it from there.
+            print(f"http://{address}:{port}/#token={token}", flush=True)
+
+        # The guards `memvm serve` has over HTTP: a deadline for headers, connections capped below
+        # the file limit, and log lines that cannot flood.
+        server = guarded_server(
+            app, on_started=announce, log_level="warning", lifespan="off", access_log=False
         )
-        # In the fragment, which the browser never sends: the page's script takes it from there.
-        server = GracefulServer(config, lambda: print(f"http://{address}:{port}/#token={token}", flush=True))
         await server.serve(sockets=[listener])

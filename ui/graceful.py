@@ -24,12 +24,21 @@ GRACE_S = 5
 STOPPING = (signal.SIGINT, signal.SIGTERM)
 
 
+class AnswerCut(Exception):
+    """Raised by the application to cut an answer it has started (a download the client stopped
+    reading): uvicorn closes the connection, so the client sees the answer end short, and logs
+    nothing of it."""
+
+
 class _CutAnswersUntraced(logging.Filter):
     """uvicorn logs each answer it cuts at the end of the grace as an error with a traceback; the
-    line before it ("Cancel N running task(s)") already says so, once."""
+    line before it ("Cancel N running task(s)") already says so, once. An answer the application
+    cut on purpose (AnswerCut) is no error at all."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        cut = record.exc_info is not None and isinstance(record.exc_info[1], asyncio.CancelledError)
+        cut = record.exc_info is not None and isinstance(
+            record.exc_info[1], asyncio.CancelledError | AnswerCut
+        )
         return not cut
 
 

@@ -30,7 +30,7 @@ from memvm.engine.operations.doctor import (
     memory_line,
     record_counts_drift,
 )
-from memvm.engine.operations.transfer import FORMAT, FORMAT_VERSION, Table, TransferError
+from memvm.engine.operations.transfer import Table, TransferError
 from memvm.engine.storage.migrations import SCHEMA_VERSION
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_db import (
@@ -64,38 +64,35 @@ def connect(url: str) -> psycopg.Connection[Any]:
         raise TransferError(f"cannot connect to PostgreSQL at {shown(url)}: {_first_line(exc)}") from exc
 
 
+# Every stored column of every table (generated ones excluded), with its place in its table's
+# primary key (none when it has none), in the order SQLite lists them (transfer.MEMORY_COLUMNS).
+MEMORY_COLUMNS = """
+SELECT c.table_name, c.column_name, k.place
+FROM information_schema.columns AS c
+JOIN pg_tables AS t ON t.schemaname = c.table_schema AND t.tablename = c.table_name
+LEFT JOIN (
+    -- int2vector counts from 0
+    SELECT r.relname, a.attname, array_position(i.indkey, a.attnum) - array_lower(i.indkey, 1) + 1 AS place
+    FROM pg_index AS i
+    JOIN pg_class AS r ON r.oid = i.indrelid
+    JOIN pg_namespace AS n ON n.oid = r.relnamespace AND n.nspname = current_schema()
+    JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+    WHERE i.indisprimary
+) AS k ON k.relname = c.table_name AND k.attname = c.column_name
+WHERE c.table_schema = current_schema() AND c.is_generated = 'NEVER'
+ORDER BY t.tablename COLLATE "C", c.ordinal_position
+"""
+
+
+def derived(name: str) -> bool:
+    """Whether the table is kept by the engine or by triggers (never exported)."""
+    return name in _DERIVED
+
+
 def memory_tables(conn: psycopg.Connection[Any]) -> list[Table]:
     """The tables that hold memory, with their stored columns (generated ones excluded), in the
     order SQLite lists them, and their primary keys."""
-    names = [
-        row[0]
-        for row in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-            'ORDER BY tablename COLLATE "C"'
-        )
-        if row[0] not in _DERIVED
-    ]
-    tables = []
-    for name in names:
-        columns = tuple(
-            row[0]
-            for row in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = %s AND is_generated = 'NEVER' ORDER BY ordinal_position",
-                (name,),
-            )
-        )
-        key = tuple(
-            row[0]
-            for row in conn.execute(
-                "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-                "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = CAST(%s AS regclass) AND i.indisprimary "
-                "ORDER BY array_position(i.indkey, a.attnum)",
-                (name,),
-            )
-        )
-        tables.append(Table(name, columns, key))
-    return tables
+    return transfer.tables_from(conn.execute(MEMORY_COLUMNS), derived)
 
 
 def _schema_version(conn: psycopg.Connection[Any]) -> int | None:
@@ -138,19 +135,17 @@ def export_lines(url: str, namespace: str | None = None) -> Generator[str, None,
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         try:
             _check_schema(conn)
-            yield transfer._dump({"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION})
+            yield transfer.header_line()
             rows = 0
             for table in memory_tables(conn):
-                where, params = ("WHERE namespace = %s", (namespace,)) if namespace is not None else ("", ())
-                sql = f'SELECT {_quoted(table.columns)} FROM "{table.name}" {where} ORDER BY {_quoted(table.key)}'
+                sql, params = transfer.rows_sql(table, namespace, mark="%s")
                 with conn.cursor(name=f"export_{table.name}") as cursor:  # server-side: memory stays flat
                     cursor.itersize = 2000
                     cursor.execute(sql, params)
                     for values in cursor:
-                        row = dict(zip(table.columns, values, strict=True))
-                        yield transfer._dump({"table": table.name, "row": row})
+                        yield transfer.row_line(table, values)
                         rows += 1
-            yield transfer._dump({"end": True, "rows": rows})
+            yield transfer.end_line(rows)
         finally:
             conn.execute("ROLLBACK")
 

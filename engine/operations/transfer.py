@@ -5,19 +5,24 @@ order; a header line first and an `end` line last (a file cut short is refused).
 derive (the search index, the page counts) is not written: the import rebuilds it, so that an
 export of an import is byte for byte the export it came from.
 
-The export reads one snapshot, so it is safe while servers write. The import fills a database
-that holds no memory yet, in one transaction: all of the file, or nothing.
+The export reads one snapshot, so it is safe while servers write. A server (the browser view's
+download) reads the same lines through the engine's own storage instead, on either backend
+(`export_read`). The import fills a database that holds no memory yet, in one transaction: all of
+the file, or nothing.
 """
 
 import json
 import sqlite3
 import time
-from collections.abc import Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import anyio
 from memvm.engine.operations.export_upgrade import OLDEST_READABLE, Upgrade
 from memvm.engine.operations.row_rules import violations
+from memvm.engine.storage.api import Reads
 from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 
 FORMAT = "memvm-export"
@@ -38,23 +43,67 @@ class Table:
     key: tuple[str, ...]
 
 
+# Every stored column of every table (table_info leaves generated ones out), with its place in
+# its table's primary key (0 when it has none), in table and column order.
+MEMORY_COLUMNS = (
+    "SELECT m.name, c.name, c.pk FROM sqlite_schema AS m, pragma_table_info(m.name) AS c "
+    "WHERE m.type = 'table' ORDER BY m.name, c.cid"
+)
+
+
+def _derived(name: str) -> bool:
+    return name in _DERIVED or name.startswith(_DERIVED_PREFIXES)
+
+
 def memory_tables(conn: sqlite3.Connection) -> list[Table]:
     """The tables that hold memory, with their stored columns (generated ones excluded) and key."""
-    names = [
-        row[0]
-        for row in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
-        if row[0] not in _DERIVED and not row[0].startswith(_DERIVED_PREFIXES)
+    return tables_from(conn.execute(MEMORY_COLUMNS), _derived)
+
+
+def tables_from(columns: Iterable[Any], derived: Callable[[str], bool]) -> list[Table]:
+    """The tables of (table, column, place in the primary key or 0) rows, as MEMORY_COLUMNS gives
+    them (and postgres_ops' own), leaving out those `derived` names."""
+    found: dict[str, tuple[list[str], list[tuple[int, str]]]] = {}
+    for table, column, key_place in columns:
+        if derived(table):
+            continue
+        names, key = found.setdefault(table, ([], []))
+        names.append(column)
+        if key_place:
+            key.append((int(key_place), column))
+    return [
+        Table(name, tuple(names), tuple(c for _, c in sorted(key))) for name, (names, key) in found.items()
     ]
-    tables = []
-    for name in names:
-        info = conn.execute(f'PRAGMA table_info("{name}")').fetchall()
-        key = tuple(col[1] for col in sorted((c for c in info if c[5]), key=lambda c: c[5]))
-        tables.append(Table(name, tuple(col[1] for col in info), key))
-    return tables
 
 
 def _quoted(names: Iterable[str]) -> str:
     return ", ".join(f'"{name}"' for name in names)
+
+
+def rows_sql(table: Table, namespace: str | None, mark: str = "?") -> tuple[str, tuple[str, ...]]:
+    """The statement that reads `table`'s rows for the export (of `namespace`, or of all), in
+    primary-key order, with `mark` as its placeholder; and its parameters."""
+    where, params = (f"WHERE namespace = {mark}", (namespace,)) if namespace is not None else ("", ())
+    return (
+        f'SELECT {_quoted(table.columns)} FROM "{table.name}" {where} ORDER BY {_quoted(table.key)}',
+        params,
+    )
+
+
+def header_line() -> str:
+    return _dump({"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION})
+
+
+def row_line(table: Table, values: Iterable[Any]) -> str:
+    return _dump({"table": table.name, "row": dict(zip(table.columns, values, strict=True))})
+
+
+def _row_lines(table: Table, batch: Iterable[Iterable[Any]]) -> list[str]:
+    return [row_line(table, values) for values in batch]
+
+
+def end_line(rows: int) -> str:
+    return _dump({"end": True, "rows": rows})
 
 
 def export_lines(conn: sqlite3.Connection, namespace: str | None = None) -> Generator[str, None, None]:
@@ -62,17 +111,40 @@ def export_lines(conn: sqlite3.Connection, namespace: str | None = None) -> Gene
     conn.execute("BEGIN")
     try:
         check_schema(conn)
-        yield _dump({"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION})
+        yield header_line()
         rows = 0
         for table in memory_tables(conn):
-            where, params = ("WHERE namespace = ?", (namespace,)) if namespace is not None else ("", ())
-            sql = f'SELECT {_quoted(table.columns)} FROM "{table.name}" {where} ORDER BY {_quoted(table.key)}'
-            for values in conn.execute(sql, params):
-                yield _dump({"table": table.name, "row": dict(zip(table.columns, values, strict=True))})
+            for values in conn.execute(*rows_sql(table, namespace)):
+                yield row_line(table, values)
                 rows += 1
-        yield _dump({"end": True, "rows": rows})
+        yield end_line(rows)
     finally:
         conn.execute("ROLLBACK")
+
+
+async def export_read(conn: Reads, namespace: str, write: Callable[[list[str]], Awaitable[None]]) -> int:
+    """The export of `namespace` read inside `conn`, a read transaction of the engine's own storage
+    (one snapshot, on a connection of its pool, on either backend), handed to `write` a batch of
+    lines at a time: the lines `memvm export --namespace` writes, byte for byte. Returns the rows.
+
+    The engine opened the database, so its schema is this memvm's: there is nothing to check.
+    """
+    if conn.dialect.name == "postgresql":
+        from memvm.engine.operations import postgres_ops
+
+        listing, derived = postgres_ops.MEMORY_COLUMNS, postgres_ops.derived
+    else:
+        listing, derived = MEMORY_COLUMNS, _derived
+    await write([header_line()])
+    rows = 0
+    for table in tables_from(await conn.all(listing), derived):
+        async with aclosing(conn.stream(*rows_sql(table, namespace))) as batches:
+            async for batch in batches:
+                # Rendered off the event loop: a large export must not hold up other requests.
+                await write(await anyio.to_thread.run_sync(_row_lines, table, batch))
+                rows += len(batch)
+    await write([end_line(rows)])
+    return rows
 
 
 # Pages whose expiry has come and that no write has deleted yet (see paging/pages.py).

@@ -8,11 +8,14 @@ GREATEST, a snippet's window, the full-text index) is asked of the transaction's
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from memvm.engine.storage.purge_queue import IS_PURGE_OWED, PurgeQueue
+
+# Rows a stream (Reads.stream) hands over at once.
+STREAM_BATCH = 500
 
 
 class Row(Protocol):
@@ -66,6 +69,14 @@ class Reads(ABC):
     async def one(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
         rows = await self.all(sql, params)
         return rows[0] if rows else None
+
+    @abstractmethod
+    def stream(
+        self, sql: str, params: Iterable[Any] = (), *, batch: int = STREAM_BATCH
+    ) -> AsyncGenerator[list[Row], None]:
+        """The rows of `sql`, `batch` at a time, as the transaction's snapshot holds them: memory
+        stays flat however many rows there are (an export's). Read it to the end, or close it
+        (`contextlib.aclosing`) before the transaction ends."""
 
     async def all_in(self, sql: str, params: Sequence[Any], values: Sequence[Any]) -> list[Row]:
         """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks; `params` come first."""

@@ -14,10 +14,11 @@ transaction could not be ended is closed, never handed to the next caller.
 
 import asyncio
 import hashlib
+import itertools
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
@@ -130,6 +131,7 @@ class PgDialect(api.Dialect):
 
 
 DIALECT = PgDialect()
+_cursors = itertools.count(1)
 
 
 class Reads(api.Reads):
@@ -143,6 +145,21 @@ class Reads(api.Reads):
         try:
             cursor = await self._conn.execute(text, values)
             return list(await cursor.fetchall()) if cursor.description else []
+        except psycopg.Error as exc:
+            _raise_translated(exc)
+            raise
+
+    async def stream(
+        self, sql: str, params: Iterable[Any] = (), *, batch: int = api.STREAM_BATCH
+    ) -> AsyncGenerator[list[api.Row], None]:
+        text, values = bind(sql, tuple(params))
+        try:
+            # A server-side cursor: the rows come `batch` at a time, never all at once. Named apart
+            # from any other open in the same transaction.
+            async with self._conn.cursor(name=f"memvm_stream_{next(_cursors)}") as cursor:
+                await cursor.execute(text, values)
+                while rows := await cursor.fetchmany(batch):
+                    yield rows
         except psycopg.Error as exc:
             _raise_translated(exc)
             raise

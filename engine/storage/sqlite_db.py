@@ -16,7 +16,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path, PurePath
 from typing import Any
@@ -94,6 +94,17 @@ class Reads(api.Reads):
         # on an aiosqlite connection is a thread hop, and hops, not SQL, dominate a tool call.
         try:
             return list(await self._conn.execute_fetchall(sql, tuple(params)))
+        except sqlite3.Error as exc:
+            _raise_translated(exc)
+            raise
+
+    async def stream(
+        self, sql: str, params: Iterable[Any] = (), *, batch: int = api.STREAM_BATCH
+    ) -> AsyncGenerator[list[api.Row], None]:
+        try:
+            async with self._conn.execute(sql, tuple(params)) as cursor:
+                while rows := await cursor.fetchmany(batch):
+                    yield list(rows)
         except sqlite3.Error as exc:
             _raise_translated(exc)
             raise

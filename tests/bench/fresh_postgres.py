@@ -22,6 +22,11 @@ class Databases:
         self._url = url or self._server.url  # type: ignore[union-attr]
         self._made: list[str] = []
 
+    @property
+    def server_url(self) -> str:
+        """The database on the server the others were made beside (for what asks the server itself)."""
+        return self._url
+
     def fresh(self) -> str:
         name = f"memvm_bench_{os.getpid()}_{len(self._made)}"
         with psycopg.connect(self._url, autocommit=True) as conn:

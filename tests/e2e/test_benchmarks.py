@@ -231,6 +231,20 @@ def test_ui_first_render_times_the_view_on_a_small_and_a_larger_file():
     assert len(lines(rf"  export: server peak memory {NUM} MB before, {NUM} MB after", out)) == 2, out
 
 
+def test_view_exports_reports_what_unread_exports_hold(backend, request):
+    on_postgres = (
+        ["--backend", "postgresql", "--db-url", postgres_url(request)] if backend == "postgresql" else []
+    )
+    out = bench("view_exports.py", "--pages", 200, "--requests", 10, "--hold", 2, *on_postgres)
+    connections = NUM if backend == "postgresql" else "None"
+    figures = (
+        rf"view_exports: backend={backend} pages=200 export_bytes={NUM} requests=10 200=2 429=8 "
+        rf"peak_spooled_bytes={NUM} peak_pg_connections={connections} search_ms quiet={NUM} "
+        rf"during median={NUM} max={NUM} spools_freed_after_s=None log_bytes={NUM}"
+    )
+    assert lines(figures, out), out
+
+
 @NEEDS_DATA
 def test_retrieval_scores_longmemeval_by_its_own_protocol(tmp_path):
     out = bench(

@@ -14,9 +14,9 @@ import pytest
 from anyio.abc import TaskStatus
 from mcp import Client
 from mcp.client.sse import sse_client
-from memvm.server.http_guard import HEADER_TIMEOUT_S
-from memvm.server.log_flood import BURST
 from memvm.server.session_quota import SESSIONS_PER_NAMESPACE
+from memvm.ui.http_guard import HEADER_TIMEOUT_S
+from memvm.ui.log_flood import BURST
 
 from tests.e2e.test_http import ALICE, BOB, INITIALIZE, START_LIMIT, free_port, http_server, wait_listening
 

@@ -48,7 +48,12 @@ async function exportNamespace(event) {
   event.preventDefault();
   try {
     const response = await fetch("api/export", { headers: { authorization: `Bearer ${token}` } });
-    if (!response.ok) throw new Error("The export failed: open the URL memvm ui printed again.");
+    if (response.status === 401) throw new Error("The export failed: open the URL memvm ui printed again.");
+    // Refused in one sentence (another export running, one too large for the view...).
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({}));
+      throw new Error(body.error || `The export failed (HTTP ${response.status}).`);
+    }
     const link = document.createElement("a");
     link.href = URL.createObjectURL(await response.blob());
     link.download = `memvm-${$("namespace").dataset.name || "export"}.jsonl`;

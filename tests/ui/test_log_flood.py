@@ -2,7 +2,7 @@
 
 import logging
 
-from memvm.server.log_flood import FloodFilter
+from memvm.ui.log_flood import FloodFilter
 
 
 class Clock:

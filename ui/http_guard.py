@@ -1,5 +1,8 @@
 """The HTTP connections themselves: a request must arrive in time, and the sockets stay countable.
 
+Both of memvm's HTTP servers (`memvm serve` over HTTP, `memvm ui`) run uvicorn through
+`guarded_server`, so they share these limits and the bounded log (log_flood).
+
 uvicorn waits for a request's headers and body for as long as the client likes, and accepts
 sockets until the process runs out of file descriptors. Then a few hundred half-sent requests
 lock every client out, and the failing accept loop floods the log. Here a connection gets
@@ -11,10 +14,15 @@ send whole requests keep being served.
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
 import h11
+import uvicorn
+from memvm.ui.graceful import GRACE_S, GracefulServer
+from memvm.ui.log_flood import quiet_floods
+from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 # A client on any real network sends its request line and headers well within this.
@@ -31,6 +39,8 @@ SPARE_FILES = 64
 # for a few such batches is kept free, or a burst of sockets would still exhaust the file limit.
 BACKLOG = 64
 ACCEPT_BATCHES = 3
+# Seconds an idle keep-alive connection is kept between requests (uvicorn's default).
+KEEP_ALIVE_S = 5
 
 
 def connection_limit() -> int:
@@ -140,3 +150,25 @@ def guarded_protocol(
         "body_timeout_s": body_timeout_s,
     }
     return type("GuardedH11Protocol", (GuardedH11Protocol,), limits)
+
+
+def guarded_server(
+    app: ASGIApp, *, on_started: Callable[[], None] | None = None, **options: Any
+) -> GracefulServer:
+    """uvicorn serving `app` with these guards: the protocol with its deadlines under the
+    connection limit, a short accept backlog, bounded keep-alive, and a stop that finishes what is
+    in flight (graceful); every log line it and the event loop write goes through a FloodFilter.
+    `options` are uvicorn.Config's (host and port, log level...)."""
+    config = uvicorn.Config(
+        app,
+        http=guarded_protocol(connection_limit()),
+        backlog=BACKLOG,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        timeout_graceful_shutdown=GRACE_S,
+        **options,
+    )
+    # After the Config, which sets uvicorn's loggers up, so that their handlers get the filter too.
+    # An exhausted file limit makes the event loop's accept fail again and again, each time with a
+    # traceback: the root logger's handler, where those arrive, is filtered as well.
+    quiet_floods()
+    return GracefulServer(config, on_started)

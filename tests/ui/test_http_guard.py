@@ -9,7 +9,7 @@ import httpx2
 import pytest
 import uvicorn
 from anyio.abc import SocketStream
-from memvm.server.http_guard import guarded_protocol
+from memvm.ui.http_guard import guarded_protocol
 
 pytestmark = pytest.mark.anyio
 
