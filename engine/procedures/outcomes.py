@@ -26,7 +26,7 @@ from memvm.engine.models import (
 from memvm.engine.paging.memory import Writer, fresh_page_id
 from memvm.engine.paging.pages import insert_page
 from memvm.engine.paging.projects import EVERYWHERE
-from memvm.engine.procedures.signatures import argument_delta, error_signature, flatten
+from memvm.engine.procedures.signatures import argument_delta, error_signature, flatten, telling_line
 from memvm.engine.sessions import touch_with_allowance
 from memvm.engine.storage.api import Writes
 
@@ -253,7 +253,11 @@ async def _learn(
     succeeded = call.outcome is Outcome.SUCCESS
     await conn.execute(_UPSERT_STATS, (namespace, call.tool, int(succeeded), call.duration_ms, now, call_id))
     if signature is not None:
-        example = (call.error_message or "").strip().splitlines()[0][:200] if call.error_message else None
+        example = (
+            telling_line(call.error_message)[:200]
+            if call.error_message and call.error_message.strip()
+            else None
+        )
         await conn.execute(_UPSERT_ERROR, (namespace, call.tool, signature, example, now, call_id))
     if not succeeded:
         return

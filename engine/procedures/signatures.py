@@ -28,13 +28,26 @@ _NORMALISERS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# A line that says only how a command ended ("Exit code 1", as a host reports a failed shell
+# command), with what went wrong on the lines after it: every failed command would share it.
+_EXIT_STATUS_ONLY = re.compile(
+    r"(?:exit(?:ed)?(?: with)? (?:code|status)|returned) ?-?\d+[.:]?", re.IGNORECASE
+)
+
+
+def telling_line(message: str) -> str:
+    """The message's first line that says what went wrong, past any that gives an exit status only."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    return next((line for line in lines if not _EXIT_STATUS_ONLY.fullmatch(line)), lines[0])
+
+
 def error_signature(error_type: str | None, message: str | None, fallback: str) -> str:
     """The key errors group under: an explicit type as given, else the normalised message."""
     if error_type and error_type.strip():
         return error_type.strip()[:MAX_SIGNATURE_CHARS]
     if not message or not message.strip():
         return fallback
-    text = message.strip().splitlines()[0]
+    text = telling_line(message)
     for pattern, placeholder in _NORMALISERS:
         text = pattern.sub(placeholder, text)
     text = re.sub(r"\s+", " ", text).strip().lower()

@@ -27,7 +27,7 @@ def _failure_then_fix(db: Path) -> None:
     claude(db, cc.post_tool({"command": "npm test"}, {"stdout": "12 passing"}, "toolu_2"))
 
 
-_HINT = '- Bash | failed 1x with "Exit code 1"'
+_HINT = '- Bash | failed 1x with "npm ERR! missing script: tset"'
 _FIX = 'changed command from "npm tset" to "npm test"'
 
 

@@ -82,7 +82,7 @@ def test_a_new_session_starts_with_the_fixes_for_the_tools_used_most_recently(tm
     )
     claude(db, cc.post_tool({"command": "npm test"}, {"stdout": "12 passing"}, "toolu_2"))
     context = claude(db, later(cc.session_start()))["hookSpecificOutput"]["additionalContext"]
-    assert '- Bash | failed 1x with "Exit code 1"' in context
+    assert '- Bash | failed 1x with "npm ERR! missing script: tset"' in context
     assert 'changed command from "npm tset" to "npm test"' in context
 
 

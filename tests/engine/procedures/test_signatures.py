@@ -75,3 +75,11 @@ def test_a_delta_and_its_reverse_mirror_each_other(before, after):
     forward, backward = argument_delta(before, after), argument_delta(after, before)
     assert forward["added"].keys() == backward["removed"].keys()
     assert forward["changed"].keys() == backward["changed"].keys()
+
+
+def test_a_failed_commands_exit_status_line_gives_way_to_the_line_that_says_what_went_wrong():
+    missing = error_signature(None, "Exit code 1\nnpm ERR! Missing script: tset\n", "failure")
+    failing = error_signature(None, "Exit code 1\nFAIL tests/api.test.ts", "failure")
+    assert missing.startswith("npm err! missing script") and missing != failing
+    # A message that says nothing more keeps its one line.
+    assert error_signature(None, "Exit code 2", "failure") == "exit code <n>"
