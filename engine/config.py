@@ -91,6 +91,9 @@ class EngineConfig(BaseModel):
     # (and nothing is half-written) while reads, forget and the freed space go on working. It binds
     # this process's writes only, as synchronous does. None: only the disk's.
     max_db_mb: int | None = Field(None, ge=1)
+    # A quota on each namespace's page text, in MB of characters (see storage/namespace_quota.py):
+    # a namespace past it has its writes refused while every other goes on. None: no quota.
+    max_namespace_mb: int | None = Field(None, ge=1)
     # Open the file read-only (SQLite mode=ro): reads work, every write is the "read-only" tool
     # error, and a file that still needs a migration is refused at start.
     read_only: bool = False

@@ -89,6 +89,17 @@ class StorageFull(StorageError):
         )
 
 
+class NamespaceFull(StorageFull):
+    """This namespace's share (`--max-namespace-mb`) is used up; other namespaces still write."""
+
+    def __init__(self, quota_mb: int) -> None:
+        StorageError.__init__(
+            self,
+            f"This memory is at its size limit ({quota_mb} MB of text), so nothing was saved; forget "
+            "pages you no longer need, then retry.",
+        )
+
+
 class StorageReadOnly(StorageError):
     def __init__(self) -> None:
         super().__init__("This memory is read-only, so nothing was saved; answer without storing.")

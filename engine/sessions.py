@@ -11,6 +11,7 @@ starts a new turn by itself). Its faults and guard calls also count against the 
 session (see `touch_with_allowance`), so naming another session, made up or long over, buys nothing.
 """
 
+from memvm.engine.errors import InvalidArgument
 from memvm.engine.models import SessionState
 from memvm.engine.storage.api import Reads, Row, Writes
 
@@ -29,7 +30,7 @@ ON CONFLICT (namespace, session) DO UPDATE SET
     faults_this_turn = CASE WHEN ?3 - sessions.last_call_at > ?4 THEN 0 ELSE sessions.faults_this_turn END,
     turn_started_at = CASE WHEN ?3 - sessions.last_call_at > ?4 THEN ?3 ELSE sessions.turn_started_at END,
     last_call_at = ?3
-RETURNING {_STATE_COLUMNS}
+RETURNING {_STATE_COLUMNS}, created_at
 """
 
 _BEGIN_TURN = f"""
@@ -38,10 +39,16 @@ INSERT INTO sessions (
 VALUES (?1, ?2, 1, 0, ?3, ?3, ?3, 0)
 ON CONFLICT (namespace, session) DO UPDATE SET
     ad_hoc = 0, turn = sessions.turn + 1, faults_this_turn = 0, turn_started_at = ?3, last_call_at = ?3
-RETURNING {_STATE_COLUMNS}
+RETURNING {_STATE_COLUMNS}, created_at
 """
 
 _GET = f"SELECT {_STATE_COLUMNS} FROM sessions WHERE namespace = ? AND session = ?"
+
+# Sessions one namespace keeps at most: a conversation a day for centuries, and a bound on the
+# rows a client can make by naming new sessions.
+MAX_SESSIONS_PER_NAMESPACE = 100_000
+
+_SESSIONS_IN_NAMESPACE = "SELECT count(*) FROM sessions WHERE namespace = ?"
 
 _CHARGE_FAULT = """
 UPDATE sessions SET faults_this_turn = faults_this_turn + 1 WHERE namespace = ? AND session = ?
@@ -82,13 +89,27 @@ async def touch_session(
     """
     row = await conn.one(_TOUCH, (namespace, session, now, idle_seconds, by_host))
     assert row is not None  # RETURNING always yields the row
+    await _within_bound(conn, namespace, row, now)
     return _state(row)
 
 
 async def begin_turn(conn: Writes, namespace: str, session: str, now: float) -> SessionState:
     row = await conn.one(_BEGIN_TURN, (namespace, session, now))
     assert row is not None  # RETURNING always yields the row
+    await _within_bound(conn, namespace, row, now)
     return _state(row)
+
+
+async def _within_bound(conn: Writes, namespace: str, row: Row, now: float) -> None:
+    """Refuse a session made just now past MAX_SESSIONS_PER_NAMESPACE (the write rolls it back)."""
+    if row["created_at"] != now:
+        return  # an existing session: counted when it was made
+    counted = await conn.one(_SESSIONS_IN_NAMESPACE, (namespace,))
+    if counted is not None and int(counted[0]) > MAX_SESSIONS_PER_NAMESPACE:
+        raise InvalidArgument(
+            f"This memory keeps at most {MAX_SESSIONS_PER_NAMESPACE} sessions and has them all; use a "
+            "session that exists (leave out session to use your own)."
+        )
 
 
 async def charge_fault(conn: Writes, namespace: str, session: str) -> None:

@@ -110,6 +110,12 @@ def _parser() -> argparse.ArgumentParser:
         "'storage full' tool error; applies to this process's writes",
     )
     serve.add_argument(
+        "--max-namespace-mb",
+        type=int,
+        help="cap each namespace's page text at this many MB of characters: a namespace past it gets "
+        "a 'size limit' tool error on writes while the others write on; on either backend",
+    )
+    serve.add_argument(
         "--read-only",
         action="store_true",
         help="open the database read-only: reads work, writes get a 'read-only' tool error",
@@ -184,6 +190,7 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
                 turn_idle_seconds=args.turn_idle_seconds,
                 synchronous=Synchronous(args.synchronous),
                 max_db_mb=args.max_db_mb,
+                max_namespace_mb=args.max_namespace_mb,
                 read_only=args.read_only,
                 redact_secrets=not args.keep_secrets,
                 guards=_guards(args),

@@ -140,10 +140,11 @@ async def test_flaw_the_ungrounded_warning_lists_every_binding(engine):
                 value=10_000 + index,
                 name=None,
             )
-    args = {"rows": [{"amount": 10_000 + index} for index in range(0, 10_000, 50)], "stray": 123_456}
+    # A session keeps its newest 1,000 values (MAX_BINDINGS_PER_SESSION): $v9001 to $v10000.
+    args = {"rows": [{"amount": 10_000 + index} for index in range(9_000, 10_000, 5)], "stray": 123_456}
     result = await engine.check_ungrounded(namespace=NS, session="s", args=args)
     assert len(result.ungrounded) == 201
-    assert result.ungrounded[0].suggestion == "$v1"
+    assert result.ungrounded[0].suggestion == "$v9001"
     assert len(result.message.encode()) < 1_000  # the predecessor's was 79 KB at 10k bindings
     call = await engine.check_tool_call(namespace=NS, session="s", tool="post", args=args)
     assert sum(len(reason.message) for reason in call.reasons) < 2_000

@@ -102,6 +102,14 @@ WHERE namespace = ? AND session = ? AND seq = ?
 _FORGET_ALIASES = "DELETE FROM binding_aliases WHERE namespace = ? AND session = ? AND seq = ?"
 _FORGET_NUMBERS = "DELETE FROM result_numbers WHERE namespace = ? AND session = ? AND seq = ?"
 
+# Values one session keeps: the newest, however many calls a long session makes. What refers to a
+# value goes before it.
+MAX_BINDINGS_PER_SESSION = 1_000
+_DROP_OLDEST = tuple(
+    f"DELETE FROM {table} WHERE namespace = ? AND session = ? AND seq <= ?"
+    for table in ("result_numbers", "binding_aliases", "bindings")
+)
+
 
 @dataclass(frozen=True)
 class BoundValue:
@@ -177,6 +185,11 @@ async def bind(
         )
         assert inserted is not None  # RETURNING yields the row it wrote
         seq, created = inserted["seq"], True
+        if seq > MAX_BINDINGS_PER_SESSION:
+            # The session's oldest values make room: a reference to one is then unknown, as a
+            # forgotten one is; numbers never repeat, since the newest row stays.
+            for statement in _DROP_OLDEST:
+                await conn.execute(statement, (namespace, session, seq - MAX_BINDINGS_PER_SESSION))
         # A value that is one number is itself the source, given as its reference; the numbers in
         # a structure or in text are sources to read.
         if kind in (ValueType.LIST, ValueType.OBJECT) or (kind is ValueType.STRING and number is None):

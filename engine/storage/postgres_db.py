@@ -35,6 +35,7 @@ from memvm.engine.errors import (
     StorageUnavailable,
 )
 from memvm.engine.storage import api, postgres_purge
+from memvm.engine.storage.namespace_quota import check_namespace_room
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_sql import PgRow, bind, translate
 from memvm.engine.storage.purge_queue import OWE_PURGE, PURGE_STARTED
@@ -366,6 +367,8 @@ class Database(api.Database):
         async with self._transaction(f"BEGIN; SET LOCAL lock_timeout = {wait_ms}", commit=True) as conn:
             writes = Writes(conn, self._stemmer)
             await writes.all(locks)
+            if namespace is not None and not removal and self._config.max_namespace_mb:
+                await check_namespace_room(writes, namespace, self._config.max_namespace_mb)
             yield writes
             await writes.flush()
 

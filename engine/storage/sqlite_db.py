@@ -32,6 +32,7 @@ from memvm.engine.errors import (
     StorageReadOnly,
 )
 from memvm.engine.storage import api, sqlite_purge
+from memvm.engine.storage.namespace_quota import check_namespace_room
 from memvm.engine.storage.purge_queue import PURGE_STARTED
 from memvm.engine.storage.read_slots import ReadSlots
 
@@ -230,7 +231,10 @@ class Database(api.Database):
             async with self._room_to_remove(removal):
                 await self._begin()
                 try:
-                    yield Writes(self._writer)
+                    writes = Writes(self._writer)
+                    if namespace is not None and not removal and self._config.max_namespace_mb:
+                        await check_namespace_room(writes, namespace, self._config.max_namespace_mb)
+                    yield writes
                 except BaseException as exc:
                     await _rolled_back(self._writer)
                     _raise_translated(exc)
