@@ -12,7 +12,6 @@ from typing import Any
 from memvm.engine import redacted_writes
 from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.config import EngineConfig
-from memvm.engine.errors import PageNotFound
 from memvm.engine.guards import guards
 from memvm.engine.guards.bindings import bind
 from memvm.engine.guards.call_log import CallLog
@@ -58,8 +57,7 @@ from memvm.engine.paging.history import (
 )
 from memvm.engine.paging.history_write import HistoryMessage, HistoryWritten, write_history
 from memvm.engine.paging.manifest_pages import available_pages, namespace_counts
-from memvm.engine.paging.pages import get_page
-from memvm.engine.paging.projects import sees
+from memvm.engine.paging.pages import page_seen_from
 from memvm.engine.paging.search import search_pages
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.versions import versions_of
@@ -474,9 +472,7 @@ class Engine:
         """The page whole, with its superseded versions; an expired page, or one of a project other
         than `project`, is not found."""
         async with self.db.read() as conn:
-            page = await get_page(conn, namespace, page_id, live_at=self.clock.now())
-            if page is None or not sees(project, page.project):
-                raise PageNotFound(page_id)
+            page = await page_seen_from(conn, namespace, page_id, project, live_at=self.clock.now())
             earlier = await versions_of(conn, page.rowid)
         version = earlier[-1].version + 1 if earlier else 1
         return page.model_copy(update={"versions": earlier, "version": version})

@@ -10,10 +10,9 @@ charged), with why and what would make room.
 import anyio
 from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
-from memvm.engine.errors import FaultLimitReached, PageNotFound
+from memvm.engine.errors import FaultLimitReached
 from memvm.engine.models import Actor, EvictedPage, FaultResult, Level, Page, SessionState
-from memvm.engine.paging.pages import get_page, touch_page
-from memvm.engine.paging.projects import sees
+from memvm.engine.paging.pages import page_seen_from, touch_page
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping
 from memvm.engine.sessions import charge_fault, get_session, read_session, touch_with_allowance
@@ -49,9 +48,7 @@ async def page_fault(
     # A long page's line takes a fifth of a second to count: count it before taking the lock
     # (and off the event loop), and again inside only if the page changed in between.
     async with db.read() as conn:
-        seen = await get_page(conn, namespace, page_id, live_at=clock.now())
-    if seen is None or not sees(project, seen.project):
-        raise PageNotFound(page_id)
+        seen = await page_seen_from(conn, namespace, page_id, project, live_at=clock.now())
     bodies = await _bodies(seen, levels, counter)
     now = clock.now()
     async with db.write(namespace) as conn:
@@ -60,9 +57,7 @@ async def page_fault(
             conn, namespace, session, host_session, now, config.turn_idle_seconds
         )
         charged = [state] if accountable is state else [state, accountable]
-        page = await get_page(conn, namespace, page_id, live_at=now)
-        if page is None or not sees(project, page.project):
-            raise PageNotFound(page_id)
+        page = await page_seen_from(conn, namespace, page_id, project, live_at=now)
         if page.levels != seen.levels:
             bodies = await _bodies(page, levels, counter)
         current = await get_mapping(conn, namespace, session, page.rowid)

@@ -16,7 +16,6 @@ from memvm.engine.errors import (
     KeyConflict,
     KeyInOtherProject,
     PageChanged,
-    PageNotFound,
     PageTooLong,
     StorageBusy,
     StorageFull,
@@ -46,6 +45,7 @@ from memvm.engine.paging.pages import (
     get_page,
     insert_page,
     next_page_id,
+    page_seen_from,
     page_with_text,
     set_pinned,
     update_remembered,
@@ -306,9 +306,7 @@ async def pin_page(
     now = writer.clock.now()
     async with writer.db.write(namespace) as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
-        page = await get_page(conn, namespace, page_id, live_at=now)
-        if page is None or not sees(project, page.project):
-            raise PageNotFound(page_id)
+        page = await page_seen_from(conn, namespace, page_id, project, live_at=now)
         await set_pinned(conn, namespace, page.rowid, pinned)
         working_set = writer.working_set(conn, namespace, session, state.turn)
         mapping = await get_mapping(conn, namespace, session, page.rowid)
@@ -345,9 +343,7 @@ async def forget(
     now = writer.clock.now()
     async with writer.db.write(namespace, removal=True) as conn:
         await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
-        page = await get_page(conn, namespace, page_id)
-        if page is None or not sees(project, page.project):
-            raise PageNotFound(page_id)
+        page = await page_seen_from(conn, namespace, page_id, project)
         await _drop(writer, conn, namespace, page, cause="forget")
     return ForgetResult(page_id=page_id, deleted=True, purged=await _purged(writer.db))
 

@@ -2,9 +2,10 @@
 
 import json
 
+from memvm.engine.errors import PageNotFound
 from memvm.engine.models import LevelTokens, Modality, NewPage, Page, PageType, Role
 from memvm.engine.paging.levels import Levels
-from memvm.engine.paging.projects import EVERYWHERE, visible_sql
+from memvm.engine.paging.projects import EVERYWHERE, sees, visible_sql
 from memvm.engine.storage.api import Reads, Row, Writes
 
 # Readable ids per page type: msg_000123, tool_000045, note_000007, ...
@@ -234,6 +235,17 @@ async def get_page(conn: Reads, namespace: str, page_id: str, *, live_at: float 
     else:
         row = await conn.one(_GET_LIVE, (namespace, page_id, live_at))
     return page_from_row(row) if row else None
+
+
+async def page_seen_from(
+    conn: Reads, namespace: str, page_id: str, project: str | None, *, live_at: float | None = None
+) -> Page:
+    """The page `page_id` as a reader in `project` may use it (see get_page for `live_at`):
+    PageNotFound when there is none, and when it is another project's, which no id reaches."""
+    page = await get_page(conn, namespace, page_id, live_at=live_at)
+    if page is None or not sees(project, page.project):
+        raise PageNotFound(page_id)
+    return page
 
 
 # A remembered page of one type holding exactly this text; the namespace's pages of that type are
