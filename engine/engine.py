@@ -477,9 +477,10 @@ class Engine:
         version = earlier[-1].version + 1 if earlier else 1
         return page.model_copy(update={"versions": earlier, "version": version})
 
-    async def collect_expired(self) -> int:
-        """Delete every page whose expiry has come, in every namespace (`memvm gc`); how many."""
-        return await memory.collect_expired(self._writer)
+    async def collect_expired(self, *, purge: bool = True) -> int:
+        """Delete every page whose expiry has come, in every namespace (`memvm gc`); how many.
+        `purge=False` leaves the merge and checkpoint to the next purge (see memory.collect_expired)."""
+        return await memory.collect_expired(self._writer, purge=purge)
 
     async def session_state(self, *, namespace: str, session: str) -> SessionState:
         """The session as committed; a session never used yet reads as turn 0 with no faults."""

@@ -425,10 +425,10 @@ def _gc(named: str) -> int:
     return 0
 
 
-async def _collect(named: str) -> int:
+async def _collect(named: str, purge: bool = True) -> int:
     engine = await Engine.open(named)
     try:
-        return await engine.collect_expired()
+        return await engine.collect_expired(purge=purge)
     finally:
         await engine.close()
 
@@ -453,7 +453,7 @@ def _expired_collected(named: str, waiting: int) -> str | None:
             "as the user the servers run as, then export"
         )
     try:
-        anyio.run(_collect, named)
+        anyio.run(_collect, named, False)  # an export reads rows: the purge can wait for the next one
     except StorageBusy:
         return "the database stayed busy with another writer; export again in a moment"
     return None

@@ -223,7 +223,7 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
         spool = exports.start(namespace)
         try:
             # Expired is gone for every read, a download included: what waits to be deleted goes first.
-            await engine.collect_expired()
+            await engine.collect_expired(purge=False)  # rows are read, never the index's segments
             async with exports.reading(), engine.db.read(namespace) as conn:
                 await export_read(conn, namespace, spool.write)
             await spool.rewind()

@@ -382,8 +382,10 @@ _NAMESPACES_EXPIRED = f"SELECT DISTINCT namespace FROM pages WHERE {expired()}"
 EXPIRED_PER_GC_WRITE = 500
 
 
-async def collect_expired(writer: Writer) -> int:
-    """Delete every expired page of every namespace, a bounded batch per write; how many."""
+async def collect_expired(writer: Writer, *, purge: bool = True) -> int:
+    """Delete every expired page of every namespace, a bounded batch per write; how many. Without
+    `purge` (before an export, which reads rows, never the index's segments or the WAL) the
+    deletes stay owed a purge, as a write's own deletes of expired pages do."""
     now = writer.clock.now()
     async with writer.db.read() as conn:
         namespaces = [row["namespace"] for row in await conn.all(_NAMESPACES_EXPIRED, (now,))]
@@ -397,7 +399,7 @@ async def collect_expired(writer: Writer) -> int:
                 break
     # As after a forget: the deleted texts leave the search index and the WAL (see _purged), and
     # those a write deleted on its way, or a forget whose purge did not finish, as well.
-    if deleted or await writer.db.purge_owed():
+    if purge and (deleted or await writer.db.purge_owed()):
         await _purged(writer.db)
     return deleted
 
