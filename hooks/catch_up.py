@@ -51,6 +51,7 @@ async def catch_up(
     stored = await engine.session_transcript(namespace=namespace, session=event.session, limit=_STORED_PAGES)
     present = Counter((page.role, page.content.strip()) for page in stored)
     problems = [transcript.problem] if transcript.problem is not None else []
+    project = event_project(event)  # once: it looks through the folders above the host's
     pending: list[IngestMessage] = []
     added = left_out = 0
     for entry in transcript.entries:
@@ -69,17 +70,17 @@ async def catch_up(
             pending.append(IngestMessage(role=entry.role, content=entry.text))
             added += 1
             if len(pending) >= _BATCH:
-                left_out += await _ingest(engine, namespace, event, pending)
+                left_out += await _ingest(engine, namespace, event, project, pending)
                 pending = []
         elif isinstance(entry, ToolCall):
             # Messages before the call go in first, so the call lands in its turn.
-            left_out += await _ingest(engine, namespace, event, pending)
+            left_out += await _ingest(engine, namespace, event, project, pending)
             pending = []
             try:
-                added += await _record_call(engine, event, namespace, host, entry)
+                added += await _record_call(engine, event, project, namespace, host, entry)
             except _UNSTORABLE:
                 left_out += 1
-    left_out += await _ingest(engine, namespace, event, pending)
+    left_out += await _ingest(engine, namespace, event, project, pending)
     if left_out:
         problems.append(f"{left_out} transcript entr{'y' if left_out == 1 else 'ies'} could not be stored")
     if problems:
@@ -87,26 +88,28 @@ async def catch_up(
     return None
 
 
-async def _ingest(engine: Engine, namespace: str, event: HookEvent, messages: Sequence[IngestMessage]) -> int:
-    """Store `messages` in the event's session and project; how many could not be stored."""
+async def _ingest(
+    engine: Engine, namespace: str, event: HookEvent, project: str | None, messages: Sequence[IngestMessage]
+) -> int:
+    """Store `messages` in the event's session and `project`; how many could not be stored."""
     if not messages:
         return 0
     try:
-        await engine.ingest(
-            namespace=namespace, session=event.session, messages=messages, project=event_project(event)
-        )
+        await engine.ingest(namespace=namespace, session=event.session, messages=messages, project=project)
     except _UNSTORABLE:
         if len(messages) == 1:
             return 1
         # Nothing of the batch was written: store them one by one, leaving out the ones that fail.
         left_out = 0
         for message in messages:
-            left_out += await _ingest(engine, namespace, event, [message])
+            left_out += await _ingest(engine, namespace, event, project, [message])
         return left_out
     return 0
 
 
-async def _record_call(engine: Engine, event: HookEvent, namespace: str, host: str, call: ToolCall) -> int:
+async def _record_call(
+    engine: Engine, event: HookEvent, project: str | None, namespace: str, host: str, call: ToolCall
+) -> int:
     """Record the call unless it was; how many calls were added (0 or 1)."""
     digest = tool_result_digest(event.session, call.tool_use_id)
     if await engine.handled_hook_event(namespace=namespace, digest=digest) is not None:
@@ -119,7 +122,7 @@ async def _record_call(engine: Engine, event: HookEvent, namespace: str, host: s
         error_message=(call.result or "the tool failed") if call.failed else None,
     )
     await engine.record_tool_outcome(
-        namespace=namespace, session=event.session, call=outcome, project=event_project(event)
+        namespace=namespace, session=event.session, call=outcome, project=project
     )
     await engine.record_hook_event(
         namespace=namespace, host=host, session=event.session, digest=digest, event=event.name
