@@ -92,11 +92,16 @@ class StorageFull(StorageError):
 class NamespaceFull(StorageFull):
     """This namespace's share (`--max-namespace-mb`) is used up; other namespaces still write."""
 
-    def __init__(self, quota_mb: int) -> None:
+    def __init__(self, quota_mb: int, *, mostly_logs: bool = False) -> None:
+        # Pages can be forgotten; bound values and recorded calls only age out, so when they hold
+        # most of the share, forgetting would not make room and the operator must.
+        remedy = (
+            "the values bound and tool calls recorded hold most of it; ask the operator for a larger share"
+            if mostly_logs
+            else "forget pages you no longer need, then retry"
+        )
         StorageError.__init__(
-            self,
-            f"This memory is at its size limit ({quota_mb} MB of text), so nothing was saved; forget "
-            "pages you no longer need, then retry.",
+            self, f"This memory is at its size limit ({quota_mb} MB of text), so nothing was saved; {remedy}."
         )
 
 

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 
 from memvm.engine.guards.guard_config import ToolKind
+from memvm.engine.kept_logs import keep_newest_if_due
 from memvm.engine.models import CallVerdict, GuardReason, GuardRule
 from memvm.engine.redaction import redact
 from memvm.engine.storage.api import Writes
@@ -48,6 +49,7 @@ WHERE namespace = ? AND session = ? AND turn = ? ORDER BY call_id DESC LIMIT 60
 
 _INSERT = """
 INSERT INTO guard_calls (namespace, session, turn, tool, kind, call_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+RETURNING rowid
 """
 
 _STRIKE = """
@@ -135,9 +137,12 @@ class CallLog:
         return runs
 
     async def record(self, tool: str, kind: ToolKind, call_hash: str, now: float) -> None:
-        await self.conn.execute(
+        row = await self.conn.one(
             _INSERT, (self.namespace, self.session, self.turn, tool, kind.value, call_hash, now)
         )
+        assert row is not None  # RETURNING yields the row it wrote
+        scope = (self.namespace, self.session, self.turn)
+        await keep_newest_if_due(self.conn, "guard_calls", scope, int(row["rowid"]))
         for prune in (_PRUNE_CALLS, _PRUNE_STRIKES):
             await self.conn.execute(prune, (self.namespace, self.session, self.turn - 1))
 

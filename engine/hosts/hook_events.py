@@ -8,9 +8,11 @@ by what the session has seen of that call (hooks/replays.py): how many of its ou
 recorded, and whether an event whose digest begins a given way was handled.
 """
 
+import zlib
 from typing import Any
 
 from memvm.engine.guards.literals import call_hash
+from memvm.engine.kept_logs import keep_newest_if_due
 from memvm.engine.models import HandledHookEvent
 from memvm.engine.storage.api import Reads, Writes
 
@@ -56,3 +58,5 @@ async def record_event(
     now: float,
 ) -> None:
     await conn.execute(_RECORD, (namespace, digest, host, session, event, answer, now))
+    # Events carry no sequence; their digest, hashed, picks the one in so many that trims.
+    await keep_newest_if_due(conn, "hook_events", (namespace,), zlib.crc32(digest.encode()))

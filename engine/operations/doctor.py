@@ -14,6 +14,7 @@ from memvm.engine.hosts.hook_report import HookSession, hook_sessions, stopped
 from memvm.engine.operations.row_rules import violations
 from memvm.engine.operations.transfer import memory_tables
 from memvm.engine.paging.pages import expired
+from memvm.engine.storage.log_limits import LOG_CHARS_OF_NAMESPACE
 from memvm.engine.storage.sqlite_db import APPLICATION_ID, connect_blocking, wal_in_header, writable
 from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 
@@ -54,12 +55,14 @@ def expired_waiting_sql() -> str:
     return f"SELECT count(*) FROM pages WHERE {expired(repr(time.time()))}"
 
 
-# The per-namespace page counts and lengths (search statistics) are kept by triggers; they must
-# agree with the pages. The namespaces where they do not, on either backend.
+# The per-namespace page counts and lengths (search statistics) and the text kept outside pages
+# (the quota's) are kept by triggers; they must agree with the rows. The namespaces where they do
+# not, on either backend.
 COUNTS_DRIFT = (
-    "SELECT count(*) FROM (SELECT namespace, count(*) AS n, sum(search_chars) AS chars FROM pages "
+    "SELECT (SELECT count(*) FROM (SELECT namespace, count(*) AS n, sum(search_chars) AS chars FROM pages "
     "GROUP BY namespace) AS real LEFT JOIN page_counts USING (namespace) "
-    "WHERE page_counts.pages IS DISTINCT FROM real.n OR page_counts.chars IS DISTINCT FROM real.chars"
+    "WHERE page_counts.pages IS DISTINCT FROM real.n OR page_counts.chars IS DISTINCT FROM real.chars) + "
+    f"(SELECT count(*) FROM page_counts WHERE log_chars <> {LOG_CHARS_OF_NAMESPACE})"
 )
 
 

@@ -10,6 +10,7 @@ change goes to the append-only mutation log.
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 
+from memvm.engine.kept_logs import keep_newest_if_due
 from memvm.engine.models import (
     Actor,
     EvictedPage,
@@ -136,6 +137,8 @@ _LOG = """
 INSERT INTO mutation_log (namespace, session, page_id, turn, kind, level_before, level_after, actor, cause, at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+
+_NEWEST_LOGGED = "SELECT max(seq) AS seq FROM mutation_log WHERE namespace = ?"
 
 _VIEW = f"""
 SELECT w.level, w.line_tokens, p.page_id, p.type, p.role, t.content, t.reduced, p.abstract, p.reference
@@ -548,6 +551,11 @@ class WorkingSet:
                 for page_id, kind, before, after in changes
             ],
         )
+        newest = await self._conn.one(_NEWEST_LOGGED, (self._namespace,))
+        if newest is not None and newest["seq"] is not None:
+            await keep_newest_if_due(
+                self._conn, "mutation_log", (self._namespace,), int(newest["seq"]), added=len(changes)
+            )
 
 
 async def sessions_mapping(conn: Reads, namespace: str, rowid: int) -> list[tuple[str, Level]]:

@@ -13,6 +13,7 @@ from memvm.engine.guards.bindings import bind, recent_results
 from memvm.engine.guards.grounding import register_user_numbers
 from memvm.engine.guards.guards import runaway_reason
 from memvm.engine.guards.literals import call_hash, canonical_json
+from memvm.engine.kept_logs import keep_newest, keep_newest_if_due
 from memvm.engine.models import (
     ERROR_OUTCOMES,
     FixLink,
@@ -206,6 +207,9 @@ async def record_tool_outcome(
         if call.outcome is Outcome.SUCCESS:
             fix = await _link_fix(conn, namespace, call, digest, call_id, window)
         await _learn(conn, namespace, call, signature, call_id, now)
+        if await keep_newest_if_due(conn, "tool_calls", (namespace,), call_id):
+            for learned in ("tool_stats", "error_patterns", "success_values"):
+                await keep_newest(conn, learned, (namespace,))
         runaway = None
         if ref is not None and writer.config.guards.runaway_repeats:
             recent = await recent_results(

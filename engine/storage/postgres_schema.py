@@ -15,6 +15,7 @@ the namespace's statistics exactly as on SQLite. The page counts and lengths BM2
 by triggers, as on SQLite.
 """
 
+from memvm.engine.storage.log_limits import COUNT_EXISTING_LOG_CHARS, KEPT_LOG_INDEXES, postgres_triggers
 from memvm.engine.storage.migration import Migration
 
 _T = 'TEXT COLLATE "C"'
@@ -348,6 +349,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         version=16,
         name="a mark of deletes not yet purged",
         statements=("CREATE TABLE purge_owed (id INTEGER PRIMARY KEY CHECK (id = 1))",),
+    ),
+    Migration(
+        version=17,
+        name="log text counted per namespace, and the newest rows of each log kept",
+        statements=(
+            "ALTER TABLE page_counts ADD COLUMN log_chars BIGINT NOT NULL DEFAULT 0",
+            *COUNT_EXISTING_LOG_CHARS,
+            *postgres_triggers(),
+            "DROP TRIGGER mutation_log_no_delete ON mutation_log",
+            *KEPT_LOG_INDEXES,
+        ),
     ),
 )
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

@@ -4,6 +4,7 @@ Every table carries `namespace`, and every index leads with it, because every qu
 `migrations` applies them; a second backend keeps its own list beside this one, at the same versions.
 """
 
+from memvm.engine.storage.log_limits import COUNT_EXISTING_LOG_CHARS, KEPT_LOG_INDEXES, sqlite_triggers
 from memvm.engine.storage.migration import Migration
 from memvm.engine.storage.sqlite_db import APPLICATION_ID
 
@@ -769,6 +770,22 @@ _PURGE_OWED = Migration(
     statements=("CREATE TABLE purge_owed (id INTEGER PRIMARY KEY CHECK (id = 1))",),
 )
 
+# What a namespace keeps besides its pages counts against its quota too: the text of its bound
+# values, its tool call log and its hook events (page_counts.log_chars, kept by trigger). The logs
+# keep their newest rows only (engine/kept_logs.py), which these indexes let them find; the
+# mutation log is still never rewritten, but its oldest rows now go.
+_KEPT_LOGS = Migration(
+    version=17,
+    name="log text counted per namespace, and the newest rows of each log kept",
+    statements=(
+        "ALTER TABLE page_counts ADD COLUMN log_chars INTEGER NOT NULL DEFAULT 0",
+        *COUNT_EXISTING_LOG_CHARS,
+        *sqlite_triggers(),
+        "DROP TRIGGER mutation_log_no_delete",
+        *KEPT_LOG_INDEXES,
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
@@ -786,6 +803,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _VERSIONS_AND_EXPIRY,
     _PROJECTS,
     _PURGE_OWED,
+    _KEPT_LOGS,
 )
 # The schema version this memvm writes and expects.
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

@@ -309,3 +309,18 @@ def test_backends_compares_sqlite_with_postgresql(tmp_path, request):
             assert lines(rf"\| {pages} \| {backend}( \| {NUM}){{5}} \|", out), out
     for backend in ("sqlite", "postgresql"):
         assert lines(rf"\| 1 \| {backend} \| {NUM} \| \d+ \|", out), out
+
+
+def test_kept_logs_times_a_full_tool_call_log_against_an_empty_one(backend, request):
+    on_postgres = (
+        ["--backend", "postgresql", "--db-url", postgres_url(request)] if backend == "postgresql" else []
+    )
+    out = bench("kept_logs.py", "--rows", 2000, "--calls", 70, "--bound", 1000, *on_postgres)
+    timing = rf"p50_ms={NUM} p95_ms={NUM} max_ms={NUM}"
+    figures = (
+        rf"kept_logs: backend={backend} rows=2000 bound=1000 calls=70 filled_s={NUM} full {timing} "
+        rf"empty {timing} kept_calls=(\d+)"
+    )
+    assert lines(figures, out), out
+    # The full namespace was cut back to its bound (and at most one check's worth of calls past it).
+    assert 1000 <= int(re.search(figures, out).group(1)) < 1000 + 64, out

@@ -37,7 +37,7 @@ async def test_a_blank_file_gets_page_texts_apart_and_call_ids_per_namespace(eng
         assert {"rowid", "call_id"} <= _columns(conn, "tool_calls")
         assert "project" in _columns(conn, "pages")
         versions = [row[0] for row in conn.execute("SELECT version FROM schema_migrations")]
-    assert versions == [m.version for m in MIGRATIONS] and SCHEMA_VERSION == 16
+    assert versions == [m.version for m in MIGRATIONS] and SCHEMA_VERSION == 17
     assert await migrate(engine.db) == []
 
 
@@ -100,6 +100,8 @@ async def test_a_populated_schema_6_file_keeps_every_page_and_call(open_engine, 
         pattern = conn.execute("SELECT last_call_id, fix_call_id FROM error_patterns").fetchone()
         value = conn.execute("SELECT last_call_id FROM success_values").fetchone()
         ad_hoc = conn.execute("SELECT DISTINCT ad_hoc FROM sessions").fetchall()
+        log_chars = conn.execute("SELECT namespace, log_chars FROM page_counts ORDER BY namespace").fetchall()
+    assert log_chars == [("a", 6), ("b", 4)]  # the calls' arguments ('{}' each) count for the quota
     assert after == chars  # the ranking's statistics are what they were
     assert calls == CALLS_PER_NAMESPACE
     assert stats == [("a", 3), ("b", 2)] and pattern == (1, 2) and value == (2,)

@@ -3,8 +3,9 @@ while every other namespace writes on; forgetting frees its room. On both backen
 
 import pytest
 from memvm.engine.errors import NamespaceFull
+from memvm.engine.models import Outcome, ToolOutcome
 
-from tests.conftest import note, user
+from tests.conftest import db_rows, note, user
 
 pytestmark = pytest.mark.anyio
 
@@ -36,3 +37,19 @@ async def test_without_a_quota_a_namespace_is_bounded_by_nothing_but_the_file(op
     for i in range(5):
         await engine.remember(namespace="greedy", session="s", page=note(f"{i} {PAGE}"))
     assert (await engine.remember(namespace="greedy", session="s", page=note("one more"))).created
+
+
+async def test_values_bound_and_calls_recorded_count_against_the_quota_as_pages_do(open_engine, db_url):
+    engine = await open_engine(max_namespace_mb=1)
+    value = "a long listing " * 30_000  # 450,000 characters
+    for i in range(2):
+        await engine.bind_value(namespace="greedy", session="s", tool="read", args={"i": i}, value=value)
+    call = ToolOutcome(tool="upload", args={"body": "b" * 200_000}, outcome=Outcome.SUCCESS)
+    await engine.record_tool_outcome(namespace="greedy", session="s", call=call)
+    kept = db_rows(db_url, "SELECT chars, log_chars FROM page_counts WHERE namespace = 'greedy'")
+    assert kept[0][0] < 1_000 and kept[0][1] > 1_000_000  # no page text to speak of: the logs filled it
+    with pytest.raises(NamespaceFull, match="tool calls recorded hold most of it; ask the operator"):
+        await engine.bind_value(namespace="greedy", session="s", tool="read", args={"i": 3}, value="1")
+    with pytest.raises(NamespaceFull):
+        await engine.record_tool_outcome(namespace="greedy", session="s", call=call)
+    assert (await engine.bind_value(namespace="modest", session="s", tool="read", args={}, value=value)).ref

@@ -56,7 +56,43 @@ async def test_migrating_twice_is_a_no_op_and_the_version_is_recorded(url):
         (14,),
         (15,),
         (16,),
+        (17,),
     ]
+
+
+async def test_a_version_16_database_gets_its_log_text_counted_on_upgrade(url):
+    engine = await Engine.open(url)
+    for namespace, body in (("a", "x" * 100), ("b", "y" * 10)):
+        await engine.bind_value(namespace=namespace, session="s", tool="read", args={}, value=body)
+        call = ToolOutcome(tool="send", args={"body": body}, outcome=Outcome.FAILURE, error_message="nope")
+        await engine.record_tool_outcome(namespace=namespace, session="s", call=call)
+    await engine.close()
+    counted = "SELECT namespace, log_chars FROM page_counts ORDER BY namespace"
+    expected = db_rows(url, counted)
+    # Back to version 16: no count of log text, and the mutation log's delete trigger back.
+    for table in ("bindings", "tool_calls", "hook_events"):
+        for event in ("insert", "delete"):
+            db_rows(url, f"DROP TRIGGER {table}_log_chars_{event} ON {table}")
+            db_rows(url, f"DROP FUNCTION memvm_log_chars_{table}_{event}")
+    for index in (
+        "mutation_log_by_namespace",
+        "tool_calls_fixes",
+        "tool_calls_fixed_by",
+        "error_patterns_by_recency",
+        "success_values_by_recency",
+        "hook_events_by_age",
+    ):
+        db_rows(url, f"DROP INDEX {index}")
+    db_rows(url, "ALTER TABLE page_counts DROP COLUMN log_chars")
+    db_rows(
+        url,
+        "CREATE TRIGGER mutation_log_no_delete BEFORE DELETE ON mutation_log "
+        "FOR EACH ROW EXECUTE FUNCTION memvm_append_only()",
+    )
+    db_rows(url, "DELETE FROM schema_migrations WHERE version = 17")
+    engine = await Engine.open(url)
+    await engine.close()
+    assert db_rows(url, counted) == expected and expected[0][1] > 100 > expected[1][1] > 10
 
 
 async def test_a_database_from_a_newer_memvm_is_refused(url):
