@@ -93,10 +93,11 @@ class NamespaceFull(StorageFull):
     """This namespace's share (`--max-namespace-mb`) is used up; other namespaces still write."""
 
     def __init__(self, quota_mb: int, *, mostly_logs: bool = False) -> None:
-        # Pages can be forgotten; bound values and recorded calls only age out, so when they hold
-        # most of the share, forgetting would not make room and the operator must.
+        # Pages can be forgotten (their earlier versions with them); bound values and recorded
+        # calls only age out, so when those hold most of the share the operator may have to help.
         remedy = (
-            "the values bound and tool calls recorded hold most of it; ask the operator for a larger share"
+            "most of it is bound values, recorded tool calls and earlier versions of notes: forget "
+            "notes you no longer need, or ask the operator for a larger share"
             if mostly_logs
             else "forget pages you no longer need, then retry"
         )

@@ -4,7 +4,7 @@ rows to let go (engine/kept_logs.py).
 
 `--max-namespace-mb` would be no share at all if a tenant could fill the file through the rows
 that are not pages: a value bound with bind_value or a tool call's arguments may each be a
-megabyte. The tables whose rows keep text a client chose add it to `page_counts.log_chars`, by
+megabyte, and a keyed note rewritten keeps its earlier versions. The tables whose rows keep text a client chose add it to `page_counts.log_chars`, by
 trigger on both backends, so that every write path (tools, hooks, imports) counts it alike and a
 removal gives the room back. Rows of fixed small size (the mutation log, guard calls, numbers)
 are bounded by their count instead (engine/kept_logs.py).
@@ -28,6 +28,8 @@ KEPT_TEXT: dict[str, str] = {
         "length({row}.args) + coalesce(length({row}.error_message), 0) + coalesce(length({row}.goal), 0)"
     ),
     "hook_events": "length({row}.event) + coalesce(length({row}.answer), 0)",
+    # Earlier versions of a keyed page (20 kept by default): a note rewritten again and again.
+    "page_versions": "length({row}.content)",
 }
 
 
@@ -49,7 +51,7 @@ COUNT_EXISTING_LOG_CHARS = (
     """
     INSERT INTO page_counts (namespace, pages, chars)
     SELECT namespace, 0, 0 FROM bindings UNION SELECT namespace, 0, 0 FROM tool_calls
-    UNION SELECT namespace, 0, 0 FROM hook_events
+    UNION SELECT namespace, 0, 0 FROM hook_events UNION SELECT namespace, 0, 0 FROM page_versions
     ORDER BY 1
     ON CONFLICT (namespace) DO NOTHING
     """,

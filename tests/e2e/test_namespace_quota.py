@@ -49,8 +49,9 @@ async def test_a_tenant_at_its_share_is_refused_and_the_other_writes_on(db_url, 
             async with client(url, BOB) as bob:
                 bobs = await writes(bob, "bob")
     sentence = (
-        "This memory is at its size limit (1 MB of text), so nothing was saved; the values bound and "
-        "tool calls recorded hold most of it; ask the operator for a larger share."
+        "This memory is at its size limit (1 MB of text), so nothing was saved; most of it is bound "
+        "values, recorded tool calls and earlier versions of notes: forget notes you no longer need, "
+        "or ask the operator for a larger share."
     )
     assert [(tool, refused, text) for tool, refused, text in alices] == [
         (tool, True, sentence) for tool, _, _ in alices

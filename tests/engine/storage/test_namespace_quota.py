@@ -48,8 +48,21 @@ async def test_values_bound_and_calls_recorded_count_against_the_quota_as_pages_
     await engine.record_tool_outcome(namespace="greedy", session="s", call=call)
     kept = db_rows(db_url, "SELECT chars, log_chars FROM page_counts WHERE namespace = 'greedy'")
     assert kept[0][0] < 1_000 and kept[0][1] > 1_000_000  # no page text to speak of: the logs filled it
-    with pytest.raises(NamespaceFull, match="tool calls recorded hold most of it; ask the operator"):
+    with pytest.raises(
+        NamespaceFull, match="most of it is bound values, recorded tool calls and earlier versions"
+    ):
         await engine.bind_value(namespace="greedy", session="s", tool="read", args={"i": 3}, value="1")
     with pytest.raises(NamespaceFull):
         await engine.record_tool_outcome(namespace="greedy", session="s", call=call)
     assert (await engine.bind_value(namespace="modest", session="s", tool="read", args={}, value=value)).ref
+
+
+async def test_earlier_versions_of_a_note_count_and_forgetting_it_frees_them(open_engine, db_url):
+    engine = await open_engine(max_namespace_mb=1)
+    for i in range(5):  # the note stays 250,000 characters; its four earlier versions are kept
+        await engine.remember(namespace="greedy", session="s", page=note(f"{i} {PAGE}"), key="plan")
+    with pytest.raises(NamespaceFull, match="earlier versions of notes: forget notes you no longer need"):
+        await engine.remember(namespace="greedy", session="s", page=note("one more"))
+    await engine.forget(namespace="greedy", session="s", page_id="plan")
+    assert db_rows(db_url, "SELECT chars, log_chars FROM page_counts WHERE namespace = 'greedy'") == [(0, 0)]
+    assert (await engine.remember(namespace="greedy", session="s", page=note("fits again"))).created

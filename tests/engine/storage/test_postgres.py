@@ -8,6 +8,7 @@ import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import DatabaseRefused, InvalidArgument, StorageBusy
 from memvm.engine.models import NewPage, Outcome, PageType, ToolOutcome
+from memvm.engine.storage.log_limits import KEPT_LOG_INDEXES, KEPT_TEXT
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_db import namespace_lock_key
 from memvm.engine.storage.postgres_sql import bind, translate
@@ -70,19 +71,12 @@ async def test_a_version_16_database_gets_its_log_text_counted_on_upgrade(url):
     counted = "SELECT namespace, log_chars FROM page_counts ORDER BY namespace"
     expected = db_rows(url, counted)
     # Back to version 16: no count of log text, and the mutation log's delete trigger back.
-    for table in ("bindings", "tool_calls", "hook_events"):
+    for table in KEPT_TEXT:
         for event in ("insert", "delete"):
             db_rows(url, f"DROP TRIGGER {table}_log_chars_{event} ON {table}")
             db_rows(url, f"DROP FUNCTION memvm_log_chars_{table}_{event}")
-    for index in (
-        "mutation_log_by_namespace",
-        "tool_calls_fixes",
-        "tool_calls_fixed_by",
-        "error_patterns_by_recency",
-        "success_values_by_recency",
-        "hook_events_by_age",
-    ):
-        db_rows(url, f"DROP INDEX {index}")
+    for index in KEPT_LOG_INDEXES:
+        db_rows(url, f"DROP INDEX {index.split()[2]}")
     db_rows(url, "ALTER TABLE page_counts DROP COLUMN log_chars")
     db_rows(
         url,
