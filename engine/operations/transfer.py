@@ -23,7 +23,7 @@ import anyio
 from memvm.engine.operations.export_upgrade import OLDEST_READABLE, Upgrade
 from memvm.engine.operations.row_rules import violations
 from memvm.engine.storage.api import Reads
-from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
+from memvm.engine.storage.migrations import SCHEMA_VERSION
 
 FORMAT = "memvm-export"
 FORMAT_VERSION = 1

@@ -1,6 +1,7 @@
 """Applying the schema: each migration runs once, recorded in `schema_migrations`, all in one write
-transaction; running `migrate` again is a no-op. Each backend has its own list, at the same
-versions: `sqlite_schema` and `postgres_schema`.
+transaction; running `migrate` again is a no-op. Each backend's list is its own history up to
+version 13 (`sqlite_schema`, `postgres_schema`), then the versions written for both at once
+(`schema_changes`).
 """
 
 import time
@@ -9,13 +10,19 @@ from memvm.engine.errors import DatabaseRefused
 from memvm.engine.storage import postgres_schema, sqlite_schema
 from memvm.engine.storage.api import Database, Reads
 from memvm.engine.storage.migration import Migration
+from memvm.engine.storage.schema_changes import CHANGES
+
+MIGRATIONS: dict[str, tuple[Migration, ...]] = {
+    "sqlite": (*sqlite_schema.BASE, *(change.on("sqlite") for change in CHANGES)),
+    "postgresql": (*postgres_schema.BASE, *(change.on("postgresql") for change in CHANGES)),
+}
 
 # The schema version this memvm writes and expects, on either backend.
-SCHEMA_VERSION = sqlite_schema.SCHEMA_VERSION
+SCHEMA_VERSION = CHANGES[-1].version
 
 _LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY,
+    version {integer} PRIMARY KEY,
     name TEXT NOT NULL,
     applied_at {real} NOT NULL
 )
@@ -24,7 +31,9 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 
 def ledger_sql(backend: str) -> str:
     """The statement creating the record of applied migrations, on `backend`."""
-    return _LEDGER.format(real="REAL" if backend == "sqlite" else "DOUBLE PRECISION")
+    if backend == "sqlite":
+        return _LEDGER.format(integer="INTEGER", real="REAL")
+    return _LEDGER.format(integer="BIGINT", real="DOUBLE PRECISION")
 
 
 _HAS_LEDGER = {
@@ -35,7 +44,7 @@ _HAS_LEDGER = {
 
 
 def migrations_of(db: Database) -> tuple[Migration, ...]:
-    return postgres_schema.MIGRATIONS if db.backend == "postgresql" else sqlite_schema.MIGRATIONS
+    return MIGRATIONS[db.backend]
 
 
 async def applied_versions(conn: Reads) -> list[int]:
@@ -60,9 +69,7 @@ async def migrate(db: Database) -> list[int]:
     # One transaction through the engine's write path: a second process starting at the same
     # moment waits (and retries) for the lock, then finds the work done.
     async with db.write() as conn:
-        await conn.execute(
-            ledger_sql("sqlite").format(real="REAL" if db.backend == "sqlite" else "DOUBLE PRECISION")
-        )
+        await conn.execute(ledger_sql(db.backend))
         done = set(await applied_versions(conn))
         newest = SCHEMA_VERSION
         if done and max(done) > newest:

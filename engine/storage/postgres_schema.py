@@ -1,7 +1,7 @@
 """PostgreSQL's schema for memvm: numbered migrations at the same versions as SQLite's.
 
-The first one creates, at once, the schema SQLite reached at version 13; later versions are added
-to both lists together. The tables, columns and keys are SQLite's, with PostgreSQL's types:
+The first one creates, at once, the schema SQLite reached at version 13; later versions are
+written once, both dialects side by side (schema_changes.py). The tables, columns and keys are SQLite's, with PostgreSQL's types:
   - text compares byte by byte (COLLATE "C"), as SQLite's BINARY does, so ids sort the same;
   - numbers SQLite holds as REAL are double precision (PostgreSQL's REAL is 4 bytes: an epoch
     time would lose seconds); integers are 64-bit, as SQLite's are;
@@ -15,10 +15,10 @@ the namespace's statistics exactly as on SQLite. The page counts and lengths BM2
 by triggers, as on SQLite.
 """
 
-from memvm.engine.storage.log_limits import COUNT_EXISTING_LOG_CHARS, KEPT_LOG_INDEXES, postgres_triggers
 from memvm.engine.storage.migration import Migration
 
-_T = 'TEXT COLLATE "C"'
+TEXT = 'TEXT COLLATE "C"'
+_T = TEXT
 
 _TABLES = f"""
 CREATE TABLE sessions (
@@ -313,53 +313,11 @@ CREATE TRIGGER mutation_log_no_truncate BEFORE TRUNCATE ON mutation_log
     FOR EACH STATEMENT EXECUTE FUNCTION memvm_append_only();
 """
 
-MIGRATIONS: tuple[Migration, ...] = (
+# The snapshot of version 13; later versions are in schema_changes.py, beside SQLite's.
+BASE: tuple[Migration, ...] = (
     Migration(
         version=13,
         name="the schema of SQLite version 13: pages, working sets, guards, procedures, hooks, search terms",
         statements=(_TABLES, _COUNTS, _APPEND_ONLY),
     ),
-    Migration(
-        version=14,
-        name="superseded versions of keyed pages, and expiry",
-        statements=(
-            "ALTER TABLE pages ADD COLUMN expires_at DOUBLE PRECISION",
-            "CREATE INDEX pages_expiring ON pages (namespace, expires_at) WHERE expires_at IS NOT NULL",
-            f"""
-            CREATE TABLE page_versions (
-                page_rowid BIGINT NOT NULL REFERENCES pages (rowid) ON DELETE CASCADE DEFERRABLE,
-                version BIGINT NOT NULL CHECK (version >= 1),
-                namespace {_T} NOT NULL,
-                type {_T} NOT NULL,
-                content {_T} NOT NULL,
-                tokens_full BIGINT NOT NULL CHECK (tokens_full >= 0),
-                written_at DOUBLE PRECISION NOT NULL,
-                superseded_at DOUBLE PRECISION NOT NULL,
-                PRIMARY KEY (page_rowid, version)
-            )
-            """,
-        ),
-    ),
-    Migration(
-        version=15,
-        name="the project each page belongs to",
-        statements=(f"ALTER TABLE pages ADD COLUMN project {_T} NOT NULL DEFAULT ''",),
-    ),
-    Migration(
-        version=16,
-        name="a mark of deletes not yet purged",
-        statements=("CREATE TABLE purge_owed (id INTEGER PRIMARY KEY CHECK (id = 1))",),
-    ),
-    Migration(
-        version=17,
-        name="log text counted per namespace, and the newest rows of each log kept",
-        statements=(
-            "ALTER TABLE page_counts ADD COLUMN log_chars BIGINT NOT NULL DEFAULT 0",
-            *COUNT_EXISTING_LOG_CHARS,
-            *postgres_triggers(),
-            "DROP TRIGGER mutation_log_no_delete ON mutation_log",
-            *KEPT_LOG_INDEXES,
-        ),
-    ),
 )
-SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

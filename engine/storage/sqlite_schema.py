@@ -1,10 +1,9 @@
-"""SQLite's schema for memvm: every numbered migration, in order, each appended and never edited.
+"""SQLite's schema for memvm up to version 13: its numbered migrations, in order, never edited.
 
 Every table carries `namespace`, and every index leads with it, because every query filters on it.
-`migrations` applies them; a second backend keeps its own list beside this one, at the same versions.
+Later versions are written once for both backends (schema_changes.py); `migrations` applies them.
 """
 
-from memvm.engine.storage.log_limits import COUNT_EXISTING_LOG_CHARS, KEPT_LOG_INDEXES, sqlite_triggers
 from memvm.engine.storage.migration import Migration
 from memvm.engine.storage.sqlite_db import APPLICATION_ID
 
@@ -729,64 +728,8 @@ _GUARD_VERDICTS = Migration(
     ),
 )
 
-# Rewriting a keyed page keeps what it said before (its superseded versions, newest last), and a
-# page may carry the moment it expires: reads leave it out from then on, and a later write or
-# `memvm gc` deletes it. Versions go with their page (ON DELETE CASCADE), so forget takes them too.
-_VERSIONS_AND_EXPIRY = Migration(
-    version=14,
-    name="superseded versions of keyed pages, and expiry",
-    statements=(
-        "ALTER TABLE pages ADD COLUMN expires_at REAL",
-        "CREATE INDEX pages_expiring ON pages (namespace, expires_at) WHERE expires_at IS NOT NULL",
-        """
-        CREATE TABLE page_versions (
-            page_rowid INTEGER NOT NULL REFERENCES pages (rowid) ON DELETE CASCADE,
-            version INTEGER NOT NULL CHECK (version >= 1),
-            namespace TEXT NOT NULL,
-            type TEXT NOT NULL,
-            content TEXT NOT NULL,
-            tokens_full INTEGER NOT NULL CHECK (tokens_full >= 0),
-            written_at REAL NOT NULL,
-            superseded_at REAL NOT NULL,
-            PRIMARY KEY (page_rowid, version)
-        ) WITHOUT ROWID
-        """,
-    ),
-)
-
-# Memory per project: a page written in a project (a host's working tree) is read there and where
-# no project is set; '' marks a page for every project (see paging/projects.py).
-_PROJECTS = Migration(
-    version=15,
-    name="the project each page belongs to",
-    statements=("ALTER TABLE pages ADD COLUMN project TEXT NOT NULL DEFAULT ''",),
-)
-
-# Whether a delete has committed since the last purge (see storage/purge_queue.py): `memvm gc`
-# purges then, even when the delete was a write's own (an expired page) and it deletes nothing.
-_PURGE_OWED = Migration(
-    version=16,
-    name="a mark of deletes not yet purged",
-    statements=("CREATE TABLE purge_owed (id INTEGER PRIMARY KEY CHECK (id = 1))",),
-)
-
-# What a namespace keeps besides its pages counts against its quota too: the text of its bound
-# values, its tool call log and its hook events (page_counts.log_chars, kept by trigger). The logs
-# keep their newest rows only (engine/kept_logs.py), which these indexes let them find; the
-# mutation log is still never rewritten, but its oldest rows now go.
-_KEPT_LOGS = Migration(
-    version=17,
-    name="log text counted per namespace, and the newest rows of each log kept",
-    statements=(
-        "ALTER TABLE page_counts ADD COLUMN log_chars INTEGER NOT NULL DEFAULT 0",
-        *COUNT_EXISTING_LOG_CHARS,
-        *sqlite_triggers(),
-        "DROP TRIGGER mutation_log_no_delete",
-        *KEPT_LOG_INDEXES,
-    ),
-)
-
-MIGRATIONS: tuple[Migration, ...] = (
+# Versions 1 to 13; later versions are in schema_changes.py, both dialects side by side.
+BASE: tuple[Migration, ...] = (
     _INITIAL,
     _GUARDS,
     _PROCEDURES,
@@ -800,10 +743,4 @@ MIGRATIONS: tuple[Migration, ...] = (
     _HOOK_HOSTS,
     _PAGES_BY_NAMESPACE,
     _GUARD_VERDICTS,
-    _VERSIONS_AND_EXPIRY,
-    _PROJECTS,
-    _PURGE_OWED,
-    _KEPT_LOGS,
 )
-# The schema version this memvm writes and expects.
-SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

@@ -19,8 +19,7 @@ from pathlib import Path
 import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.models import NewPage, PageType
-from memvm.engine.storage.migrations import ledger_sql
-from memvm.engine.storage.sqlite_schema import MIGRATIONS
+from memvm.engine.storage.migrations import MIGRATIONS, ledger_sql
 
 # Schema 6's manifest query: the recent window read whole rows.
 _OLD_MANIFEST = """
@@ -44,7 +43,7 @@ def text(chars: int) -> str:
 def baseline(path: Path, pages: int, chars: int) -> tuple[float, float]:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute(ledger_sql("sqlite"))
-    for migration in MIGRATIONS[:6]:
+    for migration in MIGRATIONS["sqlite"][:6]:
         for statement in migration.statements:
             conn.execute(statement)
     conn.execute("BEGIN")

@@ -4,8 +4,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from memvm.engine.storage.migrations import ledger_sql
-from memvm.engine.storage.sqlite_schema import MIGRATIONS
+from memvm.engine.storage.migrations import MIGRATIONS, ledger_sql
 
 
 def file_at(path: Path, version: int) -> sqlite3.Connection:
@@ -13,7 +12,7 @@ def file_at(path: Path, version: int) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute(ledger_sql("sqlite"))
-    for migration in MIGRATIONS[:version]:
+    for migration in MIGRATIONS["sqlite"][:version]:
         for statement in migration.statements:
             conn.execute(statement)
         conn.execute(

@@ -15,8 +15,8 @@ import anyio
 import pytest
 from memvm.engine.clock import ManualClock
 from memvm.engine.operations.transfer import memory_tables
+from memvm.engine.storage.migrations import SCHEMA_VERSION
 from memvm.engine.storage.open import shown
-from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
 
 from tests.commands import Done, run
 from tests.conftest import db_rows

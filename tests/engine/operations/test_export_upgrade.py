@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 from memvm.engine.operations.doctor import diagnose
 from memvm.engine.operations.transfer import FORMAT, FORMAT_VERSION, export_lines, import_from, memory_tables
-from memvm.engine.storage.sqlite_schema import SCHEMA_VERSION
+from memvm.engine.storage.migrations import SCHEMA_VERSION
 
 from tests.engine.storage.test_migrations import CALLS_PER_NAMESPACE, _schema_6_file
 

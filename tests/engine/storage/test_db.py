@@ -8,9 +8,8 @@ from collections.abc import Callable
 import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageFull
-from memvm.engine.storage.migrations import applied_versions, migrate
+from memvm.engine.storage.migrations import MIGRATIONS, applied_versions, migrate
 from memvm.engine.storage.sqlite_db import APPLICATION_ID
-from memvm.engine.storage.sqlite_schema import MIGRATIONS
 
 from tests.conftest import note
 
@@ -24,7 +23,7 @@ async def test_blank_database_is_migrated_and_records_every_version(engine, db_p
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    assert versions == [m.version for m in MIGRATIONS]
+    assert versions == [m.version for m in MIGRATIONS["sqlite"]]
     assert {"pages", "sessions", "working_set", "mutation_log", "pages_fts"} <= tables
     assert app_id == APPLICATION_ID
     assert journal == "wal"
@@ -33,7 +32,7 @@ async def test_blank_database_is_migrated_and_records_every_version(engine, db_p
 async def test_migrating_twice_is_a_no_op(engine):
     assert await migrate(engine.db) == []
     async with engine.db.read() as conn:
-        assert await applied_versions(conn) == [m.version for m in MIGRATIONS]
+        assert await applied_versions(conn) == [m.version for m in MIGRATIONS["sqlite"]]
 
 
 async def test_every_connection_sets_its_pragmas(engine):

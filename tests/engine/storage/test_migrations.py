@@ -5,8 +5,7 @@ import sqlite3
 import pytest
 from memvm.engine.models import Outcome, ToolOutcome
 from memvm.engine.operations.doctor import diagnose
-from memvm.engine.storage.migrations import migrate
-from memvm.engine.storage.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+from memvm.engine.storage.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
 
 from tests.conftest import NS, note
 from tests.engine.old_schema import add_page, add_session, file_at
@@ -37,7 +36,7 @@ async def test_a_blank_file_gets_page_texts_apart_and_call_ids_per_namespace(eng
         assert {"rowid", "call_id"} <= _columns(conn, "tool_calls")
         assert "project" in _columns(conn, "pages")
         versions = [row[0] for row in conn.execute("SELECT version FROM schema_migrations")]
-    assert versions == [m.version for m in MIGRATIONS] and SCHEMA_VERSION == 17
+    assert versions == [m.version for m in MIGRATIONS["sqlite"]] and SCHEMA_VERSION == 18
     assert await migrate(engine.db) == []
 
 

@@ -58,6 +58,7 @@ async def test_migrating_twice_is_a_no_op_and_the_version_is_recorded(url):
         (15,),
         (16,),
         (17,),
+        (18,),
     ]
 
 
@@ -83,10 +84,32 @@ async def test_a_version_16_database_gets_its_log_text_counted_on_upgrade(url):
         "CREATE TRIGGER mutation_log_no_delete BEFORE DELETE ON mutation_log "
         "FOR EACH ROW EXECUTE FUNCTION memvm_append_only()",
     )
-    db_rows(url, "DELETE FROM schema_migrations WHERE version = 17")
+    db_rows(url, "DELETE FROM schema_migrations WHERE version >= 17")
     engine = await Engine.open(url)
     await engine.close()
     assert db_rows(url, counted) == expected and expected[0][1] > 100 > expected[1][1] > 10
+
+
+async def test_a_database_made_with_4_byte_ledger_types_gets_sqlites_types(url):
+    await (await Engine.open(url)).close()
+    # As memvm made them before version 18: REAL (4 bytes) and INTEGER where SQLite's are 8.
+    db_rows(url, "ALTER TABLE schema_migrations ALTER COLUMN applied_at TYPE REAL")
+    db_rows(url, "ALTER TABLE schema_migrations ALTER COLUMN version TYPE INTEGER")
+    db_rows(url, "ALTER TABLE purge_owed ALTER COLUMN id TYPE INTEGER")
+    db_rows(url, "DELETE FROM schema_migrations WHERE version = 18")
+    await (await Engine.open(url)).close()
+    types = (
+        "SELECT table_name, column_name, data_type FROM information_schema.columns "
+        "WHERE table_name IN ('schema_migrations', 'purge_owed') AND column_name <> 'name' ORDER BY 1, 2"
+    )
+    assert db_rows(url, types) == [
+        ("purge_owed", "id", "bigint"),
+        ("schema_migrations", "applied_at", "double precision"),
+        ("schema_migrations", "version", "bigint"),
+    ]
+    # The time a migration was applied keeps its seconds.
+    (applied,) = db_rows(url, "SELECT applied_at FROM schema_migrations WHERE version = 18")[0]
+    assert applied != round(applied, -3)
 
 
 async def test_a_database_from_a_newer_memvm_is_refused(url):

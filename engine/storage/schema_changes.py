@@ -1,0 +1,122 @@
+"""Every schema version after 13, each written once with both dialects side by side.
+
+Up to version 13 each backend has its own history (sqlite_schema.py; postgres_schema.py creates
+SQLite's version 13 at once). From 14 on, a change is one SchemaChange: adding a column means
+writing its SQLite and its PostgreSQL form here, together, and a test compares the two live
+schemas (tests/engine/storage/test_schema_agreement.py). Appended, never edited.
+"""
+
+from memvm.engine.storage.log_limits import (
+    COUNT_EXISTING_LOG_CHARS,
+    KEPT_LOG_INDEXES,
+    postgres_triggers,
+    sqlite_triggers,
+)
+from memvm.engine.storage.migration import SchemaChange
+from memvm.engine.storage.postgres_schema import TEXT
+
+# Rewriting a keyed page keeps what it said before (its superseded versions, newest last), and a
+# page may carry the moment it expires: reads leave it out from then on, and a later write or
+# `memvm gc` deletes it. Versions go with their page (ON DELETE CASCADE), so forget takes them too.
+_VERSIONS_AND_EXPIRY = SchemaChange(
+    version=14,
+    name="superseded versions of keyed pages, and expiry",
+    sqlite=(
+        "ALTER TABLE pages ADD COLUMN expires_at REAL",
+        "CREATE INDEX pages_expiring ON pages (namespace, expires_at) WHERE expires_at IS NOT NULL",
+        """
+        CREATE TABLE page_versions (
+            page_rowid INTEGER NOT NULL REFERENCES pages (rowid) ON DELETE CASCADE,
+            version INTEGER NOT NULL CHECK (version >= 1),
+            namespace TEXT NOT NULL,
+            type TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tokens_full INTEGER NOT NULL CHECK (tokens_full >= 0),
+            written_at REAL NOT NULL,
+            superseded_at REAL NOT NULL,
+            PRIMARY KEY (page_rowid, version)
+        ) WITHOUT ROWID
+        """,
+    ),
+    postgresql=(
+        "ALTER TABLE pages ADD COLUMN expires_at DOUBLE PRECISION",
+        "CREATE INDEX pages_expiring ON pages (namespace, expires_at) WHERE expires_at IS NOT NULL",
+        f"""
+        CREATE TABLE page_versions (
+            page_rowid BIGINT NOT NULL REFERENCES pages (rowid) ON DELETE CASCADE DEFERRABLE,
+            version BIGINT NOT NULL CHECK (version >= 1),
+            namespace {TEXT} NOT NULL,
+            type {TEXT} NOT NULL,
+            content {TEXT} NOT NULL,
+            tokens_full BIGINT NOT NULL CHECK (tokens_full >= 0),
+            written_at DOUBLE PRECISION NOT NULL,
+            superseded_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (page_rowid, version)
+        )
+        """,
+    ),
+)
+
+# Memory per project: a page written in a project (a host's working tree) is read there and where
+# no project is set; '' marks a page for every project (see paging/projects.py).
+_PROJECTS = SchemaChange(
+    version=15,
+    name="the project each page belongs to",
+    sqlite=("ALTER TABLE pages ADD COLUMN project TEXT NOT NULL DEFAULT ''",),
+    postgresql=(f"ALTER TABLE pages ADD COLUMN project {TEXT} NOT NULL DEFAULT ''",),
+)
+
+# Whether a delete has committed since the last purge (see storage/purge_queue.py): `memvm gc`
+# purges then, even when the delete was a write's own (an expired page) and it deletes nothing.
+_PURGE_OWED = SchemaChange(
+    version=16,
+    name="a mark of deletes not yet purged",
+    sqlite=("CREATE TABLE purge_owed (id INTEGER PRIMARY KEY CHECK (id = 1))",),
+    postgresql=("CREATE TABLE purge_owed (id INTEGER PRIMARY KEY CHECK (id = 1))",),
+)
+
+# What a namespace keeps besides its pages counts against its quota too: the text of its bound
+# values, tool call log, hook events and earlier versions (page_counts.log_chars, kept by
+# trigger). The logs keep their newest rows only (engine/kept_logs.py), which these indexes let
+# them find; the mutation log is still never rewritten, but its oldest rows now go.
+_KEPT_LOGS = SchemaChange(
+    version=17,
+    name="log text counted per namespace, and the newest rows of each log kept",
+    sqlite=(
+        "ALTER TABLE page_counts ADD COLUMN log_chars INTEGER NOT NULL DEFAULT 0",
+        *COUNT_EXISTING_LOG_CHARS,
+        *sqlite_triggers(),
+        "DROP TRIGGER mutation_log_no_delete",
+        *KEPT_LOG_INDEXES,
+    ),
+    postgresql=(
+        "ALTER TABLE page_counts ADD COLUMN log_chars BIGINT NOT NULL DEFAULT 0",
+        *COUNT_EXISTING_LOG_CHARS,
+        *postgres_triggers(),
+        "DROP TRIGGER mutation_log_no_delete ON mutation_log",
+        *KEPT_LOG_INDEXES,
+    ),
+)
+
+# PostgreSQL types that differed from SQLite's, found by comparing the live schemas: the record
+# of applied migrations was created with REAL, which there is 4 bytes (an epoch time lost its
+# seconds), and its version and purge_owed's id with a 4-byte INTEGER where every other integer is
+# 64-bit. Databases made before are given the right types.
+_POSTGRES_TYPES = SchemaChange(
+    version=18,
+    name="PostgreSQL's ledger time and purge mark in the types SQLite's have",
+    sqlite=(),
+    postgresql=(
+        "ALTER TABLE schema_migrations ALTER COLUMN applied_at TYPE DOUBLE PRECISION",
+        "ALTER TABLE schema_migrations ALTER COLUMN version TYPE BIGINT",
+        "ALTER TABLE purge_owed ALTER COLUMN id TYPE BIGINT",
+    ),
+)
+
+CHANGES: tuple[SchemaChange, ...] = (
+    _VERSIONS_AND_EXPIRY,
+    _PROJECTS,
+    _PURGE_OWED,
+    _KEPT_LOGS,
+    _POSTGRES_TYPES,
+)
