@@ -1,4 +1,5 @@
-"""memvm's storage engine: pages, levels, working sets, faults and search on one SQLite file.
+"""memvm's engine: pages, levels, working sets, faults, search, guards and procedural memory,
+on SQLite or PostgreSQL behind one storage seam (engine/storage/).
 
 Never imports mcp: the server wraps this package, never the other way round. `Engine` and
 `EngineConfig` load on first use, so that a light module of the engine (paths, the hook journal)

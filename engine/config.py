@@ -1,4 +1,5 @@
-"""Engine settings: one frozen model, passed in at open time."""
+"""Engine settings, passed in at open time: frozen models (the engine's, its search tuning, its
+guards'), so that nothing changes them while the engine runs."""
 
 from enum import StrEnum
 

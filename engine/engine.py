@@ -323,7 +323,7 @@ class Engine:
             )
 
     async def check_ungrounded(self, *, namespace: str, session: str, args: Any) -> GroundingResult:
-        async with self.db.read() as conn:
+        async with self.db.read(namespace) as conn:
             return await check_ungrounded(
                 conn,
                 namespace=namespace,
@@ -400,7 +400,7 @@ class Engine:
         error_type: str | None = None,
     ) -> ProceduralKnowledge:
         await self._counting()
-        async with self.db.read() as conn:
+        async with self.db.read(namespace) as conn:
             return await procedural_knowledge(
                 conn, namespace=namespace, tools=tools, goal=goal, error_type=error_type
             )
@@ -471,7 +471,7 @@ class Engine:
     async def get_page(self, *, namespace: str, page_id: str, project: str | None = None) -> Page:
         """The page whole, with its superseded versions; an expired page, or one of a project other
         than `project`, is not found."""
-        async with self.db.read() as conn:
+        async with self.db.read(namespace) as conn:
             page = await page_seen_from(conn, namespace, page_id, project, live_at=self.clock.now())
             earlier = await versions_of(conn, page.rowid)
         version = earlier[-1].version + 1 if earlier else 1
@@ -484,7 +484,7 @@ class Engine:
 
     async def session_state(self, *, namespace: str, session: str) -> SessionState:
         """The session as committed; a session never used yet reads as turn 0 with no faults."""
-        async with self.db.read() as conn:
+        async with self.db.read(namespace) as conn:
             return await self._session_state(conn, namespace, session)
 
     async def _session_state(self, conn: Reads, namespace: str, session: str) -> SessionState:
@@ -503,13 +503,13 @@ class Engine:
 
     async def working_set(self, *, namespace: str, session: str) -> WorkingSetView:
         await self._counting()
-        async with self.db.read() as conn:
+        async with self.db.read(namespace) as conn:
             return await self._working_set(conn, namespace, session)
 
     async def memory_map(self, *, namespace: str, session: str, project: str | None = None) -> MemoryMap:
         """The working set, the pages most worth faulting and the counts, from one snapshot."""
         await self._counting()
-        async with self.db.read() as conn:
+        async with self.db.read(namespace) as conn:
             return MemoryMap(
                 view=await self._working_set(conn, namespace, session),
                 available=await available_pages(
@@ -519,11 +519,11 @@ class Engine:
             )
 
     async def session_names(self, *, namespace: str, prefix: str, limit: int) -> list[str]:
-        async with self.db.read() as conn:
+        async with self.db.read(namespace) as conn:
             return await session_names(conn, namespace, prefix, limit)
 
     async def page_ids(self, *, namespace: str, prefix: str, limit: int) -> list[str]:
-        async with self.db.read() as conn:
+        async with self.db.read(namespace) as conn:
             return await page_ids(conn, namespace, prefix, limit)
 
     async def _working_set(self, conn: Reads, namespace: str, session: str) -> WorkingSetView:

@@ -42,7 +42,7 @@ from anyio.abc import UNIXSocketStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from memvm.engine.config import EngineConfig
-from memvm.engine.paging.tokens import load_encoding
+from memvm.engine.paging.tokens import start_loading
 from memvm.hooks.entry import main
 
 # The installed script, beside this interpreter.
@@ -269,7 +269,7 @@ def _fork(arguments: tuple[Argument, ...], *, user: int | None, streams: tuple[i
     `streams` (stdin, stdout, stderr) as `user` (or this user), and exits with its status."""
     for name in _LATE_IMPORTS:
         importlib.import_module(name)
-    load_encoding(EngineConfig().encoding)  # built from files of the virtual environment
+    start_loading(EngineConfig().encoding).result()  # built from files of the virtual environment
     metadata = _RememberedMetadata(_METADATA)
     sys.stdout.flush()
     sys.stderr.flush()

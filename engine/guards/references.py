@@ -36,10 +36,6 @@ def sequence_of(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def is_reference(text: str) -> bool:
-    return _WHOLE.fullmatch(text) is not None
-
-
 def referenced_names(args: Any) -> set[str]:
     """Every name written as `$name` in any string of `args` (without the dollar sign)."""
     names: set[str] = set()

@@ -47,7 +47,7 @@ async def page_fault(
     levels = [Level(level) for level in range(target_level, Level.REFERENCE + 1)]
     # A long page's line takes a fifth of a second to count: count it before taking the lock
     # (and off the event loop), and again inside only if the page changed in between.
-    async with db.read() as conn:
+    async with db.read(namespace) as conn:
         seen = await page_seen_from(conn, namespace, page_id, project, live_at=clock.now())
     bodies = await _bodies(seen, levels, counter)
     now = clock.now()

@@ -387,7 +387,7 @@ async def collect_expired(writer: Writer, *, purge: bool = True) -> int:
     `purge` (before an export, which reads rows, never the index's segments or the WAL) the
     deletes stay owed a purge, as a write's own deletes of expired pages do."""
     now = writer.clock.now()
-    async with writer.db.read() as conn:
+    async with writer.db.read(None) as conn:  # every namespace
         namespaces = [row["namespace"] for row in await conn.all(_NAMESPACES_EXPIRED, (now,))]
     deleted = 0
     for namespace in namespaces:

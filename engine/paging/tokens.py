@@ -115,11 +115,6 @@ def start_loading(name: str) -> "Future[tiktoken.Encoding]":
     return future
 
 
-def load_encoding(name: str) -> tiktoken.Encoding:
-    """The tiktoken encoding `name`, built from installed files only (once per process)."""
-    return start_loading(name).result()
-
-
 def warm_up(name: str, *, after_seconds: float) -> None:
     """Start building the encoding `name` after a pause, unless something needed it sooner: a
     server starting up answers its first requests without the build competing for the interpreter."""

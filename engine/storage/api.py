@@ -114,8 +114,9 @@ class Database(ABC):
     busy_retries: int
 
     @abstractmethod
-    def read(self, namespace: str | None = None) -> AbstractAsyncContextManager[Reads]:
-        """One read transaction; a read that may be slow names its `namespace` (see read_slots)."""
+    def read(self, namespace: str | None) -> AbstractAsyncContextManager[Reads]:
+        """One read transaction of `namespace`, which takes its turn among that namespace's reads
+        (see read_slots); None only for a read of the whole database (migrations, maintenance)."""
 
     @abstractmethod
     def write(
@@ -151,7 +152,7 @@ class Database(ABC):
 
     async def purge_owed(self) -> bool:
         """Whether a delete has committed since the last purge finished (see purge_queue)."""
-        async with self.read() as conn:
+        async with self.read(None) as conn:
             return await conn.one(IS_PURGE_OWED) is not None
 
     async def announce(self, namespace: str, change: str) -> None:

@@ -54,7 +54,7 @@ async def applied_versions(conn: Reads) -> list[int]:
 async def check_current(db: Database) -> None:
     """For a read-only open: refuse a file that is not at this memvm's schema version."""
     newest = SCHEMA_VERSION
-    async with db.read() as conn:
+    async with db.read(None) as conn:
         ledger = await conn.one(_HAS_LEDGER[db.backend])
         done = await applied_versions(conn) if ledger and ledger[0] else []
     if not done or max(done) != newest:

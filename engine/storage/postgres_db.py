@@ -343,7 +343,7 @@ class Database(api.Database):
                 await asyncio.sleep(_RELISTEN_S)
 
     @asynccontextmanager
-    async def read(self, namespace: str | None = None) -> AsyncIterator[Reads]:
+    async def read(self, namespace: str | None) -> AsyncIterator[Reads]:
         async with (
             self._reader_slots.take(namespace),
             self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as conn,

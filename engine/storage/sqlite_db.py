@@ -182,7 +182,7 @@ class Database(api.Database):
             await self._writer.close()
 
     @asynccontextmanager
-    async def read(self, namespace: str | None = None) -> AsyncIterator[Reads]:
+    async def read(self, namespace: str | None) -> AsyncIterator[Reads]:
         """One read transaction: all of its queries see the same committed snapshot.
 
         A read that may be slow names its `namespace`, so that its share of the read connections

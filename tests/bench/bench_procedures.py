@@ -85,7 +85,7 @@ async def run(calls: int, tail: int) -> None:
             started = time.perf_counter()
             await fill(engine, calls - tail)
             await record_tail(engine, tail)
-            async with engine.db.read() as conn:
+            async with engine.db.read(None) as conn:
                 (logged,) = await conn.one("SELECT count(*) FROM tool_calls")
             print(f"logged calls: {logged:,} (filled in {time.perf_counter() - started:.0f} s)")
 
@@ -94,7 +94,7 @@ async def run(calls: int, tail: int) -> None:
                 render_hints(knowledge, engine.counter, 600)
 
             async def baseline() -> None:
-                async with engine.db.read() as conn:
+                async with engine.db.read(None) as conn:
                     await baseline_queries(conn)
 
             async def baseline_queries(conn) -> None:

@@ -75,7 +75,7 @@ async def run(rows: int, calls: int, bound: int | None, db_url: str | None) -> N
                     start = time.perf_counter()
                     await engine.record_tool_outcome(namespace=namespace, session="s", call=call)
                     times[namespace].append((time.perf_counter() - start) * 1000)
-            async with engine.db.read() as conn:
+            async with engine.db.read(FULL) as conn:
                 kept = await conn.one(_COUNT, (FULL,))
         finally:
             await engine.close()

@@ -102,7 +102,7 @@ async def scored(
     engine: Engine, text: str, tuning: SearchTuning, depth: int = DEPTH, now: float | None = None
 ) -> list[tuple[str, float]]:
     """The `depth` best pages for `text` asked at `now` (the engine's clock), with their scores."""
-    async with engine.db.read() as conn:
+    async with engine.db.read(None) as conn:
         found = await search_pages(
             conn,
             namespace=NS,

@@ -51,7 +51,7 @@ def set_tiers(text: str) -> None:
 
 async def ranked(engine: Engine, query: str, tuning: SearchTuning) -> tuple[list[str], float]:
     started = time.perf_counter()
-    async with engine.db.read() as conn:
+    async with engine.db.read(None) as conn:
         found = await search_pages(
             conn,
             namespace=NS,

@@ -47,11 +47,11 @@ async def test_searches_racing_rewrites_and_forgets_of_their_page_never_fail(eng
 async def test_reads_inside_one_read_transaction_see_one_snapshot(engine):
     await engine.remember(namespace=NS, session="s", page=note("first"))
     count = "SELECT count(*) FROM pages WHERE namespace = ?"
-    async with engine.db.read() as conn:
+    async with engine.db.read(None) as conn:
         (before,) = await conn.one(count, (NS,))
         await engine.remember(namespace=NS, session="s", page=note("second"))
         (during,) = await conn.one(count, (NS,))
-    async with engine.db.read() as conn:
+    async with engine.db.read(None) as conn:
         (after,) = await conn.one(count, (NS,))
     assert (before, during, after) == (1, 1, 2)
 
@@ -69,7 +69,7 @@ async def test_a_write_cancelled_half_way_leaves_nothing_and_the_next_write_succ
     with anyio.move_on_after(0.5):
         await hold_open_write()
     stored = await engine.remember(namespace=NS, session="s", page=note("after the cancel"))
-    async with engine.db.read() as conn:
+    async with engine.db.read(None) as conn:
         assert await conn.one("SELECT 1 FROM sessions WHERE session = 'half'") is None
         assert await conn.one("SELECT 1 FROM pages WHERE page_id = ?", (stored.page_id,)) is not None
 
@@ -86,7 +86,7 @@ async def test_tool_calls_cancelled_at_random_moments_never_break_the_next_one(e
     final = await engine.remember(namespace=NS, session="s", page=note("the last word"))
     found = await engine.search(namespace=NS, session="s", query="last word")
     assert found.results[0].page_id == final.page_id
-    async with engine.db.read() as conn:
+    async with engine.db.read(None) as conn:
         if engine.db.backend == "sqlite":
             assert (await conn.one("PRAGMA integrity_check"))[0] == "ok"
         # Nothing half-written: the kept counts and the search index agree with the pages.

@@ -138,7 +138,7 @@ async def test_a_speakers_name_finds_their_lines(engine):
 
 async def search_tuned(engine, query: str, tuning: SearchTuning, limit: int = 5) -> list[SearchHit]:
     """search_pages over the engine's pages with `tuning` in place of the engine's own settings."""
-    async with engine.db.read() as conn:
+    async with engine.db.read(None) as conn:
         found = await search_pages(
             conn,
             namespace=NS,
@@ -245,7 +245,7 @@ async def test_each_pages_score_is_bm25_over_its_counts_and_the_namespaces_stati
         await engine.remember(namespace=NS, session="s", page=note(text), key=key)
     tuning = SearchTuning(neighbour_weight=0.0, session_weight=0.0)
     hits = await search_tuned(engine, "kayak lake canoe", tuning)
-    async with engine.db.read() as conn:
+    async with engine.db.read(None) as conn:
         rowids = {
             row["page_id"]: (row["rowid"], row["search_chars"])
             for row in await conn.all(

@@ -198,7 +198,7 @@ async def test_eviction_chooses_what_the_reference_model_chooses(open_engine, cl
         clock.advance(rng.choice([0, 1, 5]))
     checked = 0
     for _ in range(80):
-        async with engine.db.read() as conn:
+        async with engine.db.read(None) as conn:
             rows = await conn.all(_SNAPSHOT, (NS, "s"))
         mapped = {row["page_id"] for row in rows}
         page_id = rng.choice(page_ids)

@@ -31,13 +31,13 @@ async def test_blank_database_is_migrated_and_records_every_version(engine, db_p
 
 async def test_migrating_twice_is_a_no_op(engine):
     assert await migrate(engine.db) == []
-    async with engine.db.read() as conn:
+    async with engine.db.read(None) as conn:
         assert await applied_versions(conn) == [m.version for m in MIGRATIONS["sqlite"]]
 
 
 async def test_every_connection_sets_its_pragmas(engine):
     # The writer waits a short slice inside SQLite and the engine retries; readers just wait.
-    async with engine.db.read() as reads, engine.db.write() as writes:
+    async with engine.db.read(None) as reads, engine.db.write() as writes:
         for conn, busy_ms in ((writes, 100), (reads, 10_000)):
             assert (await conn.one("PRAGMA busy_timeout"))[0] == busy_ms
             assert (await conn.one("PRAGMA foreign_keys"))[0] == 1
