@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.operations.importers.counts import ImportCounts
-from memvm.engine.operations.importers.formats import ImportFormat, read_source
+from memvm.engine.operations.importers.formats import MEMVM_EXPORT, read_source
 from memvm.engine.operations.markdown_export import MarkdownExport, export_markdown
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.storage.open import is_postgres_url, shown
@@ -24,7 +24,7 @@ EXPORT_FORMATS = ("jsonl", "markdown")
 
 def is_memory_file_command(args: argparse.Namespace) -> bool:
     """Whether the command reads or writes one of these formats (else it is memvm's own JSON lines)."""
-    return args.command in ("import", "export") and args.format not in (ImportFormat.JSONL.value, None)
+    return args.command in ("import", "export") and args.format not in (MEMVM_EXPORT.name, None)
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,11 @@ def run_memory_file_command(args: argparse.Namespace, db: str) -> Done:
         )
     if args.file == "-":
         raise TransferError(f"--format {args.format} reads a file or folder; name it instead of -")
-    counts = anyio.run(_import, db, ImportFormat(args.format), Path(args.file).expanduser(), args.namespace)
+    counts = anyio.run(_import, db, args.format, Path(args.file).expanduser(), args.namespace)
     return Done(f"imported into {shown(db)}: {counts.summary()}", [*counts.warnings, *counts.notices])
 
 
-async def _import(db: str, source: ImportFormat, path: Path, namespace: str | None) -> ImportCounts:
+async def _import(db: str, source: str, path: Path, namespace: str | None) -> ImportCounts:
     # The source is read and checked before the database is opened (or created): a mistyped
     # name or the wrong file makes nothing.
     write = read_source(source, path)

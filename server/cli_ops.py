@@ -27,7 +27,7 @@ from memvm.engine.errors import DatabaseRefused, MemvmError, StorageBusy, Storag
 from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.operations.backup import BackupError, backup
 from memvm.engine.operations.doctor import Diagnosis, Findings, diagnose, memory_line
-from memvm.engine.operations.importers.formats import ImportFormat, check_memvm_export
+from memvm.engine.operations.importers.formats import FORMATS, MEMVM_EXPORT, check_memvm_export
 from memvm.engine.operations.transfer import (
     TransferError,
     check_schema,
@@ -83,8 +83,8 @@ def add_operations(commands: "argparse._SubParsersAction[argparse.ArgumentParser
     import_.add_argument("--db", help=_DB_HELP + "; created if missing")
     import_.add_argument(
         "--format",
-        choices=[f.value for f in ImportFormat],
-        default=ImportFormat.JSONL.value,
+        choices=list(FORMATS),
+        default=MEMVM_EXPORT.name,
         help="jsonl: memvm's own export; server-memory: the MCP memory server's memory.json; chatgpt, "
         "claude: their conversations.json; markdown: a folder of notes. All but jsonl add to the "
         "database, and importing twice adds nothing",

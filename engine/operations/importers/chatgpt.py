@@ -16,6 +16,7 @@ from memvm.engine.models import Role
 from memvm.engine.operations.importers.conversations import (
     Conversation,
     conversation,
+    conversation_format,
     message_date,
     read_export,
     text_or_none,
@@ -127,3 +128,7 @@ def _object(item: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TransferError(f'{where}: "{name}" is not a JSON object')
     return value
+
+
+# A JSON array of conversations, each with its "mapping".
+FORMAT = conversation_format(SOURCE, "a ChatGPT export", '"mapping":', read_conversations)

@@ -15,6 +15,7 @@ from memvm.engine.models import Role
 from memvm.engine.operations.importers.conversations import (
     Conversation,
     conversation,
+    conversation_format,
     message_date,
     read_export,
     text_or_none,
@@ -88,3 +89,7 @@ def _attachments(entry: dict[str, Any], where: str) -> list[str]:
             name = text_or_none(item, "file_name", place) or "a file"
             texts.append(f"Attached {name}:\n{content}")
     return texts
+
+
+# A JSON array of conversations, each with its "chat_messages".
+FORMAT = conversation_format(SOURCE, "a Claude export", '"chat_messages":', read_conversations)

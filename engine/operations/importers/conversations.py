@@ -15,6 +15,7 @@ from memvm.engine import Engine
 from memvm.engine.operations.importers.counts import Counted, ImportCounts
 from memvm.engine.operations.importers.keys import SESSION_CHARS, digest, name_for
 from memvm.engine.operations.importers.notes import over_the_limit, too_long
+from memvm.engine.operations.importers.source_format import FirstBytes, ImportSource, Writing
 from memvm.engine.operations.importers.sources import epoch_seconds, read_json
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.paging.history_write import HistoryMessage
@@ -136,3 +137,24 @@ async def write_conversations(
         )
         counts.already_there += written.already_there
     return counts
+
+
+def conversation_format(
+    source: str, described: str, marker: str, read: Callable[[Path], list[Conversation]]
+) -> ImportSource:
+    """The format of a conversations export: a JSON array whose conversations hold `marker`."""
+
+    def looks_like(start: FirstBytes) -> bool:
+        return start.head.startswith("[") and marker in start.compact
+
+    def read_source(path: Path) -> Writing:
+        conversations = read(path)
+
+        async def write(engine: Engine, namespace: str) -> ImportCounts:
+            return await write_conversations(
+                engine, namespace=namespace, source=source, conversations=conversations
+            )
+
+        return write
+
+    return ImportSource(name=source, described=described, looks_like=looks_like, read=read_source)

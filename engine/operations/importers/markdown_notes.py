@@ -24,6 +24,7 @@ from memvm.engine.names import is_page_id
 from memvm.engine.operations.importers.counts import Counted, ImportCounts
 from memvm.engine.operations.importers.keys import KEY_CHARS, name_for
 from memvm.engine.operations.importers.notes import ImportedNote, write_notes
+from memvm.engine.operations.importers.source_format import FirstBytes, ImportSource, Writing
 from memvm.engine.operations.importers.sources import EARLIEST, LATEST, is_regular_file, read_text
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.redaction import redact
@@ -191,3 +192,15 @@ def _refuse_shared_keys(notes: list[ImportedNote], files: list[Path]) -> None:
         other = first.setdefault(note.key, file)
         if other != file:
             raise TransferError(f"{other} and {file} both give the key {note.key!r}; give one another key")
+
+
+def _looks_like(start: FirstBytes) -> bool:
+    return start.path.is_dir() or start.path.suffix.lower() == ".md"
+
+
+def _read(path: Path) -> Writing:
+    folder = read_notes(path)
+    return lambda engine, namespace: write_notes_of(engine, namespace=namespace, folder=folder)
+
+
+FORMAT = ImportSource(name=SOURCE, described="a folder of notes", looks_like=_looks_like, read=_read)

@@ -11,6 +11,7 @@ each relation it takes part in, in either direction. The file says nothing of pi
 in memvm stays pinned.
 """
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from memvm.engine.models import PageType
 from memvm.engine.operations.importers.counts import Counted, ImportCounts
 from memvm.engine.operations.importers.keys import KEY_CHARS, name_for
 from memvm.engine.operations.importers.notes import ImportedNote, write_notes
+from memvm.engine.operations.importers.source_format import FirstBytes, ImportSource, Writing
 from memvm.engine.operations.importers.sources import read_json_lines
 from memvm.engine.operations.transfer import TransferError
 
@@ -107,3 +109,21 @@ async def write_graph(
     ]
     await write_notes(engine, namespace=namespace, session=SESSION, notes=notes, counts=counts)
     return counts
+
+
+def _looks_like(start: FirstBytes) -> bool:
+    return (
+        start.head.startswith("{") and re.match(r'\{.*"type":"(entity|relation)"', start.compact) is not None
+    )
+
+
+def _read(path: Path) -> Writing:
+    entities, relations = read_graph(path)
+    return lambda engine, namespace: write_graph(
+        engine, namespace=namespace, entities=entities, relations=relations
+    )
+
+
+FORMAT = ImportSource(
+    name=SOURCE, described="the MCP memory server's memory.json", looks_like=_looks_like, read=_read
+)

@@ -13,7 +13,7 @@ import pytest
 from memvm.engine import EngineConfig
 from memvm.engine.errors import PageNotFound
 from memvm.engine.models import Level, PageType, Role
-from memvm.engine.operations.importers.formats import ImportFormat, read_source
+from memvm.engine.operations.importers.formats import read_source
 from memvm.engine.operations.importers.keys import KEY_CHARS, digest, name_for
 from memvm.engine.operations.markdown_export import export_markdown
 from memvm.engine.operations.transfer import TransferError
@@ -30,7 +30,7 @@ LISBON = f"entity:Lisbon_trip_2025-{digest('Lisbon trip 2025')}"
 ALPHA = f"projects.alpha_plan-{digest('projects.alpha plan')}"
 
 
-async def run_import(engine, source: ImportFormat, path: Path, namespace: str = NS):
+async def run_import(engine, source: str, path: Path, namespace: str = NS):
     return await read_source(source, path)(engine, namespace)
 
 
@@ -58,7 +58,7 @@ def iso(text: str) -> float:
 
 
 async def test_entities_become_notes_that_search_finds_with_their_relations(engine):
-    counts = await run_import(engine, ImportFormat.SERVER_MEMORY, FIXTURES / "memory.json")
+    counts = await run_import(engine, "server-memory", FIXTURES / "memory.json")
     assert counts.summary() == "3 entities, 2 relations: 3 written, 0 unchanged"
     found = await engine.search(namespace=NS, session="s", query="fluent Spanish")
     assert found.results[0].page_id == "entity:John_Smith"
@@ -82,15 +82,15 @@ async def test_entities_become_notes_that_search_finds_with_their_relations(engi
 async def test_a_second_graph_import_changes_nothing_and_a_changed_entity_is_rewritten(
     engine, db_url, tmp_path
 ):
-    await run_import(engine, ImportFormat.SERVER_MEMORY, FIXTURES / "memory.json")
+    await run_import(engine, "server-memory", FIXTURES / "memory.json")
     before = db_rows(db_url, "SELECT rowid, page_id, last_access FROM pages ORDER BY rowid")
-    again = await run_import(engine, ImportFormat.SERVER_MEMORY, FIXTURES / "memory.json")
+    again = await run_import(engine, "server-memory", FIXTURES / "memory.json")
     assert (again.written, again.unchanged) == (0, 3)
     assert db_rows(db_url, "SELECT rowid, page_id, last_access FROM pages ORDER BY rowid") == before
     grown = edited_fixture(
         tmp_path, "memory.json", '"Hotel near Alfama"', '"Hotel near Alfama", "Dinner at 9"'
     )
-    changed = await run_import(engine, ImportFormat.SERVER_MEMORY, grown)
+    changed = await run_import(engine, "server-memory", grown)
     assert (changed.written, changed.unchanged) == (1, 2)
     trip = await engine.get_page(namespace=NS, page_id=LISBON)
     assert trip.content(Level.FULL).endswith("- Dinner at 9\n- John_Smith attends Lisbon trip 2025")
@@ -102,7 +102,7 @@ async def test_a_second_graph_import_changes_nothing_and_a_changed_entity_is_rew
 
 
 async def test_a_chatgpt_conversation_becomes_a_session_of_its_current_thread(engine, db_url):
-    counts = await run_import(engine, ImportFormat.CHATGPT, FIXTURES / "chatgpt.json")
+    counts = await run_import(engine, "chatgpt", FIXTURES / "chatgpt.json")
     assert counts.summary() == "2 conversations, 5 messages (0 already there)"
     rows = transcript(db_url, CHATGPT_SESSION)
     # The edited-away answer, the hidden system message, the tool's output and the image are not
@@ -127,8 +127,8 @@ async def test_a_chatgpt_conversation_becomes_a_session_of_its_current_thread(en
 async def test_a_second_chatgpt_import_adds_nothing_and_a_grown_one_adds_its_new_message(
     engine, db_url, tmp_path
 ):
-    await run_import(engine, ImportFormat.CHATGPT, FIXTURES / "chatgpt.json")
-    again = await run_import(engine, ImportFormat.CHATGPT, FIXTURES / "chatgpt.json")
+    await run_import(engine, "chatgpt", FIXTURES / "chatgpt.json")
+    again = await run_import(engine, "chatgpt", FIXTURES / "chatgpt.json")
     assert again.summary() == "2 conversations, 5 messages (5 already there)"
     export = json.loads((FIXTURES / "chatgpt.json").read_text(encoding="utf-8"))
     mapping = export[0]["mapping"]
@@ -147,7 +147,7 @@ async def test_a_second_chatgpt_import_adds_nothing_and_a_grown_one_adds_its_new
     export[0]["current_node"] = "n6"
     grown = tmp_path / "conversations.json"
     grown.write_text(json.dumps(export), encoding="utf-8")
-    counts = await run_import(engine, ImportFormat.CHATGPT, grown)
+    counts = await run_import(engine, "chatgpt", grown)
     assert counts.summary() == "2 conversations, 6 messages (5 already there)"
     rows = transcript(db_url, CHATGPT_SESSION)
     assert len(rows) == 5 and rows[-1] == ("user", 1714650000.0, "Day three: it doubled in four hours!")
@@ -157,7 +157,7 @@ async def test_a_second_chatgpt_import_adds_nothing_and_a_grown_one_adds_its_new
 
 
 async def test_a_claude_conversation_keeps_its_text_blocks_roles_and_dates(engine, db_url):
-    counts = await run_import(engine, ImportFormat.CLAUDE, FIXTURES / "claude.json")
+    counts = await run_import(engine, "claude", FIXTURES / "claude.json")
     assert counts.summary() == "2 conversations, 4 messages (0 already there)"
     rows = transcript(db_url, CLAUDE_SESSION)
     assert rows == [
@@ -181,7 +181,7 @@ async def test_a_claude_conversation_keeps_its_text_blocks_roles_and_dates(engin
     ]
     found = await engine.search(namespace=NS, session="s", query="early blight tomatoes")
     assert found.results[0].session == CLAUDE_SESSION
-    again = await run_import(engine, ImportFormat.CLAUDE, FIXTURES / "claude.json")
+    again = await run_import(engine, "claude", FIXTURES / "claude.json")
     assert again.summary() == "2 conversations, 4 messages (4 already there)"
 
 
@@ -203,7 +203,7 @@ async def test_a_claude_message_keeps_the_text_extracted_from_its_attached_files
     }
     conversation = {"uuid": "conv-1", "name": "Budget", "created_at": "2025-04-01T08:00:00Z"}
     export.write_text(json.dumps([{**conversation, "chat_messages": [message]}]), encoding="utf-8")
-    await run_import(engine, ImportFormat.CLAUDE, export)
+    await run_import(engine, "claude", export)
     [(role, _, text)] = transcript(db_url, "claude-conv-1")
     assert role == "user"
     assert text == "What does this say about the budget?\n\nAttached budget.txt:\nQ3 travel budget: 4,200 EUR"
@@ -215,7 +215,7 @@ async def test_a_claude_message_keeps_the_text_extracted_from_its_attached_files
 
 
 async def test_markdown_notes_get_keys_from_their_paths_or_their_front_matter(engine):
-    counts = await run_import(engine, ImportFormat.MARKDOWN, FIXTURES / "notes")
+    counts = await run_import(engine, "markdown", FIXTURES / "notes")
     assert counts.summary() == "3 notes: 3 written, 0 unchanged"  # .obsidian/ is not notes
     groceries = await engine.get_page(namespace=NS, page_id="groceries")
     assert groceries.content(Level.FULL) == "Oat milk, rye flour, and a new banneton for the sourdough."
@@ -227,7 +227,7 @@ async def test_markdown_notes_get_keys_from_their_paths_or_their_front_matter(en
     assert seats.content(Level.FULL) == "The user prefers window seats on trains and aisle seats on planes."
     found = await engine.search(namespace=NS, session="s", query="alpha launch suppliers")
     assert found.results[0].page_id == ALPHA
-    again = await run_import(engine, ImportFormat.MARKDOWN, FIXTURES / "notes")
+    again = await run_import(engine, "markdown", FIXTURES / "notes")
     assert (again.written, again.unchanged) == (0, 3)
 
 
@@ -237,7 +237,7 @@ async def test_a_note_longer_than_any_page_is_left_out_by_its_length_with_a_warn
     notes.mkdir()
     (notes / "short.md").write_text("A short note.\n", encoding="utf-8")
     (notes / "long.md").write_text("lorem ipsum " * 3_000, encoding="utf-8")  # 36,000 characters
-    counts = await run_import(engine, ImportFormat.MARKDOWN, notes)
+    counts = await run_import(engine, "markdown", notes)
     assert counts.summary() == "2 notes: 1 written, 0 unchanged, 1 skipped"
     (warning,) = counts.warnings
     assert warning.endswith(
@@ -248,15 +248,15 @@ async def test_a_note_longer_than_any_page_is_left_out_by_its_length_with_a_warn
 async def test_a_changed_note_is_rewritten_under_its_key_and_an_empty_one_skipped(engine, tmp_path):
     notes = tmp_path / "notes"
     shutil.copytree(FIXTURES / "notes", notes)
-    await run_import(engine, ImportFormat.MARKDOWN, notes)
+    await run_import(engine, "markdown", notes)
     (notes / "groceries.md").write_text("Oat milk and eggs.\n", encoding="utf-8")
     (notes / "blank.md").write_text("\n", encoding="utf-8")
-    counts = await run_import(engine, ImportFormat.MARKDOWN, notes / "groceries.md")
+    counts = await run_import(engine, "markdown", notes / "groceries.md")
     assert counts.summary() == "1 notes: 1 written, 0 unchanged"
     assert (await engine.get_page(namespace=NS, page_id="groceries")).content(
         Level.FULL
     ) == "Oat milk and eggs."
-    counts = await run_import(engine, ImportFormat.MARKDOWN, notes)
+    counts = await run_import(engine, "markdown", notes)
     assert counts.summary() == "4 notes: 0 written, 3 unchanged, 1 empty skipped"
 
 
@@ -267,8 +267,8 @@ async def test_a_markdown_export_imports_back_as_the_same_keys_types_and_texts(e
     claim = await engine.remember(
         namespace=NS, session="s", page=note("Meets on Tuesdays", type=PageType.CLAIM)
     )
-    await run_import(engine, ImportFormat.MARKDOWN, FIXTURES / "notes")
-    await run_import(engine, ImportFormat.CLAUDE, FIXTURES / "claude.json")
+    await run_import(engine, "markdown", FIXTURES / "notes")
+    await run_import(engine, "claude", FIXTURES / "claude.json")
     out = tmp_path / "export"
     done = await export_markdown(engine, namespace=NS, out=out, force=False)
     assert (done.sessions, done.pages, done.notes) == (2, 4, 5)
@@ -280,9 +280,9 @@ async def test_a_markdown_export_imports_back_as_the_same_keys_types_and_texts(e
         and "## assistant · 2025-02-03 09:16:10 UTC" in session
     )
     # Back into the same memory: nothing changes; into another namespace: the same notes.
-    same = await run_import(engine, ImportFormat.MARKDOWN, out / "notes")
+    same = await run_import(engine, "markdown", out / "notes")
     assert (same.written, same.unchanged) == (0, 5)
-    copied = await run_import(engine, ImportFormat.MARKDOWN, out / "notes", namespace="copy")
+    copied = await run_import(engine, "markdown", out / "notes", namespace="copy")
     assert copied.written == 5
     for name in ("drinks:tea", claim.page_id, "groceries", "prefs.seating", ALPHA):
         original = await engine.get_page(namespace=NS, page_id=name)
@@ -337,37 +337,37 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 BAD = [
     (
-        ImportFormat.SERVER_MEMORY,
+        "server-memory",
         "memory.json",
         '{"type":"entity","name":"a","observations":[]}\n{oops\n',
         "line 2 is not JSON",
     ),
     (
-        ImportFormat.SERVER_MEMORY,
+        "server-memory",
         "memory.json",
         '{"type":"thing"}\n',
         "line 1 is neither an entity nor a relation",
     ),
     (
-        ImportFormat.SERVER_MEMORY,
+        "server-memory",
         "memory.json",
         '{"type":"relation","from":"a"}\n',
         'line 1: "relationType" is missing',
     ),
-    (ImportFormat.CHATGPT, "conversations.json", "[{]", "not JSON at line 1"),
-    (ImportFormat.CHATGPT, "conversations.json", '{"title": "x"}', "is not a ChatGPT export"),
-    (ImportFormat.CHATGPT, "conversations.json", '[{"uuid": "u", "chat_messages": []}]', 'has no "mapping"'),
-    (ImportFormat.CLAUDE, "conversations.json", '[{"title": "x", "mapping": {}}]', 'has no "chat_messages"'),
+    ("chatgpt", "conversations.json", "[{]", "not JSON at line 1"),
+    ("chatgpt", "conversations.json", '{"title": "x"}', "is not a ChatGPT export"),
+    ("chatgpt", "conversations.json", '[{"uuid": "u", "chat_messages": []}]', 'has no "mapping"'),
+    ("claude", "conversations.json", '[{"title": "x", "mapping": {}}]', 'has no "chat_messages"'),
     (
-        ImportFormat.CLAUDE,
+        "claude",
         "conversations.json",
         '[{"uuid": "u", "chat_messages": [{"uuid": "m", "sender": "human", "text": "hi", "created_at": "soon"}]}]',
         "'soon' is not a date",
     ),
-    (ImportFormat.MARKDOWN, "note.txt", "plain text", r"is not a markdown \(\.md\) file"),
-    (ImportFormat.MARKDOWN, "note.md", "---\nkey: has space\n---\nx\n", "is not a memvm key"),
+    ("markdown", "note.txt", "plain text", r"is not a markdown \(\.md\) file"),
+    ("markdown", "note.md", "---\nkey: has space\n---\nx\n", "is not a memvm key"),
     (
-        ImportFormat.MARKDOWN,
+        "markdown",
         "note.md",
         "---\nkey: k\ntype: transcript\n---\nx\n",
         "is not one a note can have",
@@ -388,20 +388,20 @@ async def test_bad_input_is_refused_in_one_line_before_anything_is_written(
 
 def test_a_missing_file_and_two_notes_under_one_key_are_refused(tmp_path):
     with pytest.raises(TransferError, match="there is no file at"):
-        read_source(ImportFormat.CLAUDE, tmp_path / "nothing.json")
+        read_source("claude", tmp_path / "nothing.json")
     with pytest.raises(TransferError, match="there is no folder or file at"):
-        read_source(ImportFormat.MARKDOWN, tmp_path / "nothing")
+        read_source("markdown", tmp_path / "nothing")
     write(tmp_path, "a.md", "---\nkey: same\n---\none\n")
     write(tmp_path, "b.md", "---\nkey: same\n---\ntwo\n")
     with pytest.raises(TransferError, match="both give the key 'same'"):
-        read_source(ImportFormat.MARKDOWN, tmp_path)
+        read_source("markdown", tmp_path)
 
 
 async def test_a_note_whose_key_names_a_conversation_page_is_left_out_and_the_rest_written(engine, tmp_path):
-    await run_import(engine, ImportFormat.CLAUDE, FIXTURES / "claude.json")
+    await run_import(engine, "claude", FIXTURES / "claude.json")
     write(tmp_path, "forged.md", "---\nkey: msg_000001\n---\nforged words\n")
     write(tmp_path, "fine.md", "a note of its own\n")
-    counts = await run_import(engine, ImportFormat.MARKDOWN, tmp_path)
+    counts = await run_import(engine, "markdown", tmp_path)
     assert counts.summary() == "2 notes: 1 written, 0 unchanged, 1 skipped"
     assert counts.warnings == [
         f"{tmp_path / 'forged.md'}: its key 'msg_000001' names a transcript page of a conversation, "
@@ -429,14 +429,14 @@ async def test_a_markdown_export_leaves_out_expired_pages_and_dates_the_others_e
     assert f"\nexpires: {expires}\n" in (out / "notes" / "week.md").read_text(encoding="utf-8")
     assert "expires:" not in (out / "notes" / "lasting.md").read_text(encoding="utf-8")
     # Read back, the note expires when it did; once that has passed, it is left out.
-    copied = await run_import(engine, ImportFormat.MARKDOWN, out / "notes", namespace="copy")
+    copied = await run_import(engine, "markdown", out / "notes", namespace="copy")
     assert (copied.written, copied.expired) == (2, 0)
     week = await engine.get_page(namespace="copy", page_id="week")
     assert week.expires_at == pytest.approx(clock.now() - 120 + 7 * 86_400, abs=1)
-    again = await run_import(engine, ImportFormat.MARKDOWN, out / "notes", namespace="copy")
+    again = await run_import(engine, "markdown", out / "notes", namespace="copy")
     assert (again.written, again.unchanged) == (0, 2)
     clock.advance(8 * 86_400)
-    late = await run_import(engine, ImportFormat.MARKDOWN, out / "notes", namespace="later")
+    late = await run_import(engine, "markdown", out / "notes", namespace="later")
     assert late.summary() == "2 notes: 1 written, 0 unchanged, 1 expired skipped"
     with pytest.raises(PageNotFound):
         await engine.get_page(namespace="later", page_id="week")
