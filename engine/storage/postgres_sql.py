@@ -5,12 +5,22 @@ which may appear more than once). psycopg takes `%s` and `%(name)s`, so each sta
 rewritten once (and cached): `?N` becomes `%(pN)s`, which psycopg sends as one server parameter
 however often it appears (so its type is inferred from all of its uses), a bare `?` becomes the
 next number as SQLite counts, and a literal `%` is doubled. Quoted strings, quoted names and
-comments are left as they are.
+line comments are left as they are. What this reading cannot tell apart from a placeholder or a
+quote is refused rather than guessed at: a block comment, a dollar-quoted string, an E'' string
+and PostgreSQL's `?|` and `?&` operators (tests/engine/storage/test_every_statement.py prepares
+every statement on both backends, so a refusal shows in the tests, never to a user).
 """
 
 import functools
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+_DOLLAR_QUOTE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
+
+
+class Untranslatable(ValueError):
+    """A statement holding what the placeholder translation cannot read safely."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -22,6 +32,7 @@ def translate(sql: str) -> tuple[str, tuple[int, ...]]:
     i, n = 0, len(sql)
     while i < n:
         char = sql[i]
+        _refuse_unreadable(sql, i)
         if char in "'\"":
             end = _quoted_end(sql, i, char)
             out.append(sql[i:end])
@@ -49,6 +60,22 @@ def translate(sql: str) -> tuple[str, tuple[int, ...]]:
     return "".join(out), tuple(sorted(set(order)))
 
 
+def _refuse_unreadable(sql: str, i: int) -> None:
+    char = sql[i]
+    if char == "/" and sql.startswith("/*", i):
+        raise Untranslatable("a block comment (write -- comments)")
+    if char == "$" and _DOLLAR_QUOTE.match(sql, i):
+        raise Untranslatable("a dollar-quoted string")
+    if (
+        char in "eE"
+        and sql.startswith("'", i + 1)
+        and (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_"))
+    ):
+        raise Untranslatable("an E'' string")
+    if char == "?" and sql[i + 1 : i + 2] in ("|", "&"):
+        raise Untranslatable("a ?| or ?& operator")
+
+
 def _quoted_end(sql: str, start: int, quote: str) -> int:
     """The index just past the quoted string or name opening at `start` (a doubled quote stays inside)."""
     i = start + 1
@@ -66,6 +93,8 @@ def bind(sql: str, params: Sequence[Any]) -> tuple[str, dict[str, Any] | None]:
     """`sql` and `params` as psycopg takes them (see `translate`). A statement without placeholders
     goes as written, with no parameters: psycopg then reads no `%` in it, and it may hold several
     statements (a migration's)."""
+    if "?" not in sql:  # no parameters (a migration's function bodies may hold anything)
+        return sql, None
     text, order = translate(sql)
     if not order:
         return sql, None

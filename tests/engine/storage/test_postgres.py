@@ -11,7 +11,7 @@ from memvm.engine.models import NewPage, Outcome, PageType, ToolOutcome
 from memvm.engine.storage.log_limits import KEPT_LOG_INDEXES, KEPT_TEXT
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_db import namespace_lock_key
-from memvm.engine.storage.postgres_sql import bind, translate
+from memvm.engine.storage.postgres_sql import Untranslatable, bind, translate
 
 from tests.conftest import NS, db_rows, fresh_postgres_database, note
 
@@ -30,6 +30,28 @@ def test_placeholders_become_psycopgs_and_numbered_ones_are_one_parameter():
     assert translate(sql) == ("SELECT '?%', \"a?\", x %% 2 FROM t WHERE y = %(p1)s -- why?\n", (0,))
     assert bind("SELECT 1 % 2", ()) == ("SELECT 1 % 2", None)  # no parameters: sent as written
     assert bind("SELECT ?2, ?1", ("a", "b")) == ("SELECT %(p2)s, %(p1)s", {"p1": "a", "p2": "b"})
+
+
+@pytest.mark.parametrize(
+    ("sql", "refused"),
+    [
+        ("SELECT ? /* a ? here */", "block comment"),
+        ("SELECT $$ ? $$, ?", "dollar-quoted"),
+        ("SELECT $tag$ it's $tag$, ?", "dollar-quoted"),
+        ("SELECT E'\\'', ?", "E'' string"),
+        ("SELECT doc ?| array['a'] FROM t WHERE x = ?", r"\?\| or \?&"),
+        ("SELECT doc ?& array['a'] FROM t WHERE x = ?", r"\?\| or \?&"),
+    ],
+)
+def test_what_the_translation_cannot_read_is_refused_not_guessed(sql, refused):
+    with pytest.raises(Untranslatable, match=refused):
+        translate(sql)
+
+
+def test_names_ending_in_e_and_statements_without_parameters_pass():
+    assert translate("SELECT note'x' FROM t WHERE type = ?")[1] == (0,)  # `note'x'`: no E'' string
+    function = "CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$"
+    assert bind(function, ()) == (function, None)
 
 
 def test_a_url_is_shown_without_its_password():

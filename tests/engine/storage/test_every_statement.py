@@ -1,0 +1,119 @@
+"""Every statement the product holds compiles on every backend it runs on: each module-level SQL
+string of memvm's packages is prepared (not run) on a migrated SQLite file and, in the end-to-end
+stage, on a migrated PostgreSQL database, through the same placeholder translation the engine
+uses. A statement that only a rare path runs cannot then first fail on a user's PostgreSQL.
+
+Statements are found by walking the packages, so a new one is checked without being listed. A
+template's `{marks}` is filled with one placeholder; the templates built from other parts are
+listed below with what fills them, and one the test cannot fill fails it until it is listed.
+"""
+
+import importlib
+import pkgutil
+import re
+import sqlite3
+
+import psycopg
+import pytest
+from memvm.engine import Engine
+from memvm.engine.paging import search
+from memvm.engine.storage import postgres_db, sqlite_db
+from memvm.engine.storage.postgres_sql import translate
+
+from tests.conftest import fresh_postgres_database
+
+pytestmark = pytest.mark.anyio
+
+PACKAGES = ("memvm.engine", "memvm.resources", "memvm.server", "memvm.hooks", "memvm.ui")
+STATEMENT = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b", re.IGNORECASE)
+FIELD = re.compile(r"\{(\w+)\}")
+
+# What fills each named part of a template: a form the code itself produces.
+FILLS = {
+    "marks": "?",
+    "visible": "",  # a reader in no project
+    "filters": "",
+    "neighbours": "0",
+    "cap": "100",
+    "count": "1",
+}
+
+# Templates a function builds from parts per call or per dialect: checked as built (below).
+BUILT_BY_A_FUNCTION = {"memvm.engine.paging.search._CANDIDATES", "memvm.engine.paging.search._DRESS"}
+# A module that reads SQLite's own catalogue: the operator's commands on a SQLite file.
+SQLITE_ONLY = {"memvm.engine.operations.transfer.MEMORY_COLUMNS"}
+
+
+def built(backend: str) -> dict[str, str]:
+    dialect = sqlite_db.DIALECT if backend == "sqlite" else postgres_db.DIALECT
+    return {
+        "search candidates with neighbours": search._candidates_sql(2, 3),
+        "search hits dressed": search._dress_sql(dialect).format(marks="?, ?"),
+    }
+
+
+def statements() -> dict[str, str]:
+    """Every module-level SQL string, by `module.NAME`, with its template parts filled."""
+    found = {}
+    for package_name in PACKAGES:
+        package = importlib.import_module(package_name)
+        for module_info in pkgutil.walk_packages(package.__path__, package_name + "."):
+            if module_info.name.endswith("__main__"):
+                continue
+            module = importlib.import_module(module_info.name)
+            for name, value in vars(module).items():
+                if f"{module_info.name}.{name}" in BUILT_BY_A_FUNCTION:
+                    continue
+                if isinstance(value, str) and STATEMENT.match(value):
+                    unknown = set(FIELD.findall(value)) - set(FILLS)
+                    assert not unknown, f"{module_info.name}.{name}: add a fill for {sorted(unknown)}"
+                    found[f"{module_info.name}.{name}"] = FIELD.sub(lambda m: FILLS[m.group(1)], value)
+    return found
+
+
+def on_backend(backend: str) -> dict[str, str]:
+    """The statements `backend` runs: modules of one backend hold that backend's only."""
+    other = "postgres" if backend == "sqlite" else "sqlite"
+    found = {
+        name: sql
+        for name, sql in statements().items()
+        if other not in name.rsplit(".", 2)[-2] and (backend == "sqlite" or name not in SQLITE_ONLY)
+    }
+    return {**found, **built(backend)}
+
+
+def test_the_walk_finds_the_statements():
+    found = statements()
+    assert len(found) > 150
+    assert "memvm.engine.procedures.outcomes._INSERT_CALL" in found
+
+
+async def test_every_statement_compiles_on_sqlite(tmp_path):
+    path = tmp_path / "memvm.db"
+    await (await Engine.open(path)).close()
+    failed = {}
+    with sqlite3.connect(path) as conn:
+        for name, sql in on_backend("sqlite").items():
+            _, order = translate(sql)
+            try:
+                conn.execute(f"EXPLAIN {sql}", [None] * (max(order, default=-1) + 1))
+            except sqlite3.Error as exc:
+                failed[name] = str(exc)
+    assert failed == {}
+
+
+@pytest.mark.slow
+async def test_every_statement_compiles_on_postgresql(postgres):
+    url = fresh_postgres_database(postgres)
+    await (await Engine.open(url)).close()
+    failed = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name, sql in on_backend("postgresql").items():
+            text, _ = translate(sql)
+            numbered = re.sub(r"%\(p(\d+)\)s", r"$\1", text).replace("%%", "%")
+            try:
+                conn.execute(f"PREPARE checked AS {numbered}")  # type: ignore[arg-type]
+                conn.execute("DEALLOCATE checked")
+            except psycopg.Error as exc:
+                failed[name] = str(exc).splitlines()[0]
+    assert failed == {}
