@@ -37,7 +37,7 @@ from memvm.engine.operations.transfer import (
 )
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
 from memvm.engine.storage.open import is_postgres_url, shown
-from memvm.engine.storage.sqlite_db import connect_blocking, writable
+from memvm.engine.storage.sqlite_file import connect_blocking, writable
 from memvm.server.cli_formats import EXPORT_FORMATS, is_memory_file_command, run_memory_file_command
 
 _DB_HELP = (

@@ -13,7 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from memvm.engine.storage.sqlite_db import connect_blocking, writable
+from memvm.engine.storage.sqlite_file import connect_blocking, writable
 
 
 class BackupError(Exception):

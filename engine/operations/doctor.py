@@ -16,7 +16,7 @@ from memvm.engine.operations.transfer import memory_tables
 from memvm.engine.paging.pages import expired
 from memvm.engine.storage.log_limits import LOG_CHARS_OF_NAMESPACE
 from memvm.engine.storage.migrations import SCHEMA_VERSION
-from memvm.engine.storage.sqlite_db import APPLICATION_ID, connect_blocking, wal_in_header, writable
+from memvm.engine.storage.sqlite_file import APPLICATION_ID, connect_blocking, wal_in_header, writable
 
 
 @dataclass

@@ -5,7 +5,7 @@ Later versions are written once for both backends (schema_changes.py); `migratio
 """
 
 from memvm.engine.storage.migration import Migration
-from memvm.engine.storage.sqlite_db import APPLICATION_ID
+from memvm.engine.storage.sqlite_file import APPLICATION_ID
 
 _INITIAL = Migration(
     version=1,

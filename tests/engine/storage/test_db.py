@@ -9,7 +9,7 @@ import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import DatabaseRefused, StorageBusy, StorageFull
 from memvm.engine.storage.migrations import MIGRATIONS, applied_versions, migrate
-from memvm.engine.storage.sqlite_db import APPLICATION_ID
+from memvm.engine.storage.sqlite_file import APPLICATION_ID
 
 from tests.conftest import note
 
