@@ -33,14 +33,8 @@ from memvm.engine.operations.doctor import (
 from memvm.engine.operations.transfer import Table, TransferError
 from memvm.engine.storage.migrations import SCHEMA_VERSION
 from memvm.engine.storage.open import shown
-from memvm.engine.storage.postgres_db import (
-    _LOCK_CLASS,
-    INSERT_TERMS,
-    SEARCHED_TEXTS,
-    SET_SEARCH_CHARS,
-    _first_line,
-    index_rows,
-)
+from memvm.engine.storage.postgres_db import _LOCK_CLASS, _first_line
+from memvm.engine.storage.postgres_postings import INSERT_TERMS, SEARCHED_TEXTS, SET_SEARCH_CHARS, index_rows
 from memvm.engine.storage.postgres_sql import translate
 from memvm.engine.storage.tokenizer import Stemmer
 

@@ -2,7 +2,7 @@
 
 PostgreSQL's own text search ranks with ts_rank, which is not BM25 and lost recall; and its
 stemmer is not FTS5's. So the index is a postings table, `page_terms` (namespace, stem, page, tf),
-filled when a page is written with FTS5's own tokenizer (postgres_db.Writes.index_pages). It
+filled when a page is written with FTS5's own tokenizer (postgres_postings.py). It
 answers the same questions as fulltext_sqlite, with the same counts, so search computes the
 same BM25 from them. Every row carries its namespace and the key leads with it: a tenant's query
 reads only its own postings.

@@ -12,14 +12,11 @@ on SQLite. BEGIN, COMMIT and ROLLBACK are shielded from cancellation; a connecti
 transaction could not be ended is closed, never handed to the next caller.
 """
 
-import asyncio
 import hashlib
 import itertools
-import json
 import logging
-import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -37,6 +34,8 @@ from memvm.engine.errors import (
 from memvm.engine.storage import api, postgres_purge
 from memvm.engine.storage.namespace_quota import check_namespace_room
 from memvm.engine.storage.open import shown
+from memvm.engine.storage.postgres_changes import ChangeChannel
+from memvm.engine.storage.postgres_postings import INSERT_TERMS, SEARCHED_TEXTS, SET_SEARCH_CHARS, index_rows
 from memvm.engine.storage.postgres_sql import PgRow, bind, translate
 from memvm.engine.storage.purge_queue import OWE_PURGE, PURGE_STARTED
 from memvm.engine.storage.read_slots import ReadSlots
@@ -52,8 +51,6 @@ _LOCK_CLASS = 0x6D656D76
 _CONNECT_TIMEOUT_S = 10
 # Where processes announce changes to each other (working sets, manifests), and the pause before
 # listening again after the listening connection was lost.
-_CHANNEL = "memvm_changes"
-_RELISTEN_S = 1.0
 
 _BUSY_STATES = {"55P03", "40P01", "40001"}  # lock not available, deadlock, serialization failure
 _FULL_STATES = {"53100", "54000"}  # disk full, program limit exceeded
@@ -213,25 +210,6 @@ class Writes(Reads, api.Writes):
             await self.executemany(INSERT_TERMS, terms)
 
 
-# What indexing reads of a page, and writes for it (see index_rows).
-SEARCHED_TEXTS = "SELECT rowid, namespace, content, speaker, search_key FROM page_search"
-SET_SEARCH_CHARS = "UPDATE pages SET search_chars = ? WHERE rowid = ?"
-INSERT_TERMS = "INSERT INTO page_terms (namespace, stem, page_rowid, tf) VALUES (?, ?, ?, ?)"
-
-
-def index_rows(
-    texts: Sequence[Any], stemmer: Stemmer
-) -> tuple[list[tuple[int, int]], list[tuple[str, str, int, int]]]:
-    """For pages' (rowid, namespace, content, speaker, search_key), as SEARCHED_TEXTS reads them:
-    their searchable lengths (SET_SEARCH_CHARS rows) and their stems' counts (INSERT_TERMS rows),
-    as SQLite's triggers and FTS5 index hold them. The one place both the engine's writes and an
-    import's rebuild index a page."""
-    lengths = [(len(r[2]) + len(r[3] or "") + len(r[4] or ""), int(r[0])) for r in texts]
-    namespaces = {int(r[0]): str(r[1]) for r in texts}
-    counted = stemmer.frequencies([(int(r[0]), r[2], r[3], r[4]) for r in texts])
-    return lengths, [(namespaces[rowid], stem, rowid, tf) for rowid, stem, tf in counted]
-
-
 class Database(api.Database):
     """A pool of connections to one PostgreSQL database."""
 
@@ -245,9 +223,7 @@ class Database(api.Database):
         self._stemmer = Stemmer()
         self.path = shown(url)
         self.target = url
-        # Who announced a change: a process ignores its own, which it has delivered already.
-        self._origin = secrets.token_hex(8)
-        self._listener: asyncio.Task[None] | None = None
+        self._changes = ChangeChannel(pool, url, _CONNECT_TIMEOUT_S)
         self.busy_retries = 0
 
     @classmethod
@@ -286,10 +262,7 @@ class Database(api.Database):
         if self._closed:
             return
         self._closed = True
-        if self._listener is not None:
-            self._listener.cancel()
-            with anyio.CancelScope(shield=True), suppress(asyncio.CancelledError):
-                await self._listener
+        await self._changes.close()
         with anyio.CancelScope(shield=True):
             await self._pool.close()
         self._stemmer.close()
@@ -313,34 +286,10 @@ class Database(api.Database):
         return True
 
     async def announce(self, namespace: str, change: str) -> None:
-        """NOTIFY the other processes; best effort, as the change itself is already committed."""
-        payload = json.dumps({"o": self._origin, "n": namespace, "c": change})
-        try:
-            async with self._pool.connection() as conn:
-                await conn.execute("SELECT pg_notify(%s, %s)", (_CHANNEL, payload))
-        except (psycopg.Error, PoolTimeout):
-            logger.warning("could not announce a change to other processes", exc_info=True)
+        await self._changes.announce(namespace, change)
 
     def on_change(self, deliver: Callable[[str, str], Awaitable[None]]) -> None:
-        """LISTEN on a connection of its own, for as long as the database is open."""
-        if self._listener is None:
-            self._listener = asyncio.get_running_loop().create_task(self._listen(deliver))
-
-    async def _listen(self, deliver: Callable[[str, str], Awaitable[None]]) -> None:
-        while not self._closed:
-            try:
-                conn = await psycopg.AsyncConnection.connect(
-                    self.target, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S
-                )
-                async with conn:
-                    await conn.execute(f"LISTEN {_CHANNEL}")
-                    async for notice in conn.notifies():
-                        await _delivered(notice.payload, self._origin, deliver)
-            except psycopg.Error:
-                # The server restarted or dropped the connection: listen again after a pause
-                # (announcements meanwhile are lost; a subscriber re-reads on the next one).
-                logger.warning("lost the connection that hears other processes; reconnecting", exc_info=True)
-                await asyncio.sleep(_RELISTEN_S)
+        self._changes.listen(deliver)
 
     @asynccontextmanager
     async def read(self, namespace: str | None) -> AsyncIterator[Reads]:
@@ -407,19 +356,6 @@ class Database(api.Database):
         finally:
             with anyio.CancelScope(shield=True):
                 await pooled.__aexit__(None, None, None)
-
-
-async def _delivered(payload: str, origin: str, deliver: Callable[[str, str], Awaitable[None]]) -> None:
-    try:
-        message = json.loads(payload)
-        if message["o"] == origin:
-            return
-        await deliver(str(message["n"]), str(message["c"]))
-    except (ValueError, KeyError, TypeError):
-        logger.warning("ignored a malformed change announcement")
-    except Exception:
-        # A subscriber's failure must not stop this process hearing the next change.
-        logger.exception("delivering another process's change failed")
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
