@@ -1,5 +1,6 @@
 """The engine's vocabulary, one module per capability: closed sets as enums, results as pydantic
-models. These models are also the wire format: the tools' output schemas are generated from them.
+models. These models are also the wire format: the tools' output schemas are generated from them,
+and tests/server/snapshots/listing.json holds what clients receive.
 
 pages        the page: its type, role, modality, levels and token counts; what a writer hands in
 recall       search hits and results, standing notes, a session's transcript
