@@ -18,34 +18,14 @@ from memvm.engine.guards.call_log import CallLog
 from memvm.engine.guards.grounding import check_ungrounded
 from memvm.engine.guards.guard_config import GuardConfig
 from memvm.engine.hosts.hook_events import handled_event, handled_with_prefix, outcomes_of, record_event
-from memvm.engine.models import (
-    BindResult,
-    FaultResult,
-    ForgetResult,
-    GroundingResult,
-    HandledHookEvent,
-    IngestMessage,
-    IngestResult,
-    Level,
-    MemoryMap,
-    Modality,
-    NewPage,
-    OutcomeResult,
-    Page,
-    PageState,
-    PageType,
-    ProceduralKnowledge,
-    RememberResult,
-    SearchResult,
-    SearchScope,
-    SessionState,
-    StandingNote,
-    ToolCallCheck,
-    ToolOutcome,
-    TranscriptText,
-    TurnResult,
-    WorkingSetView,
-)
+from memvm.engine.models.guards import BindResult, GroundingResult, ToolCallCheck
+from memvm.engine.models.hosts import HandledHookEvent
+from memvm.engine.models.pages import Level, Modality, NewPage, Page, PageType
+from memvm.engine.models.procedures import OutcomeResult, ProceduralKnowledge, ToolOutcome
+from memvm.engine.models.recall import SearchResult, SearchScope, StandingNote, TranscriptText
+from memvm.engine.models.sessions import SessionState, TurnResult
+from memvm.engine.models.working_set import FaultResult, MemoryMap, WorkingSetView
+from memvm.engine.models.writes import ForgetResult, IngestMessage, IngestResult, PageState, RememberResult
 from memvm.engine.names import page_ids, session_names
 from memvm.engine.paging import faults, memory
 from memvm.engine.paging.history import (

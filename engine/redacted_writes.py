@@ -11,7 +11,9 @@ Session and tool names are identifiers the host chooses, stored as given.
 import json
 
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.models import IngestMessage, NewPage, ToolOutcome
+from memvm.engine.models.pages import NewPage
+from memvm.engine.models.procedures import ToolOutcome
+from memvm.engine.models.writes import IngestMessage
 from memvm.engine.redaction import marked_kinds, redact, redact_value, secret_kinds
 
 

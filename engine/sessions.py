@@ -12,7 +12,7 @@ session (see `touch_with_allowance`), so naming another session, made up or long
 """
 
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.models import SessionState
+from memvm.engine.models.sessions import SessionState
 from memvm.engine.storage.api import Reads, Row, Writes
 
 _STATE_COLUMNS = "namespace, session, turn, faults_this_turn, turn_started_at, last_call_at, ad_hoc"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.models import PageType
+from memvm.engine.models.pages import PageType
 from memvm.engine.paging.pages import expired_count_sql, live
 from memvm.engine.storage.api import Reads
 from pydantic import BaseModel

@@ -16,7 +16,9 @@ from collections.abc import Sequence
 import anyio
 from memvm.engine import Engine
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.models import IngestMessage, Outcome, Role, ToolOutcome
+from memvm.engine.models.pages import Role
+from memvm.engine.models.procedures import Outcome, ToolOutcome
+from memvm.engine.models.writes import IngestMessage
 from memvm.engine.redaction import redact
 from memvm.hooks.events import HookEvent, TranscriptSource, tool_name, tool_result_digest
 from memvm.hooks.project import event_project

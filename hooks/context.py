@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memvm.engine.models import PageType, Role
+from memvm.engine.models.pages import PageType, Role
 from memvm.engine.paging.framing import neutralise
 from memvm.engine.paging.tokens import TokenCounter
 

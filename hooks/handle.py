@@ -8,7 +8,10 @@ import anyio
 from memvm.engine import Engine
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.guards.guard_config import GuardConfig
-from memvm.engine.models import CallVerdict, IngestMessage, Outcome, Role, ToolCallCheck, ToolOutcome
+from memvm.engine.models.guards import CallVerdict, ToolCallCheck
+from memvm.engine.models.pages import Role
+from memvm.engine.models.procedures import Outcome, ToolOutcome
+from memvm.engine.models.writes import IngestMessage
 from memvm.hooks.catch_up import catch_up
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, tool_result_digest
 from memvm.hooks.project import event_project

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from memvm.engine import Engine
-from memvm.engine.models import ErrorHint, ProceduralKnowledge
+from memvm.engine.models.procedures import ErrorHint, ProceduralKnowledge
 from memvm.hooks.context import day, one_line
 
 # Tools looked up per context: as many as procedural knowledge reports at once.

@@ -2,7 +2,8 @@
 tools in play, framed as data, within a token cap."""
 
 from memvm.engine import Engine
-from memvm.engine.models import PageType, SearchHit
+from memvm.engine.models.pages import PageType
+from memvm.engine.models.recall import SearchHit
 from memvm.hooks.context import Section, day, kind, one_line, pack
 from memvm.hooks.hints import TITLE as HINTS_TITLE
 from memvm.hooks.hints import hints_for, tools_in_play

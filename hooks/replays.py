@@ -32,7 +32,7 @@ import json
 
 from memvm.engine import Engine
 from memvm.engine.guards.literals import call_hash
-from memvm.engine.models import Role
+from memvm.engine.models.pages import Role
 from memvm.engine.redaction import redact
 from memvm.hooks.events import EventKind, HookEvent, Host
 

@@ -4,7 +4,7 @@ fixed. Framed as data, within the same token cap as a prompt's recall; nothing w
 stored."""
 
 from memvm.engine import Engine
-from memvm.engine.models import StandingNote
+from memvm.engine.models.recall import StandingNote
 from memvm.hooks.context import Section, day, kind, one_line, pack
 from memvm.hooks.hints import TITLE as HINTS_TITLE
 from memvm.hooks.hints import hints_for

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memvm.engine.hosts.host_files import NotRegularFile, open_regular
-from memvm.engine.models import Role
+from memvm.engine.models.pages import Role
 from memvm.hooks.events import TranscriptFormat
 
 # What is read of a transcript at most: its end, where what the live events missed is.

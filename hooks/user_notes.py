@@ -9,7 +9,7 @@ the user's own note, recalled everywhere; anything else is remembered, as always
 import re
 
 from memvm.engine import Engine
-from memvm.engine.models import NewPage, PageType
+from memvm.engine.models.pages import NewPage, PageType
 
 # "remember (that) I…", "please remember my…", "keep in mind I'm…", "note that I…": the request
 # must open the prompt and the fact must be about the speaker, so "remember that the API is v2"

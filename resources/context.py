@@ -1,7 +1,7 @@
 """The packed working set (<VM:CONTEXT>) and the developer message built around it."""
 
 from memvm.engine import Engine
-from memvm.engine.models import WorkingSetView
+from memvm.engine.models.working_set import WorkingSetView
 from memvm.resources.manifest import MANIFEST_CLOSE, MANIFEST_OPEN, build_manifest, cap_manifest
 from memvm.resources.rules import RuleMode, rules_text
 from pydantic import BaseModel

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from memvm.engine import Engine
-from memvm.engine.models import MemoryMap
+from memvm.engine.models.working_set import MemoryMap
 from memvm.engine.paging.framing import neutralise
 
 MANIFEST_OPEN = "<VM:MANIFEST_JSON>"

@@ -8,7 +8,7 @@ and a line is added only if the whole block still fits `max_tokens`, counted exa
 import json
 from datetime import UTC, datetime
 
-from memvm.engine.models import ErrorHint, FixGuidance, ProceduralKnowledge, ToolHints
+from memvm.engine.models.procedures import ErrorHint, FixGuidance, ProceduralKnowledge, ToolHints
 from memvm.engine.paging.framing import neutralise
 from memvm.engine.paging.tokens import TokenCounter
 from pydantic import BaseModel

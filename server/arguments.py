@@ -4,7 +4,9 @@ import json
 from typing import Annotated, Any
 
 from memvm.engine.guards.references import ALIAS_PATTERN
-from memvm.engine.models import Modality, Outcome, PageType, Role, SearchScope
+from memvm.engine.models.pages import Modality, PageType, Role
+from memvm.engine.models.procedures import Outcome
+from memvm.engine.models.recall import SearchScope
 from memvm.engine.names import ID_PATTERN, NAME_PATTERN, TOOL_NAME_PATTERN
 from memvm.resources.rules import MODE_MEANINGS, RuleMode
 from pydantic import AfterValidator, Field

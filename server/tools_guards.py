@@ -2,7 +2,7 @@
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from memvm.engine.models import BindResult, GroundingResult, ToolCallCheck
+from memvm.engine.models.guards import BindResult, GroundingResult, ToolCallCheck
 from memvm.server.app_state import Runtime, ToolContext
 from memvm.server.arguments import AliasName, SessionName, ToolArguments, ToolName, ToolValue
 

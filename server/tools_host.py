@@ -4,7 +4,8 @@ from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from memvm.engine.models import IngestMessage, IngestResult, PageState, TurnResult
+from memvm.engine.models.sessions import TurnResult
+from memvm.engine.models.writes import IngestMessage, IngestResult, PageState
 from memvm.resources.context import DeveloperMessage, render_developer_message
 from memvm.resources.rules import RuleMode
 from memvm.server.app_state import Runtime, ToolContext

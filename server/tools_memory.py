@@ -6,16 +6,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from memvm.engine import EngineConfig
 from memvm.engine.errors import fault_limit_resets
-from memvm.engine.models import (
-    FaultResult,
-    ForgetResult,
-    Level,
-    NewPage,
-    PageType,
-    RememberResult,
-    SearchResult,
-    SearchScope,
-)
+from memvm.engine.models.pages import Level, NewPage, PageType
+from memvm.engine.models.recall import SearchResult, SearchScope
+from memvm.engine.models.working_set import FaultResult
+from memvm.engine.models.writes import ForgetResult, RememberResult
 from memvm.engine.paging.memory import MAX_TTL_SECONDS
 from memvm.server.app_state import Runtime, ToolContext
 from memvm.server.arguments import (

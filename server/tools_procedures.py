@@ -4,7 +4,7 @@ from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from memvm.engine.models import OutcomeResult, ToolOutcome
+from memvm.engine.models.procedures import OutcomeResult, ToolOutcome
 from memvm.resources.procedural import ProceduralHints, render_hints
 from memvm.server.app_state import Runtime, ToolContext
 from memvm.server.arguments import (

@@ -13,7 +13,9 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from memvm.engine.models import FaultResult, RememberResult, SearchHit, SearchResult
+from memvm.engine.models.recall import SearchHit, SearchResult
+from memvm.engine.models.working_set import FaultResult
+from memvm.engine.models.writes import RememberResult
 from memvm.server.sdk_internals import registered_tools
 from pydantic import BaseModel, ConfigDict, Field, create_model
 

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.clock import ManualClock
-from memvm.engine.models import IngestMessage, NewPage, PageType, Role
+from memvm.engine.models.pages import NewPage, PageType, Role
+from memvm.engine.models.writes import IngestMessage
 from memvm.engine.storage.open import is_postgres_url
 
 NS = "default"

@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.clock import Clock
-from memvm.engine.models import IngestMessage, Level, NewPage, PageType, Role, ToolOutcome
+from memvm.engine.models.pages import Level, NewPage, PageType, Role
+from memvm.engine.models.procedures import ToolOutcome
+from memvm.engine.models.writes import IngestMessage
 
 from tests.conftest import NS, assistant, long_text, note, user
 

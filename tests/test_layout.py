@@ -65,6 +65,21 @@ def test_storage_knows_nothing_of_the_capabilities_it_stores():
     assert offences == []
 
 
+def test_every_model_is_imported_from_the_module_that_owns_it():
+    # engine/models/__init__.py is a docstring: a re-export there would hide where a name lives.
+    package = ast.parse((ROOT / "engine" / "models" / "__init__.py").read_text())
+    assert len(package.body) == 1 and isinstance(package.body[0], ast.Expr)
+    owners = {path.stem for path in (ROOT / "engine" / "models").glob("*.py")} - {"__init__"}
+    offences = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for folder in [*ALLOWED, "tests"]
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for name in imported_modules(path)
+        if name.startswith("memvm.engine.models") and name.removeprefix("memvm.engine.models.") not in owners
+    ]
+    assert offences == []
+
+
 def test_the_top_level_holds_only_the_product_layout():
     visible = {p.name for p in ROOT.iterdir() if not p.name.startswith(".")}
     visible -= {"memvm.egg-info", "build", "dist"}

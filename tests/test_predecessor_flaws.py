@@ -7,7 +7,9 @@ import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.guards.bindings import bind
 from memvm.engine.guards.guard_config import GuardConfig
-from memvm.engine.models import IngestMessage, Level, Outcome, Role, ToolOutcome
+from memvm.engine.models.pages import Level, Role
+from memvm.engine.models.procedures import Outcome, ToolOutcome
+from memvm.engine.models.writes import IngestMessage
 from memvm.resources.budget import with_reserve
 from memvm.resources.context import render_developer_message
 from memvm.resources.rules import RuleMode

@@ -18,7 +18,8 @@ from memvm.engine.errors import (
     StorageError,
     StorageReadOnly,
 )
-from memvm.engine.models import REMEMBERED_TYPES, NewPage, PageType, SearchScope
+from memvm.engine.models.pages import REMEMBERED_TYPES, NewPage, PageType
+from memvm.engine.models.recall import SearchScope
 from memvm.engine.operations.transfer import export_read
 from memvm.engine.paging.memory import fingerprint
 from memvm.resources.context import render_context

@@ -14,7 +14,7 @@ from typing import Any
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.guards.literals import as_number, call_hash, canonical_json, numbers_in_text, walk
 from memvm.engine.guards.references import sequence_of, sequential_name
-from memvm.engine.models import BindResult, ValueType
+from memvm.engine.models.guards import BindResult, ValueType
 from memvm.engine.storage.api import Reads, Writes
 
 # Numbers inside one structured result that are kept for grounding; past this, a result is data

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from memvm.engine.guards.guard_config import ToolKind
 from memvm.engine.kept_logs import keep_newest_if_due
-from memvm.engine.models import CallVerdict, GuardReason, GuardRule
+from memvm.engine.models.guards import CallVerdict, GuardReason, GuardRule
 from memvm.engine.redaction import redact
 from memvm.engine.storage.api import Writes
 

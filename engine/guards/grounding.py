@@ -13,7 +13,7 @@ from typing import Any
 from memvm.engine.guards.bindings import bound_values
 from memvm.engine.guards.literals import Literal, find_literals, numbers_in_text, short
 from memvm.engine.guards.references import Resolution, referenced_names, resolve, sequential_name
-from memvm.engine.models import GroundingResult, GroundingVerdict, UngroundedLiteral
+from memvm.engine.models.guards import GroundingResult, GroundingVerdict, UngroundedLiteral
 from memvm.engine.storage.api import Reads, Writes
 
 MESSAGE_ITEMS = 5

@@ -15,7 +15,7 @@ from memvm.engine.guards.call_log import CallLog
 from memvm.engine.guards.grounding import check_ungrounded, grounding_message
 from memvm.engine.guards.guard_config import GuardConfig, ToolKind
 from memvm.engine.guards.literals import as_number, call_hash, short
-from memvm.engine.models import (
+from memvm.engine.models.guards import (
     CallBudget,
     CallVerdict,
     GroundingResult,

@@ -13,7 +13,7 @@ from typing import Any
 
 from memvm.engine.guards.literals import call_hash
 from memvm.engine.kept_logs import keep_newest_if_due
-from memvm.engine.models import HandledHookEvent
+from memvm.engine.models.hosts import HandledHookEvent
 from memvm.engine.storage.api import Reads, Writes
 
 _GET = "SELECT event, answer FROM hook_events WHERE namespace = ? AND digest = ?"

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memvm.engine import Engine
-from memvm.engine.models import REMEMBERED_TYPES, PageType
+from memvm.engine.models.pages import REMEMBERED_TYPES, PageType
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.paging.history_write import CONVERSATION
 from memvm.engine.paging.pages import live

@@ -27,16 +27,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from memvm.engine.guards.guard_config import ToolKind
-from memvm.engine.models import (
-    Actor,
-    GuardRule,
-    Modality,
-    MutationKind,
-    Outcome,
-    PageType,
-    Role,
-    ValueType,
-)
+from memvm.engine.models.guards import GuardRule, ValueType
+from memvm.engine.models.pages import Modality, PageType, Role
+from memvm.engine.models.procedures import Outcome
+from memvm.engine.models.working_set import Actor, MutationKind
 from memvm.engine.names import ID_PATTERN, NAME_PATTERN
 from memvm.engine.operations.stored_json import MAX_JSON_DEPTH, json_kind
 from memvm.engine.paging.pages import ID_PREFIX

@@ -19,7 +19,7 @@ import re
 from memvm.engine.guards.bindings import forget_bound_result
 from memvm.engine.guards.grounding import forget_user_numbers
 from memvm.engine.guards.references import sequence_of
-from memvm.engine.models import Level, Page, PageType, Role
+from memvm.engine.models.pages import Level, Page, PageType, Role
 from memvm.engine.storage.api import Writes
 
 # record_tool_outcome writes a result page's provenance as "tool:NAME call N": N is the call id,

@@ -11,7 +11,9 @@ import anyio
 from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.errors import FaultLimitReached
-from memvm.engine.models import Actor, EvictedPage, FaultResult, Level, Page, SessionState
+from memvm.engine.models.pages import Level, Page
+from memvm.engine.models.sessions import SessionState
+from memvm.engine.models.working_set import Actor, EvictedPage, FaultResult
 from memvm.engine.paging.pages import page_seen_from, touch_page
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping

@@ -5,7 +5,8 @@ host's transcript needs the session's own transcript and tools, to add only what
 read is bounded: by an index and a limit, never a scan that grows with the namespace.
 """
 
-from memvm.engine.models import REMEMBERED_TYPES, PageType, Role, StandingNote, TranscriptText
+from memvm.engine.models.pages import REMEMBERED_TYPES, PageType, Role
+from memvm.engine.models.recall import StandingNote, TranscriptText
 from memvm.engine.paging.pages import live
 from memvm.engine.paging.projects import named_elsewhere, visible_sql
 from memvm.engine.storage.api import Reads

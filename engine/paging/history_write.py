@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.models import NewPage, PageType, Role
+from memvm.engine.models.pages import NewPage, PageType, Role
 from memvm.engine.paging.memory import Writer, fresh_page_id
 from memvm.engine.paging.pages import insert_page
 from memvm.engine.paging.projects import EVERYWHERE

@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from memvm.engine.models import LevelTokens, PageType, Role
+from memvm.engine.models.pages import LevelTokens, PageType, Role
 from memvm.engine.paging.stopwords import STOPWORDS
 from memvm.engine.paging.tokens import TokenCounter
 

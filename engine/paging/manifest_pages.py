@@ -4,7 +4,8 @@ At a million pages the manifest cannot list everything, so it lists a bounded fe
 recently used pages, those that weigh most by importance, access and pinning.
 """
 
-from memvm.engine.models import ManifestPage, PageType, Role
+from memvm.engine.models.pages import PageType, Role
+from memvm.engine.models.working_set import ManifestPage
 from memvm.engine.paging.pages import expired_count_sql, level_tokens, live
 from memvm.engine.paging.projects import visible_sql
 from memvm.engine.storage.api import Reads

@@ -22,21 +22,9 @@ from memvm.engine.errors import (
     StorageUnavailable,
 )
 from memvm.engine.guards.grounding import register_user_numbers
-from memvm.engine.models import (
-    REMEMBERED_TYPES,
-    Actor,
-    ForgetResult,
-    IngestMessage,
-    IngestResult,
-    Level,
-    MutationKind,
-    NewPage,
-    Page,
-    PageState,
-    PageType,
-    RememberResult,
-    Role,
-)
+from memvm.engine.models.pages import REMEMBERED_TYPES, Level, NewPage, Page, PageType, Role
+from memvm.engine.models.working_set import Actor, MutationKind
+from memvm.engine.models.writes import ForgetResult, IngestMessage, IngestResult, PageState, RememberResult
 from memvm.engine.paging.derived import forget_derived
 from memvm.engine.paging.levels import Levels, compute_levels
 from memvm.engine.paging.pages import (

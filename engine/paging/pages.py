@@ -3,7 +3,7 @@
 import json
 
 from memvm.engine.errors import PageNotFound
-from memvm.engine.models import LevelTokens, Modality, NewPage, Page, PageType, Role
+from memvm.engine.models.pages import LevelTokens, Modality, NewPage, Page, PageType, Role
 from memvm.engine.paging.levels import Levels
 from memvm.engine.paging.projects import EVERYWHERE, sees, visible_sql
 from memvm.engine.storage.api import Reads, Row, Writes

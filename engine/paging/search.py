@@ -17,7 +17,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from memvm.engine.config import SearchTuning
-from memvm.engine.models import Level, Modality, PageType, Role, SearchHit, SearchResult
+from memvm.engine.models.pages import Level, Modality, PageType, Role
+from memvm.engine.models.recall import SearchHit, SearchResult
 from memvm.engine.paging import tiers
 from memvm.engine.paging.levels import collapse
 from memvm.engine.paging.pages import expired, level_tokens, live

@@ -6,7 +6,7 @@ come back as if it were current. They are read only where a person or a model as
 (its resource, the browser view), newest last, and they go with the page when it is forgotten.
 """
 
-from memvm.engine.models import Page, PageVersion
+from memvm.engine.models.pages import Page, PageVersion
 from memvm.engine.storage.api import Reads, Writes
 
 _LATEST = "SELECT max(version) AS version, max(superseded_at) AS at FROM page_versions WHERE page_rowid = ?"

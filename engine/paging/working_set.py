@@ -11,17 +11,8 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 
 from memvm.engine.kept_logs import keep_newest_if_due
-from memvm.engine.models import (
-    Actor,
-    EvictedPage,
-    Level,
-    Mapping,
-    MutationKind,
-    Page,
-    PageType,
-    Role,
-    WorkingSetEntry,
-)
+from memvm.engine.models.pages import Level, Page, PageType, Role
+from memvm.engine.models.working_set import Actor, EvictedPage, Mapping, MutationKind, WorkingSetEntry
 from memvm.engine.paging.framing import neutralise
 from memvm.engine.paging.levels import collapse
 from memvm.engine.paging.pages import level_texts, live

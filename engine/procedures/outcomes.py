@@ -14,16 +14,8 @@ from memvm.engine.guards.grounding import register_user_numbers
 from memvm.engine.guards.guards import runaway_reason
 from memvm.engine.guards.literals import call_hash, canonical_json
 from memvm.engine.kept_logs import keep_newest, keep_newest_if_due
-from memvm.engine.models import (
-    ERROR_OUTCOMES,
-    FixLink,
-    NewPage,
-    Outcome,
-    OutcomeResult,
-    PageType,
-    Role,
-    ToolOutcome,
-)
+from memvm.engine.models.pages import NewPage, PageType, Role
+from memvm.engine.models.procedures import ERROR_OUTCOMES, FixLink, Outcome, OutcomeResult, ToolOutcome
 from memvm.engine.paging.memory import Writer, fresh_page_id
 from memvm.engine.paging.pages import insert_page
 from memvm.engine.paging.projects import EVERYWHERE

@@ -7,7 +7,7 @@ through an index, newest first and bounded, so the cost does not grow with the n
 import json
 from collections.abc import Sequence
 
-from memvm.engine.models import (
+from memvm.engine.models.procedures import (
     ErrorHint,
     FixGuidance,
     Outcome,

@@ -37,7 +37,8 @@ sys.path.insert(0, str(HERE.parent.parent))
 from fresh_postgres import Databases  # noqa: E402
 from measure import summary  # noqa: E402
 from memvm.engine import Engine  # noqa: E402
-from memvm.engine.models import IngestMessage, NewPage, PageType, Role  # noqa: E402
+from memvm.engine.models.pages import NewPage, PageType, Role  # noqa: E402
+from memvm.engine.models.writes import IngestMessage  # noqa: E402
 from scale_memvm import NS as BULK_NS  # noqa: E402
 from scale_memvm import fill_bulk  # noqa: E402
 from synthetic import Corpus  # noqa: E402

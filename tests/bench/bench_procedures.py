@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.config import Synchronous
-from memvm.engine.models import Outcome, ToolOutcome
+from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.resources.procedural import render_hints
 
 TOOLS = [f"tool_{i:02d}" for i in range(40)]

@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 from measure import summary
 from memvm.engine import Engine
-from memvm.engine.models import NewPage, PageType
+from memvm.engine.models.pages import NewPage, PageType
 from scale_memvm import NS, fill_bulk
 from search_scale import fill
 from synthetic import Corpus

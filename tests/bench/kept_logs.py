@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from fresh_postgres import Databases  # noqa: E402
 from memvm.engine import Engine, kept_logs  # noqa: E402
-from memvm.engine.models import Outcome, ToolOutcome  # noqa: E402
+from memvm.engine.models.procedures import Outcome, ToolOutcome  # noqa: E402
 
 FULL, EMPTY = "full", "empty"
 

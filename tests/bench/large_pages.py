@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 from memvm.engine import Engine, EngineConfig
-from memvm.engine.models import NewPage, PageType
+from memvm.engine.models.pages import NewPage, PageType
 from memvm.engine.storage.migrations import MIGRATIONS, ledger_sql
 
 # Schema 6's manifest query: the recent window read whole rows.

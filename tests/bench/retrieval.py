@@ -39,7 +39,8 @@ from typing import Any, Protocol
 import anyio
 from mcp import Client
 from memvm.engine import Engine
-from memvm.engine.models import IngestMessage, Role
+from memvm.engine.models.pages import Role
+from memvm.engine.models.writes import IngestMessage
 from memvm.server.app import build_server
 from memvm.server.settings import ServerSettings, ToolProfile
 

@@ -21,7 +21,9 @@ import anyio
 from fresh_postgres import Databases
 from measure import OPERATIONS, peak_rss_mb, rss_mb, summary
 from memvm.engine import Engine
-from memvm.engine.models import IngestMessage, Level, Outcome, Role, ToolOutcome
+from memvm.engine.models.pages import Level, Role
+from memvm.engine.models.procedures import Outcome, ToolOutcome
+from memvm.engine.models.writes import IngestMessage
 from memvm.engine.paging.history_write import HistoryMessage
 from memvm.resources.context import render_developer_message
 from memvm.resources.procedural import render_hints

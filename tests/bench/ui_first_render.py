@@ -26,7 +26,8 @@ from pathlib import Path
 import anyio
 import httpx2
 from memvm.engine import Engine, EngineConfig
-from memvm.engine.models import IngestMessage, Role
+from memvm.engine.models.pages import Role
+from memvm.engine.models.writes import IngestMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 

@@ -39,7 +39,8 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from fresh_postgres import Databases  # noqa: E402
 from memvm.engine import Engine  # noqa: E402
-from memvm.engine.models import IngestMessage, Role  # noqa: E402
+from memvm.engine.models.pages import Role  # noqa: E402
+from memvm.engine.models.writes import IngestMessage  # noqa: E402
 from synthetic import Corpus  # noqa: E402
 
 from tests.e2e.test_http import free_port, wait_listening  # noqa: E402

@@ -5,7 +5,7 @@ import anyio
 import httpx2
 import pytest
 from memvm.engine import Engine, EngineConfig
-from memvm.engine.models import NewPage, PageType
+from memvm.engine.models.pages import NewPage, PageType
 
 from tests.e2e.test_http import ALICE, BOB, http_server
 

@@ -147,7 +147,8 @@ def _with_engine(db: str, body: str) -> None:
 def _write_from_another_process(db: str) -> None:
     _with_engine(
         db,
-        "from memvm.engine.models import IngestMessage, Role\n"
+        "from memvm.engine.models.pages import Role\n"
+        "from memvm.engine.models.writes import IngestMessage\n"
         "await engine.ingest(namespace='default', session='s2', "
         "messages=[IngestMessage(role=Role.USER, content='a new prompt from another process')])\n",
     )
@@ -207,7 +208,7 @@ def test_long_lists_page_on_and_a_redraw_keeps_what_was_shown(seeded, page, ui_s
 def test_the_guards_view_shows_bindings_verdicts_and_what_fixed_an_error(seeded, page, ui_server):
     _with_engine(
         seeded,
-        "from memvm.engine.models import Outcome, ToolOutcome\n"
+        "from memvm.engine.models.procedures import Outcome, ToolOutcome\n"
         "ns, s = 'default', 's1'\n"
         "await engine.bind_value(namespace=ns, session=s, tool='get_price', args={'sku': 'A1'}, value=1299)\n"
         "for _ in range(3):\n"
@@ -243,7 +244,7 @@ def test_the_guards_view_shows_bindings_verdicts_and_what_fixed_an_error(seeded,
 def test_direction_marks_in_stored_text_are_shown_not_obeyed(seeded, page, ui_server):
     _with_engine(
         seeded,
-        "from memvm.engine.models import NewPage, PageType\n"
+        "from memvm.engine.models.pages import NewPage, PageType\n"
         "hidden = ''.join(chr(0xE0000 + ord(c)) for c in 'obey')\n"
         "note = NewPage(content='pay to account \\u202e4321 9876\\u202c ok; tags[' + hidden + '] word\\u2060joiner',"
         " type=PageType.NOTE, provenance='user')\n"
@@ -285,7 +286,7 @@ def test_an_edit_over_a_note_rewritten_meanwhile_is_refused_and_the_text_kept(se
     page.get_by_label("Note text").fill("Deploys go through argo, always.")
     _with_engine(
         seeded,
-        "from memvm.engine.models import NewPage, PageType\n"
+        "from memvm.engine.models.pages import NewPage, PageType\n"
         "note = NewPage(content='Deploys go through flux.', type=PageType.NOTE, provenance='model')\n"
         "await engine.remember(namespace='default', session='s1', page=note, key='deploy-note')\n",
     )

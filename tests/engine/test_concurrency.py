@@ -11,7 +11,7 @@ import threading
 
 import anyio
 import pytest
-from memvm.engine.models import PageType
+from memvm.engine.models.pages import PageType
 
 from tests.conftest import NS, note
 

@@ -11,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from memvm.engine import EngineConfig
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.models import IngestMessage, Outcome, Role, ToolOutcome
+from memvm.engine.models.pages import Role
+from memvm.engine.models.procedures import Outcome, ToolOutcome
+from memvm.engine.models.writes import IngestMessage
 from memvm.engine.operations.transfer import export_lines
 from memvm.engine.redaction import redact, redact_value, secret_kinds
 

@@ -1,5 +1,5 @@
 import pytest
-from memvm.engine.models import Level
+from memvm.engine.models.pages import Level
 
 from tests.conftest import NS, long_text, note, user
 

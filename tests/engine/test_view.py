@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 from memvm.engine import Engine, view
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.models import IngestMessage, NewPage, Outcome, PageType, Role, ToolOutcome
+from memvm.engine.models.pages import NewPage, PageType, Role
+from memvm.engine.models.procedures import Outcome, ToolOutcome
+from memvm.engine.models.writes import IngestMessage
 
 pytestmark = pytest.mark.anyio
 

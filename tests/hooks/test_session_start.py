@@ -5,7 +5,7 @@ from typing import Any
 
 import anyio
 from memvm.engine import Engine
-from memvm.engine.models import NewPage, PageType
+from memvm.engine.models.pages import NewPage, PageType
 from memvm.engine.paging.tokens import TokenCounter
 
 from tests.hooks import claude_code_events as cc

@@ -3,7 +3,7 @@ import json
 import pytest
 from memvm.engine import Engine
 from memvm.engine.config import EngineConfig
-from memvm.engine.models import Level
+from memvm.engine.models.pages import Level
 from memvm.resources.budget import with_reserve
 from memvm.resources.context import render_developer_message
 from memvm.resources.manifest import render_manifest

@@ -12,7 +12,7 @@ messages or images.
 from pathlib import Path
 from typing import Any
 
-from memvm.engine.models import Role
+from memvm.engine.models.pages import Role
 from memvm.engine.operations.importers.conversations import (
     Conversation,
     conversation,

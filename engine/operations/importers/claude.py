@@ -11,7 +11,7 @@ messages, followed by the text Claude extracted from each attached file (`attach
 from pathlib import Path
 from typing import Any
 
-from memvm.engine.models import Role
+from memvm.engine.models.pages import Role
 from memvm.engine.operations.importers.conversations import (
     Conversation,
     conversation,

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memvm.engine import Engine
-from memvm.engine.models import REMEMBERED_TYPES, PageType
+from memvm.engine.models.pages import REMEMBERED_TYPES, PageType
 from memvm.engine.names import is_page_id
 from memvm.engine.operations.importers.counts import Counted, ImportCounts
 from memvm.engine.operations.importers.keys import KEY_CHARS, name_for

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from memvm.engine import Engine
 from memvm.engine.errors import InvalidArgument, KeyConflict, PageNotFound, PageTooLong
-from memvm.engine.models import REMEMBERED_TYPES, Level, NewPage, Page, PageType
+from memvm.engine.models.pages import REMEMBERED_TYPES, Level, NewPage, Page, PageType
 from memvm.engine.paging.memory import MAX_TTL_SECONDS, refuse_too_long
 from memvm.engine.redaction import redact
 

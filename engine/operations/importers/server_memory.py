@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memvm.engine import Engine
-from memvm.engine.models import PageType
+from memvm.engine.models.pages import PageType
 from memvm.engine.operations.importers.counts import Counted, ImportCounts
 from memvm.engine.operations.importers.keys import KEY_CHARS, name_for
 from memvm.engine.operations.importers.notes import ImportedNote, write_notes

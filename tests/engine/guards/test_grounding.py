@@ -1,6 +1,6 @@
 import pytest
 from memvm.engine.guards.guard_config import GuardConfig
-from memvm.engine.models import Outcome, ToolOutcome
+from memvm.engine.models.procedures import Outcome, ToolOutcome
 
 from tests.conftest import NS, assistant, user
 

@@ -5,7 +5,7 @@ from memvm.engine import EngineConfig
 from memvm.engine.guards.call_log import KEPT_VERDICTS
 from memvm.engine.guards.guard_config import GuardConfig, GuardPreset, ToolKind
 from memvm.engine.guards.guards import runaway_reason
-from memvm.engine.models import Outcome, ToolOutcome
+from memvm.engine.models.procedures import Outcome, ToolOutcome
 
 from tests.conftest import NS, db_rows, user
 

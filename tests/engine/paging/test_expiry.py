@@ -2,7 +2,7 @@
 
 import pytest
 from memvm.engine.errors import InvalidArgument, PageNotFound
-from memvm.engine.models import Level
+from memvm.engine.models.pages import Level
 
 from tests.conftest import NS, db_rows, note, user
 

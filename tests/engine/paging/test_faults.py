@@ -4,7 +4,8 @@ import threading
 import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import FaultLimitReached, PageNotFound
-from memvm.engine.models import FaultResult, Level
+from memvm.engine.models.pages import Level
+from memvm.engine.models.working_set import FaultResult
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import line_cost, page_line
 from memvm.engine.storage.migrations import migrate

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from memvm.engine.models import Outcome, ToolOutcome
+from memvm.engine.models.procedures import Outcome, ToolOutcome
 
 from tests.conftest import NS, db_rows, long_text, note, user
 from tests.seeding import Fill, fill, notes

@@ -3,7 +3,7 @@ import unicodedata
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memvm.engine.models import PageType
+from memvm.engine.models.pages import PageType
 from memvm.engine.paging.framing import neutralise
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import context_line, line_body, line_head

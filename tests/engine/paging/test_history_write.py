@@ -2,7 +2,7 @@
 
 import pytest
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.models import PageType, Role
+from memvm.engine.models.pages import PageType, Role
 from memvm.engine.paging.history_write import BATCH_PAGES, HistoryMessage
 
 from tests.conftest import NS, db_rows

@@ -1,6 +1,6 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memvm.engine.models import PageType, Role
+from memvm.engine.models.pages import PageType, Role
 from memvm.engine.paging.levels import compute_levels, is_negation
 from memvm.engine.paging.tokens import TokenCounter
 

@@ -3,7 +3,9 @@ import sqlite3
 import pytest
 from memvm.engine import EngineConfig
 from memvm.engine.errors import InvalidArgument, KeyConflict, PageChanged, PageNotFound, PageTooLong
-from memvm.engine.models import IngestMessage, Level, NewPage, Outcome, PageType, Role, ToolOutcome
+from memvm.engine.models.pages import Level, NewPage, PageType, Role
+from memvm.engine.models.procedures import Outcome, ToolOutcome
+from memvm.engine.models.writes import IngestMessage
 from memvm.engine.paging.history_write import HistoryMessage
 from memvm.engine.paging.memory import MAX_CHARS_PER_TOKEN, fingerprint
 from memvm.engine.paging.tokens import TokenCounter
@@ -63,7 +65,8 @@ async def test_forget_removes_the_page_from_storage_search_and_working_sets(engi
 
 
 async def test_ingest_keeps_roles_and_names(engine):
-    from memvm.engine.models import IngestMessage, Role
+    from memvm.engine.models.pages import Role
+    from memvm.engine.models.writes import IngestMessage
 
     result = await engine.ingest(
         namespace=NS,

@@ -3,7 +3,7 @@ notes are read in every one; a reader with no project reads all, told where each
 
 import pytest
 from memvm.engine.errors import KeyInOtherProject, PageNotFound
-from memvm.engine.models import PageType
+from memvm.engine.models.pages import PageType
 from memvm.engine.paging.projects import project_session, work_tree
 
 from tests.conftest import NS, note, user

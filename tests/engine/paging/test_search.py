@@ -5,7 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memvm.engine.config import SearchTuning
-from memvm.engine.models import IngestMessage, PageType, Role, SearchHit, SearchScope
+from memvm.engine.models.pages import PageType, Role
+from memvm.engine.models.recall import SearchHit, SearchScope
+from memvm.engine.models.writes import IngestMessage
 from memvm.engine.paging import tiers
 from memvm.engine.paging.search import EXACT_ID_SCORE, addressed_role, search_pages
 from memvm.engine.paging.terms import query_terms

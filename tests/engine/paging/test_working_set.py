@@ -3,7 +3,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memvm.engine.models import Level, PageType, Role
+from memvm.engine.models.pages import Level, PageType, Role
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import (
     _mapping,

@@ -1,5 +1,6 @@
 import pytest
-from memvm.engine.models import Level, Outcome, ToolOutcome
+from memvm.engine.models.pages import Level
+from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.engine.procedures.outcomes import FIX_WINDOW, VALUES_PER_ARG
 
 from tests.conftest import NS, db_rows

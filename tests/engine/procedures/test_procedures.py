@@ -1,5 +1,5 @@
 import pytest
-from memvm.engine.models import Outcome, ToolOutcome
+from memvm.engine.models.procedures import Outcome, ToolOutcome
 
 from tests.conftest import NS
 

@@ -1,7 +1,8 @@
 """Term frequencies counted in a namespace's own text when other tenants hold a term in bulk."""
 
 import pytest
-from memvm.engine.models import IngestMessage, Role
+from memvm.engine.models.pages import Role
+from memvm.engine.models.writes import IngestMessage
 from memvm.engine.storage import fulltext_sqlite as postings
 
 from tests.conftest import note

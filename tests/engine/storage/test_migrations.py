@@ -3,7 +3,7 @@
 import sqlite3
 
 import pytest
-from memvm.engine.models import Outcome, ToolOutcome
+from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.engine.operations.doctor import diagnose
 from memvm.engine.storage.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
 

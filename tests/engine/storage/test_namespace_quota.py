@@ -3,7 +3,7 @@ while every other namespace writes on; forgetting frees its room. On both backen
 
 import pytest
 from memvm.engine.errors import NamespaceFull
-from memvm.engine.models import Outcome, ToolOutcome
+from memvm.engine.models.procedures import Outcome, ToolOutcome
 
 from tests.conftest import db_rows, note, user
 

@@ -7,7 +7,8 @@ import psycopg
 import pytest
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import DatabaseRefused, InvalidArgument, StorageBusy
-from memvm.engine.models import NewPage, Outcome, PageType, ToolOutcome
+from memvm.engine.models.pages import NewPage, PageType
+from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.engine.storage.log_limits import KEPT_LOG_INDEXES, KEPT_TEXT
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_db import namespace_lock_key
