@@ -28,6 +28,7 @@ from memvm.engine.models.working_set import FaultResult, MemoryMap, WorkingSetVi
 from memvm.engine.models.writes import ForgetResult, IngestMessage, IngestResult, PageState, RememberResult
 from memvm.engine.names import page_ids, session_names
 from memvm.engine.paging import faults, memory
+from memvm.engine.paging.context_lines import line_cost
 from memvm.engine.paging.history import (
     known_tools,
     session_tools,
@@ -41,7 +42,7 @@ from memvm.engine.paging.pages import page_seen_from
 from memvm.engine.paging.search import search_pages
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.versions import versions_of
-from memvm.engine.paging.working_set import line_cost, view_entries
+from memvm.engine.paging.working_set import view_entries
 from memvm.engine.procedures import outcomes
 from memvm.engine.procedures.procedures import procedural_knowledge
 from memvm.engine.redaction import redact, redact_value

@@ -33,8 +33,8 @@ from memvm.engine.models.procedures import Outcome
 from memvm.engine.models.working_set import Actor, MutationKind
 from memvm.engine.names import ID_PATTERN, NAME_PATTERN
 from memvm.engine.operations.stored_json import MAX_JSON_DEPTH, json_kind
+from memvm.engine.paging.context_lines import line_body
 from memvm.engine.paging.pages import ID_PREFIX
-from memvm.engine.paging.working_set import line_body
 
 # Integers a JSON reader keeps exactly; far past any real counter, far from SQLite's overflow.
 MAX_INTEGER = 2**53

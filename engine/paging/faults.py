@@ -14,9 +14,10 @@ from memvm.engine.errors import FaultLimitReached
 from memvm.engine.models.pages import Level, Page
 from memvm.engine.models.sessions import SessionState
 from memvm.engine.models.working_set import Actor, EvictedPage, FaultResult
+from memvm.engine.paging.context_lines import Bodies, body_tokens
 from memvm.engine.paging.pages import page_seen_from, touch_page
 from memvm.engine.paging.tokens import TokenCounter
-from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping
+from memvm.engine.paging.working_set import WorkingSet, get_mapping
 from memvm.engine.sessions import charge_fault, get_session, read_session, touch_with_allowance
 from memvm.engine.storage.api import Database
 

@@ -25,6 +25,7 @@ from memvm.engine.guards.grounding import register_user_numbers
 from memvm.engine.models.pages import REMEMBERED_TYPES, Level, NewPage, Page, PageType, Role
 from memvm.engine.models.working_set import Actor, MutationKind
 from memvm.engine.models.writes import ForgetResult, IngestMessage, IngestResult, PageState, RememberResult
+from memvm.engine.paging.context_lines import Bodies, body_tokens
 from memvm.engine.paging.derived import forget_derived
 from memvm.engine.paging.levels import Levels, compute_levels
 from memvm.engine.paging.pages import (
@@ -41,7 +42,7 @@ from memvm.engine.paging.pages import (
 from memvm.engine.paging.projects import EVERYWHERE, sees
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.versions import current_version, supersede
-from memvm.engine.paging.working_set import Bodies, WorkingSet, body_tokens, get_mapping, sessions_mapping
+from memvm.engine.paging.working_set import WorkingSet, get_mapping, sessions_mapping
 from memvm.engine.sessions import begin_turn, get_session, touch_session
 from memvm.engine.storage.api import Database, Writes
 from memvm.engine.storage.purge_queue import OWE_PURGE

@@ -1,34 +1,22 @@
 """A session's working set: which pages sit in the context, at which level, within the budget.
 
-What a page costs is the exact token count of the line it is rendered as (`context_line`), plus
+What a page costs is the exact token count of the line it is rendered as (context_lines.py), plus
 one for the newline that joins lines. When a mapping does not fit, mapped pages are first demoted
 to coarser levels and only then unmapped, weakest first by an importance-weighted LRU that also
 weighs page type. Pinned pages and pages faulted in the current turn are never touched. Every
 change goes to the append-only mutation log.
 """
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from memvm.engine.kept_logs import keep_newest_if_due
 from memvm.engine.models.pages import Level, Page, PageType, Role
 from memvm.engine.models.working_set import Actor, EvictedPage, Mapping, MutationKind, WorkingSetEntry
-from memvm.engine.paging.framing import neutralise
-from memvm.engine.paging.levels import collapse
+from memvm.engine.paging.context_lines import Bodies, body_tokens, context_line, line_cost, line_head
+from memvm.engine.paging.mutation_log import LogEntry, append_changes
 from memvm.engine.paging.pages import level_texts, live
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.storage.api import Reads, Row, Writes
-
-ROLE_PREFIX = {Role.USER: "U", Role.ASSISTANT: "A", Role.SYSTEM: "S", Role.TOOL: "T"}
-TYPE_PREFIX = {
-    PageType.TRANSCRIPT: "M",
-    PageType.TOOL_RESULT: "T",
-    PageType.CLAIM: "C",
-    PageType.NOTE: "N",
-    PageType.PREFERENCE: "P",
-    PageType.SUMMARY: "SUM",
-    PageType.PROCEDURE: "PROC",
-}
 
 # How long each type of page holds on to its place: claims and summaries stay longest.
 TYPE_RETENTION = {
@@ -124,73 +112,12 @@ WHERE w.namespace = ?1 AND w.session = ?2
 
 _SESSIONS_MAPPING = "SELECT session, level FROM working_set WHERE namespace = ? AND page_rowid = ?"
 
-_LOG = """
-INSERT INTO mutation_log (namespace, session, page_id, turn, kind, level_before, level_after, actor, cause, at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-
-_NEWEST_LOGGED = "SELECT max(seq) AS seq FROM mutation_log WHERE namespace = ?"
-
 _VIEW = f"""
 SELECT w.level, w.line_tokens, p.page_id, p.type, p.role, t.content, t.reduced, p.abstract, p.reference
 FROM working_set w JOIN pages p ON p.rowid = w.page_rowid JOIN page_texts t ON t.rowid = w.page_rowid
 WHERE w.namespace = ? AND w.session = ? AND {live(table="p")}
 ORDER BY p.created_at, p.rowid
 """
-
-
-def line_prefix(page_type: PageType, role: Role | None) -> str:
-    if page_type is PageType.TRANSCRIPT and role is not None:
-        return ROLE_PREFIX[role]
-    return TYPE_PREFIX[page_type]
-
-
-def line_head(page_id: str, page_type: PageType, role: Role | None) -> str:
-    """The start of a page's context line: its role or type, and its id."""
-    return f"{line_prefix(page_type, role)} {page_id}:"
-
-
-def line_body(text: str) -> str:
-    """The rest of the line: the text at the mapped level, on one line, with anything shaped like
-    one of memvm's tags escaped (see framing): one line per page, so no text can pose as another
-    page's line, and no page can end the context block.
-
-    It starts with a space after the head's colon, where the tokenizer always starts a new piece,
-    so a line's tokens are the head's plus the body's: a long page's body is counted once, before
-    any lock is taken, and never again while the write lock is held.
-    """
-    return f" {neutralise(collapse(text))}"
-
-
-def context_line(page_id: str, page_type: PageType, role: Role | None, text: str) -> str:
-    """The one line a mapped page occupies in the packed context."""
-    return line_head(page_id, page_type, role) + line_body(text)
-
-
-# The tokens of a page's context-line body, per level.
-Bodies = dict[Level, int]
-
-
-def body_tokens(texts: Sequence[str], levels: Iterable[Level], counter: TokenCounter) -> Bodies:
-    """The tokens of the line body at each of `levels` (see line_body), from the level `texts`:
-    slow for a long page."""
-    counted: dict[str, int] = {}
-    found = {}
-    for level in levels:
-        text = texts[level]
-        if text not in counted:
-            counted[text] = counter.count(line_body(text))
-        found[level] = counted[text]
-    return found
-
-
-def page_line(page: Page, level: Level) -> str:
-    return context_line(page.page_id, page.type, page.role, page.content(level))
-
-
-def line_cost(line_tokens: int) -> int:
-    """Tokens a line adds to the context: the line and the newline that follows it."""
-    return line_tokens + 1
 
 
 def _mapping(row: Row) -> Mapping:
@@ -522,31 +449,8 @@ class WorkingSet:
         self, changes: list[tuple[str, MutationKind, Level | None, Level | None]], *, actor: Actor, cause: str
     ) -> None:
         """Append (page id, kind, level before, level after) changes to the mutation log, in order."""
-        if not changes:
-            return
-        await self._conn.executemany(
-            _LOG,
-            [
-                (
-                    self._namespace,
-                    self._session,
-                    page_id,
-                    self._turn,
-                    kind.value,
-                    None if before is None else int(before),
-                    None if after is None else int(after),
-                    actor.value,
-                    cause,
-                    self._now,
-                )
-                for page_id, kind, before, after in changes
-            ],
-        )
-        newest = await self._conn.one(_NEWEST_LOGGED, (self._namespace,))
-        if newest is not None and newest["seq"] is not None:
-            await keep_newest_if_due(
-                self._conn, "mutation_log", (self._namespace,), int(newest["seq"]), added=len(changes)
-            )
+        entry = LogEntry(self._namespace, self._session, self._turn, actor, cause, self._now)
+        await append_changes(self._conn, entry, changes)
 
 
 async def sessions_mapping(conn: Reads, namespace: str, rowid: int) -> list[tuple[str, Level]]:

@@ -24,7 +24,7 @@ from tests.conftest import examples
 from tests.framing import INJECTION, hostile_text, tags
 from tests.server.conftest import call, read
 
-# A page line's head: role or type, page id, colon (see working_set.line_head).
+# A page line's head: role or type, page id, colon (see context_lines.line_head).
 PAGE_LINE = re.compile(r"^(U|A|S|T|M|C|N|P|SUM|PROC) ([A-Za-z0-9][A-Za-z0-9_.:\-]*):")
 LOADED = """
 SELECT p.page_id FROM working_set w JOIN pages p ON p.rowid = w.page_rowid

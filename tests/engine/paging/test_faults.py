@@ -6,8 +6,8 @@ from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import FaultLimitReached, PageNotFound
 from memvm.engine.models.pages import Level
 from memvm.engine.models.working_set import FaultResult
+from memvm.engine.paging.context_lines import line_cost, page_line
 from memvm.engine.paging.tokens import TokenCounter
-from memvm.engine.paging.working_set import line_cost, page_line
 from memvm.engine.storage.migrations import migrate
 from memvm.engine.storage.sqlite_db import Database
 

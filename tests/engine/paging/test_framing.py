@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memvm.engine.models.pages import PageType
+from memvm.engine.paging.context_lines import context_line, line_body, line_head
 from memvm.engine.paging.framing import neutralise
 from memvm.engine.paging.tokens import TokenCounter
-from memvm.engine.paging.working_set import context_line, line_body, line_head
 
 from tests.conftest import examples
 from tests.framing import BRACKETS, INJECTION, TAG_LOOKALIKES, hostile_text, tags

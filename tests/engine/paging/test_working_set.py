@@ -4,16 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memvm.engine.models.pages import Level, PageType, Role
+from memvm.engine.paging.context_lines import context_line, line_body, line_cost, line_head, page_line
 from memvm.engine.paging.tokens import TokenCounter
-from memvm.engine.paging.working_set import (
-    _mapping,
-    context_line,
-    line_body,
-    line_cost,
-    line_head,
-    page_line,
-    retention,
-)
+from memvm.engine.paging.working_set import _mapping, retention
 
 from tests.conftest import NS, assistant, db_rows, examples, long_text, note, user
 

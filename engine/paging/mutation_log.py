@@ -1,0 +1,62 @@
+"""The mutation log: every change to a working set (a page mapped, promoted, demoted, unmapped,
+pinned or forgotten), with the turn, who made it and why. Appended, never rewritten; each
+namespace keeps its newest entries (engine/kept_logs.py).
+"""
+
+from dataclasses import dataclass
+
+from memvm.engine.kept_logs import keep_newest_if_due
+from memvm.engine.models.pages import Level
+from memvm.engine.models.working_set import Actor, MutationKind
+from memvm.engine.storage.api import Writes
+
+_LOG = """
+INSERT INTO mutation_log (namespace, session, page_id, turn, kind, level_before, level_after, actor, cause, at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+_NEWEST_LOGGED = "SELECT max(seq) AS seq FROM mutation_log WHERE namespace = ?"
+
+# One change: the page, what happened, its level before and after (None: not mapped).
+Change = tuple[str, MutationKind, Level | None, Level | None]
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """What every change of one step shares: where, when, who and why."""
+
+    namespace: str
+    session: str
+    turn: int
+    actor: Actor
+    cause: str
+    at: float
+
+
+async def append_changes(conn: Writes, entry: LogEntry, changes: list[Change]) -> None:
+    """Append `changes` in order, and let the oldest entries go when the namespace has too many."""
+    if not changes:
+        return
+    await conn.executemany(
+        _LOG,
+        [
+            (
+                entry.namespace,
+                entry.session,
+                page_id,
+                entry.turn,
+                kind.value,
+                None if before is None else int(before),
+                None if after is None else int(after),
+                entry.actor.value,
+                entry.cause,
+                entry.at,
+            )
+            for page_id, kind, before, after in changes
+        ],
+    )
+    newest = await conn.one(_NEWEST_LOGGED, (entry.namespace,))
+    if newest is not None and newest["seq"] is not None:
+        await keep_newest_if_due(
+            conn, "mutation_log", (entry.namespace,), int(newest["seq"]), added=len(changes)
+        )
