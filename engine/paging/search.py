@@ -23,6 +23,7 @@ from memvm.engine.paging import tiers
 from memvm.engine.paging.levels import collapse
 from memvm.engine.paging.pages import expired, level_tokens, live
 from memvm.engine.paging.projects import named_elsewhere, sees, visible_sql
+from memvm.engine.paging.ranking import addressed_role, bm25, rescore
 from memvm.engine.paging.snippets import searched, snippet, window_sql
 from memvm.engine.paging.stopwords import STOPWORDS
 from memvm.engine.paging.terms import query_terms, words
@@ -30,7 +31,7 @@ from memvm.engine.paging.tiers import bounded_postings, fulltext, pages_holding
 from memvm.engine.paging.when import time_window
 from memvm.engine.storage.api import Dialect, Reads, Row
 from memvm.engine.storage.fulltext_sqlite import Posting
-from memvm.engine.storage.tokenizer import TERM, Stemmer
+from memvm.engine.storage.tokenizer import Stemmer
 
 _MAX_ID_CANDIDATES = 8
 _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
@@ -102,33 +103,6 @@ SELECT coalesce(sum(pages) FILTER (WHERE namespace = ?1), 0), coalesce(sum(chars
 FROM page_counts"""
 
 
-def _bm25(
-    postings: list[Posting],
-    collection: tuple[int, int],
-    holding: dict[str, int],
-    weights: dict[str, float],
-    tuning: SearchTuning,
-) -> dict[int, float]:
-    """Each page's BM25 score over `postings`, with the namespace's pages and total characters,
-    each stem on `holding` pages, each stem's part times its weight.
-
-    The inverse document frequency is Lucene's, log(1 + (N - n + 0.5) / (n + 0.5)), which stays
-    positive: FTS5's floors at 1e-6 a term on more than half the pages, so that in a namespace of
-    one to three pages every score was about 1e-6 and their order arbitrary.
-    """
-    pages, chars = collection
-    average = max(1.0, chars / max(1, pages))
-    k1, b = tuning.bm25_k1, tuning.bm25_b
-    scores: dict[int, float] = defaultdict(float)
-    for row in postings:
-        found = holding[row["stem"]]
-        idf = math.log(1 + (pages - found + 0.5) / (found + 0.5))
-        tf = row["tf"]
-        norm = k1 * (1 - b + b * row["chars"] / average)
-        scores[row["rowid"]] += weights.get(row["stem"], 1.0) * idf * tf * (k1 + 1) / (tf + norm)
-    return scores
-
-
 def _id_candidates(text: str) -> list[str]:
     """Strings in the query that could be a page id, the whole query first."""
     whole = text.strip()
@@ -172,54 +146,6 @@ class _Filters:
             and (not self.pinned_only or bool(row["pinned"]))
             and sees(self.project, row["project"])
         )
-
-
-# Pronouns that make a query about one side of the conversation (see SearchTuning.role_boost).
-_FIRST_PERSON = frozenset(["i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"])
-_SECOND_PERSON = frozenset(
-    ["you", "your", "yours", "yourself", "yourselves", "you're", "you've", "you'd", "you'll"]
-)
-_WORD = re.compile(r"[a-z']+")
-
-
-def addressed_role(query: str) -> Role | None:
-    """The role a query asks about by its pronouns: the user for "my", the assistant for "you"."""
-    words = set(_WORD.findall(query.lower().replace("\u2019", "'")))
-    first, second = bool(words & _FIRST_PERSON), bool(words & _SECOND_PERSON)
-    if first == second:
-        return None
-    return Role.USER if first else Role.ASSISTANT
-
-
-def rescore(
-    candidates: list[Row],
-    bm25: dict[int, float],
-    asked: "_Asked",
-    tuning: SearchTuning,
-) -> dict[int, float]:
-    """Each candidate's BM25 score with the bonuses of `tuning` (see SearchTuning for why each helps)."""
-    session_best: dict[str, float] = {}
-    for row in candidates:
-        session_best[row["session"]] = max(session_best.get(row["session"], 0.0), bm25[row["rowid"]])
-    terms, role, when = set(asked.terms), asked.role, asked.when
-    scores = {}
-    for row in candidates:
-        around = sum(
-            tuning.neighbour_decay ** (step - 1)
-            * (bm25.get(row[f"before{step}"], 0.0) + bm25.get(row[f"after{step}"], 0.0))
-            for step in range(1, tuning.neighbour_reach + 1)
-        )
-        standalone = min(1.0, tuning.context_tokens / max(1, row["tokens_full"]))
-        score = bm25[row["rowid"]] + tuning.neighbour_weight * standalone * around
-        speaker = TERM.findall((row["speaker"] or "").lower())
-        if speaker and terms.issuperset(speaker):
-            score *= 1 + tuning.speaker_boost
-        if role is not None and row["role"] == role.value:
-            score *= 1 + tuning.role_boost
-        if when is not None and when[0] <= row["created_at"] < when[1]:
-            score *= 1 + tuning.time_boost
-        scores[row["rowid"]] = score + tuning.session_weight * session_best[row["session"]]
-    return scores
 
 
 def _hit(row: Row, *, score: float, snippet: str, reader: str | None) -> SearchHit:
@@ -344,15 +270,15 @@ async def _scored(
             conn, namespace, terms, list(stem_weight), stemmer, whole_file=whole_file
         )
         holding = pages_holding(found)
-    bm25 = _bm25(found, (pages, chars), holding, stem_weight, tuning)
+    scores = bm25(found, (pages, chars), holding, stem_weight, tuning)
     for rowid in asked.gone:
-        bm25.pop(rowid, None)
+        scores.pop(rowid, None)
     admitted = {row["rowid"] for row in found if asked.filters.admit(row) and row["rowid"] not in asked.gone}
-    top = sorted(admitted, key=lambda rowid: (-bm25[rowid], rowid))[: asked.depth]
+    top = sorted(admitted, key=lambda rowid: (-scores[rowid], rowid))[: asked.depth]
     if not top:
         return {}
     candidates = await conn.all(_candidates_sql(tuning.neighbour_reach, len(top)), (*top, namespace))
-    return rescore(candidates, bm25, asked, tuning)
+    return rescore(candidates, scores, tuning, terms=asked.terms, role=asked.role, when=asked.when)
 
 
 _FEEDBACK_TEXTS = "SELECT rowid, content FROM page_search WHERE rowid IN ({marks})"

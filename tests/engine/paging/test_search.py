@@ -9,7 +9,8 @@ from memvm.engine.models.pages import PageType, Role
 from memvm.engine.models.recall import SearchHit, SearchScope
 from memvm.engine.models.writes import IngestMessage
 from memvm.engine.paging import tiers
-from memvm.engine.paging.search import EXACT_ID_SCORE, addressed_role, search_pages
+from memvm.engine.paging.ranking import addressed_role
+from memvm.engine.paging.search import EXACT_ID_SCORE, search_pages
 from memvm.engine.paging.terms import query_terms
 from memvm.engine.storage.tokenizer import match_expression
 
