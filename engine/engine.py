@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memvm.engine import redacted_writes
 from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.config import EngineConfig
 from memvm.engine.guards import guards
@@ -45,7 +44,6 @@ from memvm.engine.paging.versions import versions_of
 from memvm.engine.paging.working_set import view_entries
 from memvm.engine.procedures import outcomes
 from memvm.engine.procedures.procedures import procedural_knowledge
-from memvm.engine.redaction import redact, redact_value
 from memvm.engine.sessions import begin_turn, read_session, touch_session, touch_with_allowance
 from memvm.engine.storage.api import Database, Reads
 from memvm.engine.storage.migrations import check_current, migrate
@@ -125,13 +123,7 @@ class Engine:
         everywhere: bool | None = None,
     ) -> RememberResult:
         await self._counting()
-        memory.refuse_too_long(self.config, page.content)
-        replaced: list[str] = []
-        if self.config.redact_secrets:
-            redacted_writes.refuse_secret_name(key, "key")
-            given, page = page, redacted_writes.page(page)
-            replaced = redacted_writes.kinds_replaced(given, page)
-        result = await memory.remember(
+        return await memory.remember(
             self._writer,
             namespace=namespace,
             session=session,
@@ -142,7 +134,6 @@ class Engine:
             project=project,
             everywhere=everywhere,
         )
-        return result.model_copy(update={"redacted": replaced}) if replaced else result
 
     async def ingest(
         self,
@@ -153,10 +144,6 @@ class Engine:
         project: str | None = None,
     ) -> IngestResult:
         await self._counting()
-        for message in messages:
-            memory.refuse_too_long(self.config, message.content)
-        if self.config.redact_secrets:
-            messages = [redacted_writes.message(message) for message in messages]
         return await memory.ingest(
             self._writer, namespace=namespace, session=session, messages=messages, project=project
         )
@@ -174,16 +161,6 @@ class Engine:
         """Store a past conversation's messages as `session`'s transcript pages, each dated as
         written and mapped nowhere; messages whose `source_id` the session holds are skipped."""
         await self._counting()
-        for message in messages:
-            memory.refuse_too_long(self.config, message.content)
-        if self.config.redact_secrets:
-            messages = [
-                message.model_copy(
-                    update={"content": redact(message.content), "source_id": redact(message.source_id)}
-                )
-                for message in messages
-            ]
-            title = None if title is None else redact(title)
         return await write_history(
             self._writer,
             namespace=namespace,
@@ -285,9 +262,9 @@ class Engine:
     async def bind_value(
         self, *, namespace: str, session: str, tool: str, args: Any, value: Any, name: str | None = None
     ) -> BindResult:
-        if self.config.redact_secrets:
-            redacted_writes.refuse_secret_name(name, "alias")
-            args, value = redact_value(args), redact_value(value)
+        redaction = self._writer.redaction
+        redaction.name(name, "alias")
+        args, value = redaction.value(args), redaction.value(value)
         now = self.clock.now()
         async with self.db.write(namespace) as conn:
             state = await touch_session(conn, namespace, session, now, self.config.turn_idle_seconds)
@@ -361,8 +338,6 @@ class Engine:
     ) -> OutcomeResult:
         """Log a finished call; an ad-hoc session's results count in `host_session` for the guards."""
         await self._counting()
-        if self.config.redact_secrets:
-            call = redacted_writes.outcome(call)
         return await outcomes.record_tool_outcome(
             self._writer,
             namespace=namespace,
@@ -426,8 +401,7 @@ class Engine:
     async def tool_outcomes_recorded(self, *, namespace: str, session: str, tool: str, args: Any) -> int:
         """How many outcomes of the call of `tool` with `args` `session` has recorded: its
         completed calls."""
-        if self.config.redact_secrets:
-            args = redact_value(args)  # as record_tool_outcome stores them, before its call_hash
+        args = self._writer.redaction.value(args)  # as record_tool_outcome stores them, before its call_hash
         async with self.db.read(namespace) as conn:
             return await outcomes_of(conn, namespace, session, tool, args)
 
@@ -435,8 +409,8 @@ class Engine:
         self, *, namespace: str, host: str, session: str, digest: str, event: str, answer: str | None = None
     ) -> None:
         """Mark a host hook event handled (a second record of the same digest changes nothing)."""
-        if self.config.redact_secrets:
-            event, answer = redact(event), redacted_writes.optional(answer)
+        redaction = self._writer.redaction
+        event, answer = redaction.text(event), redaction.optional(answer)
         async with self.db.write(namespace) as conn:
             await record_event(
                 conn,

@@ -9,6 +9,9 @@ Session and tool names are identifiers the host chooses, stored as given.
 """
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.models.pages import NewPage
@@ -74,3 +77,39 @@ def refuse_secret_name(name: str | None, what: str) -> None:
             f"The {what} looks like a secret ({', '.join(kinds)}), and {what}s are stored as given; "
             f"choose a {what} that says what it is, and put the secret nowhere in memory."
         )
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """Redaction as this engine is set (`redact_secrets`): every write path hands its input here,
+    on or off, so that no path decides for itself whether to redact."""
+
+    enabled: bool
+
+    def page(self, new: NewPage, key: str | None) -> tuple[NewPage, list[str]]:
+        """The page as stored, and the kinds of secret replaced in it; a key that looks like a
+        secret is refused."""
+        if not self.enabled:
+            return new, []
+        refuse_secret_name(key, "key")
+        stored = page(new)
+        return stored, kinds_replaced(new, stored)
+
+    def messages(self, said: Sequence[IngestMessage]) -> Sequence[IngestMessage]:
+        return [message(each) for each in said] if self.enabled else said
+
+    def outcome(self, call: ToolOutcome) -> ToolOutcome:
+        return outcome(call) if self.enabled else call
+
+    def text(self, text: str) -> str:
+        return redact(text) if self.enabled else text
+
+    def optional(self, text: str | None) -> str | None:
+        return optional(text) if self.enabled else text
+
+    def value(self, value: Any) -> Any:
+        return redact_value(value) if self.enabled else value
+
+    def name(self, name: str | None, what: str) -> None:
+        if self.enabled:
+            refuse_secret_name(name, what)

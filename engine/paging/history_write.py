@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.models.pages import NewPage, PageType, Role
-from memvm.engine.paging.memory import Writer, fresh_page_id
+from memvm.engine.paging.memory import Writer, fresh_page_id, refuse_too_long
 from memvm.engine.paging.pages import insert_page
 from memvm.engine.paging.projects import EVERYWHERE
 from memvm.engine.sessions import touch_session
@@ -73,8 +73,22 @@ async def write_history(
     batch_pages: int = BATCH_PAGES,
     project: str | None = None,
 ) -> HistoryWritten:
-    """Store the messages of `session` not stored yet, as pages of `project`, `batch_pages` to a
-    write transaction."""
+    """Store the messages of `session` not stored yet, as redaction leaves them, as pages of
+    `project`, `batch_pages` to a write transaction."""
+    for message in messages:
+        refuse_too_long(writer.config, message.content)
+    redaction = writer.redaction
+    if redaction.enabled:
+        messages = [
+            message.model_copy(
+                update={
+                    "content": redaction.text(message.content),
+                    "source_id": redaction.text(message.source_id),
+                }
+            )
+            for message in messages
+        ]
+        title = redaction.optional(title)
     for message in messages:
         if not math.isfinite(message.created_at):
             raise InvalidArgument(

@@ -43,6 +43,7 @@ from memvm.engine.paging.projects import EVERYWHERE, sees
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.versions import current_version, supersede
 from memvm.engine.paging.working_set import WorkingSet, get_mapping, sessions_mapping
+from memvm.engine.redacted_writes import Redaction
 from memvm.engine.sessions import begin_turn, get_session, touch_session
 from memvm.engine.storage.api import Database, Writes
 from memvm.engine.storage.purge_queue import OWE_PURGE
@@ -76,6 +77,10 @@ class Writer:
     config: EngineConfig
     counter: TokenCounter
     clock: Clock
+
+    @property
+    def redaction(self) -> Redaction:
+        return Redaction(self.config.redact_secrets)
 
     def working_set(self, conn: Writes, namespace: str, session: str, turn: int) -> WorkingSet:
         return WorkingSet(
@@ -119,6 +124,36 @@ class Writer:
 
 
 async def remember(
+    writer: Writer,
+    *,
+    namespace: str,
+    session: str,
+    page: NewPage,
+    key: str | None,
+    unless_changed_from: str | None = None,
+    ttl_seconds: float | None = None,
+    project: str | None = None,
+    everywhere: bool | None = None,
+) -> RememberResult:
+    """`page` as redaction leaves it, stored (see _remember); the result names the kinds of secret
+    that were not kept."""
+    refuse_too_long(writer.config, page.content)
+    page, replaced = writer.redaction.page(page, key)
+    result = await _remember(
+        writer,
+        namespace=namespace,
+        session=session,
+        page=page,
+        key=key,
+        unless_changed_from=unless_changed_from,
+        ttl_seconds=ttl_seconds,
+        project=project,
+        everywhere=everywhere,
+    )
+    return result.model_copy(update={"redacted": replaced}) if replaced else result
+
+
+async def _remember(
     writer: Writer,
     *,
     namespace: str,
@@ -232,8 +267,11 @@ async def ingest(
     messages: Sequence[IngestMessage],
     project: str | None = None,
 ) -> IngestResult:
-    """Store each message as a transcript page of `project` and map it in full; a user message
-    starts a turn."""
+    """Store each message, as redaction leaves it, as a transcript page of `project` and map it in
+    full; a user message starts a turn."""
+    for message in messages:
+        refuse_too_long(writer.config, message.content)
+    messages = writer.redaction.messages(messages)
     pages = [
         NewPage(
             content=message.content,

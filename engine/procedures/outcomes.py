@@ -118,6 +118,7 @@ async def record_tool_outcome(
     result page belongs to `project` (see paging/projects.py); what the tool taught is the
     namespace's, whatever the project.
     """
+    call = writer.redaction.outcome(call)
     page = _result_page(call)
     levels = (await writer.levels_off_loop([page]))[0] if page else None
     if levels is not None and levels.tokens.full < writer.config.result_page_tokens:

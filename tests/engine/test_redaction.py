@@ -15,6 +15,10 @@ from memvm.engine.models.pages import Role
 from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.engine.models.writes import IngestMessage
 from memvm.engine.operations.transfer import export_lines
+from memvm.engine.paging import memory
+from memvm.engine.paging.history_write import HistoryMessage, write_history
+from memvm.engine.paging.memory import Writer
+from memvm.engine.procedures import outcomes
 from memvm.engine.redaction import redact, redact_value, secret_kinds
 
 from tests.bench.redaction import HOSTILE
@@ -176,6 +180,27 @@ async def test_no_write_path_stores_a_secret(engine, db_path):
     assert stored.count("[REDACTED:") >= 6 * len(secrets)
     found = await engine.search(namespace=NS, session="s", query=SECRETS[5][1])
     assert found.results == [] or all(SECRETS[5][1] not in hit.snippet for hit in found.results)
+
+
+@pytest.mark.sqlite_only
+async def test_the_write_functions_redact_by_themselves_whoever_calls_them(engine, db_path):
+    """Redaction is the write path's, not its caller's: the engine's write functions, called as
+    another part of the engine would call them, store no secret either."""
+    writer = Writer(db=engine.db, config=engine.config, counter=engine.counter, clock=engine.clock)
+    secret = SECRETS[0][1]
+    done = await memory.remember(
+        writer, namespace=NS, session="s", page=note(f"the key is {secret}"), key=None
+    )
+    assert done.redacted
+    await memory.ingest(
+        writer, namespace=NS, session="s", messages=[IngestMessage(role=Role.USER, content=secret)]
+    )
+    said = HistoryMessage(role=Role.USER, content=f"use {secret}", created_at=1.0, source_id=f"m-{secret}")
+    await write_history(writer, namespace=NS, session="h", source="chat", title=secret, messages=[said])
+    call = ToolOutcome(tool="deploy", args={"token": secret}, outcome=Outcome.FAILURE, error_message=secret)
+    await outcomes.record_tool_outcome(writer, namespace=NS, session="s", call=call)
+    stored = await _stored(db_path)
+    assert secret not in stored and stored.count("[REDACTED:") >= 5
 
 
 async def test_remember_reports_each_kind_it_replaced_once_and_not_markers_the_writer_wrote(engine):
