@@ -135,36 +135,6 @@ async def remember(
     project: str | None = None,
     everywhere: bool | None = None,
 ) -> RememberResult:
-    """`page` as redaction leaves it, stored (see _remember); the result names the kinds of secret
-    that were not kept."""
-    refuse_too_long(writer.config, page.content)
-    page, replaced = writer.redaction.page(page, key)
-    result = await _remember(
-        writer,
-        namespace=namespace,
-        session=session,
-        page=page,
-        key=key,
-        unless_changed_from=unless_changed_from,
-        ttl_seconds=ttl_seconds,
-        project=project,
-        everywhere=everywhere,
-    )
-    return result.model_copy(update={"redacted": replaced}) if replaced else result
-
-
-async def _remember(
-    writer: Writer,
-    *,
-    namespace: str,
-    session: str,
-    page: NewPage,
-    key: str | None,
-    unless_changed_from: str | None = None,
-    ttl_seconds: float | None = None,
-    project: str | None = None,
-    everywhere: bool | None = None,
-) -> RememberResult:
     """Store `page`, or rewrite the remembered page `key` names, keeping what it said before as a
     superseded version (see versions.py). With `ttl_seconds` the page expires that long after this
     write; without, it never does (a rewrite without one makes the page lasting again). With
@@ -173,7 +143,10 @@ async def _remember(
     write slips between.
 
     The writer works in `project` (None: no project). The page belongs to that project, or to every
-    project with `everywhere` (a rewrite with `everywhere` None keeps where the page was)."""
+    project with `everywhere` (a rewrite with `everywhere` None keeps where the page was). What is
+    stored is the page as redaction leaves it; the result names the kinds of secret not kept."""
+    refuse_too_long(writer.config, page.content)
+    page, replaced = writer.redaction.page(page, key)
     if ttl_seconds is not None and not 0 < ttl_seconds <= MAX_TTL_SECONDS:
         raise InvalidArgument(
             f"ttl_seconds must be between 1 and {MAX_TTL_SECONDS} (ten years); omit it to keep the page "
@@ -251,6 +224,7 @@ async def _remember(
         reason=None if placement is None or placement.mapped else placement.reason,
         version=version,
         expires_at=expires_at,
+        redacted=replaced,
     )
 
 
