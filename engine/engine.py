@@ -26,6 +26,7 @@ from memvm.engine.models.sessions import SessionState, TurnResult
 from memvm.engine.models.working_set import FaultResult, MemoryMap, WorkingSetView
 from memvm.engine.models.writes import ForgetResult, IngestMessage, IngestResult, PageState, RememberResult
 from memvm.engine.names import page_ids, session_names
+from memvm.engine.namespace_view import NamespaceView
 from memvm.engine.paging import faults, memory
 from memvm.engine.paging.context_lines import line_cost
 from memvm.engine.paging.history import (
@@ -431,6 +432,10 @@ class Engine:
             earlier = await versions_of(conn, page.rowid)
         version = earlier[-1].version + 1 if earlier else 1
         return page.model_copy(update={"versions": earlier, "version": version})
+
+    def view(self, namespace: str) -> NamespaceView:
+        """What a person's view of `namespace` reads (see namespace_view.py)."""
+        return NamespaceView(self.db, self.clock, namespace)
 
     async def collect_expired(self, *, purge: bool = True) -> int:
         """Delete every page whose expiry has come, in every namespace (`memvm gc`); how many.

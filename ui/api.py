@@ -20,7 +20,7 @@ from memvm.engine.errors import (
 )
 from memvm.engine.models.pages import REMEMBERED_TYPES, NewPage, PageType
 from memvm.engine.models.recall import SearchScope
-from memvm.engine.operations.transfer import export_read
+from memvm.engine.namespace_view import SESSION_LOGS
 from memvm.engine.paging.memory import fingerprint
 from memvm.resources.context import render_context
 from memvm.resources.manifest import render_manifest
@@ -60,9 +60,9 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
     its downloads run within `exports`' bounds."""
 
     async def overview(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
-        async with engine.db.read(namespace) as conn:
-            sessions = await view.sessions(conn, namespace, before=_before(request))
-            pages = await view.page_count(conn, namespace, engine.clock.now())
+        memory = engine.view(namespace)
+        sessions = await memory.sessions(before=_before(request))
+        pages = await memory.page_count()
         return {
             "namespace": namespace,
             "pages": pages,
@@ -76,17 +76,13 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
     async def pages(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         query = request.query_params
         page_type = _page_type(query.get("type"))
-        async with engine.db.read(namespace) as conn:
-            screen = await view.pages(
-                conn,
-                namespace,
-                session=query.get("session") or None,
-                page_type=page_type,
-                pinned_only=_flag(query.get("pinned"), "pinned"),
-                before=_before(request),
-                limit=_int(query.get("limit"), "limit") or 50,
-                now=engine.clock.now(),
-            )
+        screen = await engine.view(namespace).pages(
+            session=query.get("session") or None,
+            page_type=page_type,
+            pinned_only=_flag(query.get("pinned"), "pinned"),
+            before=_before(request),
+            limit=_int(query.get("limit"), "limit") or 50,
+        )
         return _listed("pages", screen)
 
     async def page(request: Request, engine: Engine, namespace: str) -> Any:
@@ -118,8 +114,7 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
             scope=SearchScope.SESSION if session else SearchScope.ALL,
             pinned_only=_flag(query.get("pinned"), "pinned"),
         )
-        async with engine.db.read(namespace) as conn:
-            pinned = await view.pinned_among(conn, namespace, [hit.page_id for hit in found.results])
+        pinned = await engine.view(namespace).pinned_among([hit.page_id for hit in found.results])
         hits = [{**hit.model_dump(mode="json"), "pinned": hit.page_id in pinned} for hit in found.results]
         # Ranked results are not paged: the best ones are shown, and the page says a search can narrow.
         return {"results": hits, "limit": SEARCH_LIMIT}
@@ -145,14 +140,12 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
         }
 
     async def tools(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
-        async with engine.db.read(namespace) as conn:
-            screen = await view.tools(conn, namespace, before=_before(request))
+        screen = await engine.view(namespace).tools(before=_before(request))
         knowledge = await engine.procedural_knowledge(namespace=namespace)
         return {**_listed("tools", screen), "knowledge": knowledge.model_dump(mode="json")}
 
     async def version(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
-        async with engine.db.read(namespace) as conn:
-            return {"version": await view.version(conn, namespace)}
+        return {"version": await engine.view(namespace).version()}
 
     async def pin(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         body = await _json(request)
@@ -225,8 +218,8 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
         try:
             # Expired is gone for every read, a download included: what waits to be deleted goes first.
             await engine.collect_expired(purge=False)  # rows are read, never the index's segments
-            async with exports.reading(), engine.db.read(namespace) as conn:
-                await export_read(conn, namespace, spool.write)
+            async with exports.reading():
+                await engine.view(namespace).export(spool.write)
             await spool.rewind()
         except BaseException:
             spool.release()
@@ -242,9 +235,7 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
         ("/api/pages/{page_id:path}", page, ["GET"]),
         ("/api/search", search, ["GET"]),
         ("/api/sessions/{session}/context", context, ["GET"]),
-        ("/api/sessions/{session}/mutations", _session_list(view.mutations, "mutations"), ["GET"]),
-        ("/api/sessions/{session}/bindings", _session_list(view.bindings, "bindings"), ["GET"]),
-        ("/api/sessions/{session}/verdicts", _session_list(view.verdicts, "verdicts"), ["GET"]),
+        *((f"/api/sessions/{{session}}/{log}", _session_list(log), ["GET"]) for log in SESSION_LOGS),
         ("/api/tools", tools, ["GET"]),
         ("/api/version", version, ["GET"]),
         ("/api/export", export, ["GET"]),
@@ -252,13 +243,13 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
     return [Route(path, _answering(handler, engine_of), methods=methods) for path, handler, methods in table]
 
 
-def _session_list(read: Callable[..., Awaitable[view.Screen[Any]]], name: str) -> Handler:
+def _session_list(log: str) -> Handler:
     """The handler for one of a session's logs (mutations, bindings, verdicts), a screen at a time."""
 
     async def handler(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
-        async with engine.db.read(namespace) as conn:
-            screen = await read(conn, namespace, request.path_params["session"], before=_before(request))
-        return _listed(name, screen)
+        memory = engine.view(namespace)
+        screen = await memory.session_log(log, request.path_params["session"], before=_before(request))
+        return _listed(log, screen)
 
     return handler
 

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
-from memvm.engine import Engine, EngineConfig, view
+from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
@@ -120,8 +120,7 @@ async def opened_view(
     that shows `namespace` to requests carrying the bearer `token`. The engine closes on exit."""
     engine = await Engine.open(db, EngineConfig(read_only=read_only), reserve=reserved_tokens)
     try:
-        async with engine.db.read(namespace) as conn:
-            empty = await view.page_count(conn, namespace, engine.clock.now()) == 0
+        empty = await engine.view(namespace).page_count() == 0
         if empty:
             # Most often a mistyped --namespace: said, and served anyway (it may fill while watched).
             print(

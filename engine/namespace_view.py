@@ -1,0 +1,65 @@
+"""What a person's view of one namespace reads (the browser view), as one object: each call is its
+own read of that namespace, at the engine's time, so the view never opens a transaction itself nor
+forgets the namespace or the clock (see view.py for the screens and why they are paged by key).
+"""
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memvm.engine import view
+from memvm.engine.clock import Clock
+from memvm.engine.operations.transfer import export_read
+from memvm.engine.storage.api import Database
+
+# A session's logs, each a screen at a time: the working set's changes, the values bound, the
+# guards' verdicts.
+SESSION_LOGS: dict[str, Callable[..., Awaitable[view.Screen[Any]]]] = {
+    "mutations": view.mutations,
+    "bindings": view.bindings,
+    "verdicts": view.verdicts,
+}
+
+
+@dataclass(frozen=True)
+class NamespaceView:
+    db: Database
+    clock: Clock
+    namespace: str
+
+    async def sessions(self, *, before: str | None) -> view.Screen[view.SessionRow]:
+        async with self.db.read(self.namespace) as conn:
+            return await view.sessions(conn, self.namespace, before=before)
+
+    async def pages(self, **asked: Any) -> view.Screen[view.PageRow]:
+        """A screen of live pages, newest first, as view.pages is asked (session, page_type,
+        pinned_only, before, limit)."""
+        async with self.db.read(self.namespace) as conn:
+            return await view.pages(conn, self.namespace, now=self.clock.now(), **asked)
+
+    async def page_count(self) -> int:
+        async with self.db.read(self.namespace) as conn:
+            return await view.page_count(conn, self.namespace, self.clock.now())
+
+    async def pinned_among(self, page_ids: list[str]) -> set[str]:
+        async with self.db.read(self.namespace) as conn:
+            return await view.pinned_among(conn, self.namespace, page_ids)
+
+    async def tools(self, *, before: str | None) -> view.Screen[view.ToolRow]:
+        async with self.db.read(self.namespace) as conn:
+            return await view.tools(conn, self.namespace, before=before)
+
+    async def version(self) -> str:
+        """A token that changes whenever anything the view shows changes."""
+        async with self.db.read(self.namespace) as conn:
+            return await view.version(conn, self.namespace)
+
+    async def session_log(self, log: str, session: str, *, before: str | None) -> view.Screen[Any]:
+        """A screen of one of `session`'s logs (SESSION_LOGS)."""
+        async with self.db.read(self.namespace) as conn:
+            return await SESSION_LOGS[log](conn, self.namespace, session, before=before)
+
+    async def export(self, write: Callable[[list[str]], Awaitable[None]]) -> int:
+        """The namespace's export, from one snapshot, handed to `write` a batch of lines at a time."""
+        async with self.db.read(self.namespace) as conn:
+            return await export_read(conn, self.namespace, write)
