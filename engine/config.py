@@ -2,7 +2,7 @@
 
 from enum import StrEnum
 
-from memvm.engine.guards.guard_config import GuardConfig
+from memvm.engine.guard_config import GuardConfig
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 from memvm.engine import Engine
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.guards.guard_config import GuardConfig
+from memvm.engine.guard_config import GuardConfig
 from memvm.engine.models import CallVerdict, IngestMessage, Outcome, Role, ToolCallCheck, ToolOutcome
 from memvm.hooks.catch_up import catch_up
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, tool_result_digest

@@ -18,7 +18,7 @@ from memvm.engine.errors import (
     StorageFull,
     StorageReadOnly,
 )
-from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, GuardPreset, load_guard_config
+from memvm.engine.guard_config import GuardConfig, GuardConfigError, GuardPreset, load_guard_config
 from memvm.engine.paging.projects import project_session, work_tree
 from memvm.engine.paging.tokens import SUPPORTED_ENCODINGS
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named

@@ -65,6 +65,21 @@ def test_storage_knows_nothing_of_the_capabilities_it_stores():
     assert offences == []
 
 
+# The engine's settings, which storage reads: they import only each other, so that reading them
+# brings in no capability from above storage (the guards' settings once sat in guards/).
+SETTINGS = ("config.py", "guard_config.py")
+
+
+def test_the_engine_settings_sit_below_the_capabilities():
+    offences = [
+        f"engine/{module} imports {name}"
+        for module in SETTINGS
+        for name in imported_modules(ROOT / "engine" / module)
+        if name.startswith("memvm.") and name.removeprefix("memvm.engine.") + ".py" not in SETTINGS
+    ]
+    assert offences == []
+
+
 def test_the_top_level_holds_only_the_product_layout():
     visible = {p.name for p in ROOT.iterdir() if not p.name.startswith(".")}
     visible -= {"memvm.egg-info", "build", "dist"}

@@ -5,8 +5,8 @@ import tracemalloc
 
 import pytest
 from memvm.engine import Engine, EngineConfig
+from memvm.engine.guard_config import GuardConfig
 from memvm.engine.guards.bindings import bind
-from memvm.engine.guards.guard_config import GuardConfig
 from memvm.engine.models import IngestMessage, Level, Outcome, Role, ToolOutcome
 from memvm.resources.budget import with_reserve
 from memvm.resources.context import render_developer_message
