@@ -21,7 +21,7 @@ from tests.hooks.runner import background_pids, rows, run_hook_process, transcri
 
 pytestmark = pytest.mark.slow
 
-CLIENT = "import sys; from memvm.hooks.entry import main; sys.exit(main())"
+CLIENT = "import sys; from memvm.server.cli.main import main; sys.exit(main())"
 
 
 def _gone(pid: int, timeout: float = 30) -> bool:

@@ -8,26 +8,17 @@ creating an empty database. A file refused for the format named is looked at onc
 
 import re
 from collections.abc import Awaitable, Callable
-from enum import StrEnum
 from functools import partial
 from pathlib import Path
 
 from memvm.engine import Engine
-from memvm.engine.operations.importers import chatgpt, claude, markdown_notes, server_memory
+from memvm.engine.operations.importers import ImportFormat, chatgpt, claude, markdown_notes, server_memory
 from memvm.engine.operations.importers.conversations import Conversation, write_conversations
 from memvm.engine.operations.importers.counts import ImportCounts
 from memvm.engine.operations.transfer import TransferError
 
 # What is left to do once the source is read: write it into a namespace.
 Writing = Callable[[Engine, str], Awaitable[ImportCounts]]
-
-
-class ImportFormat(StrEnum):
-    JSONL = "jsonl"  # memvm's own export: see operations/transfer.py
-    SERVER_MEMORY = "server-memory"
-    CHATGPT = "chatgpt"
-    CLAUDE = "claude"
-    MARKDOWN = "markdown"
 
 
 def read_source(source: ImportFormat, path: Path) -> Writing:

@@ -13,7 +13,8 @@ import pytest
 from memvm.engine import EngineConfig
 from memvm.engine.errors import PageNotFound
 from memvm.engine.models import Level, PageType, Role
-from memvm.engine.operations.importers.formats import ImportFormat, read_source
+from memvm.engine.operations.importers import ImportFormat
+from memvm.engine.operations.importers.formats import read_source
 from memvm.engine.operations.importers.keys import KEY_CHARS, digest, name_for
 from memvm.engine.operations.markdown_export import export_markdown
 from memvm.engine.operations.transfer import TransferError

@@ -2,7 +2,7 @@
 
 Unlike memvm's own JSON lines, which fill an empty database exactly, these add memory to any
 database, new or in use, through the engine: on SQLite and PostgreSQL alike, with secrets
-redacted as on every other write. Failures are raised for cli_ops to print in one line.
+redacted as on every other write. Failures are raised for operations.py to print in one line.
 """
 
 import argparse
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import anyio
 from memvm.engine import Engine, EngineConfig
+from memvm.engine.operations.importers import ImportFormat
 from memvm.engine.operations.importers.counts import ImportCounts
-from memvm.engine.operations.importers.formats import ImportFormat, read_source
+from memvm.engine.operations.importers.formats import read_source
 from memvm.engine.operations.markdown_export import MarkdownExport, export_markdown
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.storage.open import is_postgres_url, shown
 
 # What `memvm serve` uses when given no --namespace.
 DEFAULT_NAMESPACE = "default"
-EXPORT_FORMATS = ("jsonl", "markdown")
 
 
 def is_memory_file_command(args: argparse.Namespace) -> bool:
