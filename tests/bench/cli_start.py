@@ -5,7 +5,7 @@ hook event answered in its own process, each beside a bare `python -c pass` time
 
 A help text needs none of what its command runs with (the MCP SDK, the HTTP stack, the engine),
 so these times are mostly imports: what a command imports before it knows what it was asked.
-The hook is answered with `--background-idle 0`, as the first event of a session is: the engine
+The hook is answered with `--background-idle 0`, as the first event for a database is: the engine
 imported, the database opened, one PreToolUse event checked, the answer printed.
 
 Each item runs once per round, in turn, so a machine busy with something else slows them alike.
