@@ -3,7 +3,7 @@ guards'), so that nothing changes them while the engine runs."""
 
 from enum import StrEnum
 
-from memvm.engine.guards.guard_config import GuardConfig
+from memvm.engine.guard_config import GuardConfig
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.config import EngineConfig
+from memvm.engine.guard_config import GuardConfig
 from memvm.engine.guards import guards
 from memvm.engine.guards.bindings import bind
 from memvm.engine.guards.call_log import CallLog
 from memvm.engine.guards.grounding import check_ungrounded
-from memvm.engine.guards.guard_config import GuardConfig
 from memvm.engine.hosts.hook_events import handled_event, handled_with_prefix, outcomes_of, record_event
 from memvm.engine.models.guards import BindResult, GroundingResult, ToolCallCheck
 from memvm.engine.models.hosts import HandledHookEvent

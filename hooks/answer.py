@@ -22,7 +22,7 @@ from memvm.engine.errors import (
     StorageError,
     StorageFull,
 )
-from memvm.engine.guards.guard_config import GuardConfig, GuardConfigError, load_guard_config
+from memvm.engine.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.hosts.hook_journal import record_skipped
 from memvm.engine.paths import DatabasePathError
 from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, MalformedEvent, session_name

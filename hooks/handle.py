@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 from memvm.engine import Engine
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.guards.guard_config import GuardConfig
+from memvm.engine.guard_config import GuardConfig
 from memvm.engine.models.guards import CallVerdict, ToolCallCheck
 from memvm.engine.models.pages import Role
 from memvm.engine.models.procedures import Outcome, ToolOutcome

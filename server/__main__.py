@@ -1,5 +1,5 @@
 import sys
 
-from memvm.server.cli import main
+from memvm.server.cli.main import main
 
 sys.exit(main())

@@ -1,19 +1,12 @@
 """How the HTTP transports listen: loopback by default, DNS-rebinding protection always on."""
 
 import ipaddress
-from enum import StrEnum
 
 from mcp.server.transport_security import TransportSecuritySettings
 
 # Bodies beyond this are refused before they are read: the largest page (a million characters)
 # fits, while a client cannot make the server buffer without bound.
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
-
-
-class Transport(StrEnum):
-    STDIO = "stdio"
-    SSE = "sse"
-    STREAMABLE_HTTP = "streamable-http"
 
 
 def is_loopback(host: str) -> bool:

@@ -10,8 +10,9 @@ half-sent requests are cut off and repeated log lines collapsed (memvm.ui.http_g
 from typing import TYPE_CHECKING
 
 import anyio
-from memvm.server.http import MAX_REQUEST_BYTES, Transport, transport_security
+from memvm.server.http import MAX_REQUEST_BYTES, transport_security
 from memvm.server.session_quota import SESSION_IDLE_S, SessionQuota
+from memvm.server.settings import Transport
 from memvm.server.view_mount import mount_view
 from memvm.ui.http_guard import guarded_server
 from starlette.applications import Starlette

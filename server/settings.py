@@ -1,10 +1,17 @@
-"""Server settings: where the database is, whose it is, and which tools the model sees."""
+"""Server settings: how clients connect, where the database is, whose it is, and which tools the
+model sees."""
 
 from enum import StrEnum
 
 from memvm.engine.config import EngineConfig
 from memvm.engine.names import NAME_PATTERN
 from pydantic import BaseModel, ConfigDict, Field
+
+
+class Transport(StrEnum):
+    STDIO = "stdio"
+    SSE = "sse"
+    STREAMABLE_HTTP = "streamable-http"
 
 
 class ToolProfile(StrEnum):

@@ -2,7 +2,7 @@
 bind.
 
 Most tests run a command in this process: `run("doctor", "--db", db)` calls the entry point the
-installed script calls (memvm.hooks.entry.main) with the command's standard streams on files of
+installed script calls (memvm.server.cli.main.main) with the command's standard streams on files of
 their own, and returns its exit status and what it printed. No interpreter starts and nothing is
 imported again, so a command costs what its own work costs. Like the program, a command may start
 its own event loop (`anyio.run`) and set signal handlers: call `run` from the main thread, outside a
@@ -43,10 +43,14 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from memvm.engine.config import EngineConfig
 from memvm.engine.paging.tokens import start_loading
-from memvm.hooks.entry import main
+from memvm.server.cli.main import main
+from memvm.server.cli.parser import COMMANDS
 
 # The installed script, beside this interpreter.
 MEMVM = Path(sys.executable).with_name("memvm")
+# What of memvm.server every command imports before it is chosen: the console script and the table
+# of commands. Nothing else of it, nor the MCP SDK, for a command that does not serve.
+ENTRY_MODULES = ("memvm.server", "memvm.server.cli", "memvm.server.cli.main", "memvm.server.cli.parser")
 LIMIT = 120  # seconds a command may take on a loaded 2-core machine
 NOBODY = 65534
 
@@ -253,11 +257,13 @@ def _called(arguments: tuple[Argument, ...]) -> int:
 # Modules the commands import only when they need them: a forked copy run as another user could
 # not read them from a virtual environment that user cannot reach.
 _LATE_IMPORTS = (
-    "memvm.server.cli",
+    *(command.module for command in COMMANDS),
+    "memvm.server.cli.serve_start",
+    "memvm.server.cli.operations",
+    "memvm.ui.cli",
     "memvm.server.app",
     "memvm.resources.budget",
     "memvm.engine.storage.sqlite_db",
-    "memvm.hooks.client",
     "mcp.server.stdio",
 )
 # Distributions whose metadata the commands read (doctor reports memvm's version).

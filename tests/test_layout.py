@@ -1,5 +1,6 @@
-"""The architecture, checked: dependencies point server -> ui -> resources -> engine, and only server/
-imports mcp."""
+"""The architecture, checked: dependencies point server -> ui -> resources -> engine and hooks ->
+engine, only server/ imports mcp, and server/cli/, which assembles the program, is the one place
+that imports every package."""
 
 import ast
 from pathlib import Path
@@ -10,13 +11,21 @@ ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = {
     "engine": {"engine"},
     "resources": {"resources", "engine"},
-    "server": {"server", "resources", "engine", "hooks", "ui"},
+    "server": {"server", "resources", "engine", "ui"},
     "hooks": {"hooks", "engine"},
     "ui": {"ui", "resources", "engine"},
 }
-# The console script: it sends `memvm hook` to the hooks and every other command to the server,
-# so the hook path never imports the server.
-DISPATCHER = Path("hooks") / "entry.py"
+# The program's composition root: it gives every package its command (`memvm hook` to the hooks,
+# `memvm serve` to the server), so it alone may import them all. It sits inside server/ only
+# because the top level holds the product's folders and no other; the rest of server/, the MCP
+# server, knows nothing of the hooks.
+COMPOSITION_ROOT = Path("server") / "cli"
+
+
+def allowed_for(path: Path, package: str) -> set[str]:
+    if path.relative_to(ROOT).is_relative_to(COMPOSITION_ROOT):
+        return set(ALLOWED)
+    return ALLOWED[package]
 
 
 def imported_modules(path: Path) -> list[str]:
@@ -35,13 +44,7 @@ def test_imports_only_point_down_the_layers(package):
     for path in sorted((ROOT / package).rglob("*.py")):
         for name in imported_modules(path):
             parts = name.split(".")
-            dispatching = path.relative_to(ROOT) == DISPATCHER and name == "memvm.server.cli"
-            if (
-                parts[0] == "memvm"
-                and len(parts) > 1
-                and parts[1] not in ALLOWED[package]
-                and not dispatching
-            ):
+            if parts[0] == "memvm" and len(parts) > 1 and parts[1] not in allowed_for(path, package):
                 offences.append(f"{path.relative_to(ROOT)} imports {name}")
             if parts[0] in ("mcp", "mcp_types") and package != "server":
                 offences.append(f"{path.relative_to(ROOT)} imports {name}")
@@ -76,6 +79,21 @@ def test_every_model_is_imported_from_the_module_that_owns_it():
         for path in sorted((ROOT / folder).rglob("*.py"))
         for name in imported_modules(path)
         if name.startswith("memvm.engine.models") and name.removeprefix("memvm.engine.models.") not in owners
+    ]
+    assert offences == []
+
+
+# The engine's settings, which storage reads: they import only each other, so that reading them
+# brings in no capability from above storage (the guards' settings once sat in guards/).
+SETTINGS = ("config.py", "guard_config.py")
+
+
+def test_the_engine_settings_sit_below_the_capabilities():
+    offences = [
+        f"engine/{module} imports {name}"
+        for module in SETTINGS
+        for name in imported_modules(ROOT / "engine" / module)
+        if name.startswith("memvm.") and name.removeprefix("memvm.engine.") + ".py" not in SETTINGS
     ]
     assert offences == []
 

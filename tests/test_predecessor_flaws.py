@@ -5,8 +5,8 @@ import tracemalloc
 
 import pytest
 from memvm.engine import Engine, EngineConfig
+from memvm.engine.guard_config import GuardConfig
 from memvm.engine.guards.bindings import bind
-from memvm.engine.guards.guard_config import GuardConfig
 from memvm.engine.models.pages import Level, Role
 from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.engine.models.writes import IngestMessage

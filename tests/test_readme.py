@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from memvm.engine.guards.guard_config import GuardConfig, GuardPreset
+from memvm.engine.guard_config import GuardConfig, GuardPreset
 
 README_PATH = Path(__file__).parent.parent / "README.md"
 README = README_PATH.read_text(encoding="utf-8")

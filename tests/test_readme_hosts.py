@@ -8,8 +8,8 @@ import shlex
 from pathlib import Path
 
 from memvm.engine.paging.projects import project_session
-from memvm.server.cli import _parser as memvm_parser
-from memvm.server.cli import _settings as serve_settings
+from memvm.server.cli.parser import parse
+from memvm.server.cli.serve_start import server_settings
 
 from tests.commands import run
 from tests.hooks.test_install import PROGRAM, SHOWN_PROGRAM, as_user, documented_entries
@@ -45,7 +45,7 @@ def test_every_hosts_server_entry_is_a_serve_memvm_accepts_on_the_same_database(
     entries = server_entries()
     assert set(entries) == {"desktop", "project", "cursor", "vscode"}
     for label, args in entries.items():
-        parsed = memvm_parser().parse_args(args)
+        parsed = parse(args)
         assert (parsed.command, parsed.db) == ("serve", SHOWN_DB)
         assert parsed.session == label if label != "project" else parsed.project == "."
 
@@ -56,7 +56,7 @@ def test_the_claude_code_server_started_in_a_project_keeps_that_projects_memory(
     (repository / "src").mkdir()
     monkeypatch.chdir(repository / "src")  # where the host starts the server: its own directory
     args = server_entries()["project"]
-    settings = serve_settings(memvm_parser().parse_args([*args[:2], str(tmp_path / "m.db"), *args[3:]]))
+    settings = server_settings(parse([*args[:2], str(tmp_path / "m.db"), *args[3:]]))
     assert settings.project == str(repository.resolve())
     assert settings.session == project_session(str(repository.resolve()))
 

@@ -28,23 +28,8 @@ from starlette.types import ASGIApp
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--db",
-        help="SQLite file, or postgresql://user@host:port/dbname (default: $MEMVM_DB, else a file in the "
-        "per-user data directory)",
-    )
-    parser.add_argument("--namespace", default="default", help="whose memory to show (as for memvm serve)")
-    parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
-    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
-    parser.add_argument(
-        "--read-only",
-        action="store_true",
-        help="open the database read-only (to look at a copy, or a file on read-only media): nothing can be curated",
-    )
-
-
 def main(args: argparse.Namespace) -> int:
+    """Serve the view as the parsed `memvm ui` line says (server/cli/ui.py); its exit status."""
     if not is_name(args.namespace):
         print(f"memvm: --namespace takes {NAME_RULE}", file=sys.stderr)
         return 2

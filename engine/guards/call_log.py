@@ -8,7 +8,7 @@ would only grow the file. The counts live in SQLite, so a restart resets nothing
 import json
 from dataclasses import dataclass
 
-from memvm.engine.guards.guard_config import ToolKind
+from memvm.engine.guard_config import ToolKind
 from memvm.engine.kept_logs import keep_newest_if_due
 from memvm.engine.models.guards import CallVerdict, GuardReason, GuardRule
 from memvm.engine.redaction import redact

@@ -10,10 +10,10 @@ running again. Calls that are not blocked are counted, so the next check sees th
 import math
 from typing import Any
 
+from memvm.engine.guard_config import GuardConfig, ToolKind
 from memvm.engine.guards.bindings import cached_result, recent_results
 from memvm.engine.guards.call_log import CallLog
 from memvm.engine.guards.grounding import check_ungrounded, grounding_message
-from memvm.engine.guards.guard_config import GuardConfig, ToolKind
 from memvm.engine.guards.literals import as_number, call_hash, short
 from memvm.engine.models.guards import (
     CallBudget,

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from memvm.engine.guards.guard_config import ToolKind
+from memvm.engine.guard_config import ToolKind
 from memvm.engine.models.guards import GuardRule, ValueType
 from memvm.engine.models.pages import Modality, PageType, Role
 from memvm.engine.models.procedures import Outcome

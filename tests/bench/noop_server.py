@@ -12,9 +12,9 @@ import sys
 
 from mcp.server.mcpserver import MCPServer
 from memvm.server.app import MemvmServer, build_server
-from memvm.server.http import MAX_REQUEST_BYTES, Transport, transport_security
+from memvm.server.http import MAX_REQUEST_BYTES, transport_security
 from memvm.server.http_serve import run_http
-from memvm.server.settings import ServerSettings, ToolProfile
+from memvm.server.settings import ServerSettings, ToolProfile, Transport
 
 
 def noop() -> str:

@@ -179,6 +179,20 @@ def test_hook_latency_times_each_hook_beside_a_bare_python_start():
         assert lines(rf"{re.escape(way)} +median +{NUM} ms  p90 +{NUM} ms  \({NUM} bare starts\)", out), out
 
 
+def test_cli_start_times_each_help_and_an_own_process_hook_beside_a_bare_python_start():
+    out = bench("cli_start.py", "--runs", 2)
+    items = [
+        "python -c pass",
+        "python -m memvm.server --help",
+        "memvm --help",
+        *(f"memvm {command} --help" for command in ("serve", "ui", "doctor", "export", "import", "hooks")),
+        "memvm hook, own process",
+    ]
+    for item in items:
+        assert lines(rf"{re.escape(item)} +median +{NUM} ms  \( *{NUM} bare starts\)", out), out
+    assert len(out.splitlines()) == len(items)
+
+
 def test_large_pages_times_the_manifest_against_schema_6():
     out = bench("large_pages.py", 20, 20_000)
     for name in ("memvm", "schema6"):

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from memvm.server.cli import EXIT_READER_GONE
+from memvm.server.cli.main import EXIT_READER_GONE
 
 from tests.server.test_cli import read_then_close
 

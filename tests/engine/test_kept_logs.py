@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 from memvm.engine import kept_logs
-from memvm.engine.guards.guard_config import GuardConfig
+from memvm.engine.guard_config import GuardConfig
 from memvm.engine.models.pages import Level
 from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.engine.storage.log_limits import LOG_CHARS_OF_NAMESPACE

@@ -1,6 +1,6 @@
 """Running `memvm hook HOST` on one event, and reading what it stored.
 
-`run_hook` runs the hook's own entry point in this process (`memvm.hooks.entry.main`, the function
+`run_hook` runs the hook's own entry point in this process (`memvm.server.cli.main.main`, the function
 the `memvm` script calls), with the event on stdin and the answer read from stdout: the code the
 host's process runs, without a Python start and the engine's imports per event. It answers each
 event itself (`--background-idle 0`), as the real process does for the first event of a database.

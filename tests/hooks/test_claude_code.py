@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.commands import run_process
+from tests.commands import ENTRY_MODULES, run_process
 from tests.hooks import claude_code_events as cc
 from tests.hooks import claude_code_transcripts as ct
 from tests.hooks.runner import rows, run_hook, run_in_process, transcript, verdicts
@@ -204,11 +204,11 @@ def test_a_mistyped_hook_command_run_by_the_host_exits_0_with_an_empty_answer(tm
 def test_the_hook_path_imports_neither_the_mcp_sdk_nor_the_server(tmp_path):
     script = (
         "import io, sys, json\n"
-        "from memvm.hooks.entry import main\n"
+        "from memvm.server.cli.main import main\n"
         f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(cc.pre_tool({'command': 'ls'}, 't1')).encode()!r}))\n"
         f"main(['hook', 'claude-code', '--db', {str(tmp_path / 'm.db')!r}])\n"
         "loaded = [m for m in sys.modules if m.split('.')[0] in ('mcp', 'uvicorn', 'starlette')"
-        " or m.startswith('memvm.server') or m.startswith('memvm.resources')]\n"
+        f" or (m.startswith('memvm.server') and m not in {ENTRY_MODULES!r}) or m.startswith('memvm.resources')]\n"
         "print(json.dumps(loaded), file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, check=True)

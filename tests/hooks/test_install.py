@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.commands import Done, run
+from tests.commands import ENTRY_MODULES, Done, run
 from tests.conftest import db_rows
 from tests.hooks import claude_code_events as cc
 from tests.hooks import gemini_cli_events as gc
@@ -370,9 +370,10 @@ def test_the_installed_command_runs_from_a_shell_without_the_virtualenv_on_path(
 def test_hooks_install_does_not_import_the_server_or_mcp():
     code = (
         "import sys\n"
-        "from memvm.hooks.entry import main\n"
+        "from memvm.server.cli.main import main\n"
         "main(['hooks', 'install', 'claude-code', '--print'])\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'mcp' or m.startswith('memvm.server')))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'mcp'"
+        f" or (m.startswith('memvm.server') and m not in {ENTRY_MODULES!r})))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True

@@ -10,7 +10,7 @@ import subprocess
 import threading
 
 import pytest
-from memvm.server.cli import EXIT_READER_GONE
+from memvm.server.cli.main import EXIT_READER_GONE
 
 from tests.commands import LIMIT, command, run, started
 from tests.conftest import long_text

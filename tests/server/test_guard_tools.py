@@ -2,7 +2,7 @@
 
 import pytest
 from memvm.engine.config import EngineConfig
-from memvm.engine.guards.guard_config import GuardConfig
+from memvm.engine.guard_config import GuardConfig
 from memvm.server.settings import ToolProfile
 
 from tests.server.conftest import call, call_error

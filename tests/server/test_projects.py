@@ -6,7 +6,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from memvm.server.cli import main
+from memvm.server.cli.main import main
 from memvm.server.settings import ToolProfile
 
 from tests.hooks import claude_code_events as cc

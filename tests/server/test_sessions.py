@@ -4,7 +4,7 @@ import json
 
 import pytest
 from memvm.engine.config import EngineConfig
-from memvm.engine.guards.guard_config import GuardConfig
+from memvm.engine.guard_config import GuardConfig
 from memvm.server.settings import ToolProfile
 
 from tests.conftest import db_rows, long_text

@@ -1,5 +1,5 @@
 import pytest
-from memvm.engine.guards.guard_config import GuardConfig
+from memvm.engine.guard_config import GuardConfig
 from memvm.engine.models.procedures import Outcome, ToolOutcome
 
 from tests.conftest import NS, assistant, user

@@ -2,8 +2,8 @@ import math
 
 import pytest
 from memvm.engine import EngineConfig
+from memvm.engine.guard_config import GuardConfig, GuardPreset, ToolKind
 from memvm.engine.guards.call_log import KEPT_VERDICTS
-from memvm.engine.guards.guard_config import GuardConfig, GuardPreset, ToolKind
 from memvm.engine.guards.guards import runaway_reason
 from memvm.engine.models.procedures import Outcome, ToolOutcome
 

@@ -1,5 +1,8 @@
 """Guard settings, and the three presets `memvm serve --guards` offers.
 
+Beside config.py rather than in guards/: the engine's settings hold these, and storage reads the
+engine's settings, so they must not sit on a capability that itself sits on storage.
+
 Every limit counts per session and per turn, so a new user message gives the agent a fresh
 allowance. A limit of 0 means the rule is off (never "nothing is allowed").
 """

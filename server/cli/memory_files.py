@@ -2,7 +2,7 @@
 
 Unlike memvm's own JSON lines, which fill an empty database exactly, these add memory to any
 database, new or in use, through the engine: on SQLite and PostgreSQL alike, with secrets
-redacted as on every other write. Failures are raised for cli_ops to print in one line.
+redacted as on every other write. Failures are raised for operations.py to print in one line.
 """
 
 import argparse
@@ -19,7 +19,6 @@ from memvm.engine.storage.open import is_postgres_url, shown
 
 # What `memvm serve` uses when given no --namespace.
 DEFAULT_NAMESPACE = "default"
-EXPORT_FORMATS = ("jsonl", "markdown")
 
 
 def is_memory_file_command(args: argparse.Namespace) -> bool:

@@ -1,4 +1,5 @@
-"""The operator's commands: `memvm doctor`, `export`, `import`, `backup` and `gc`.
+"""What the operator's commands do: `memvm doctor`, `export`, `import`, `backup` and `gc` (each
+command's line is its own module beside this one).
 
 Each works on the file while servers use it, prints what it did, and on failure prints one line
 starting with "memvm:" and exits 2 (doctor exits 1 when it finds a problem). None of them replaces
@@ -8,7 +9,6 @@ a file that exists unless told to (`export --force`).
 import argparse
 import json
 import os
-import re
 import signal
 import sqlite3
 import sys
@@ -16,7 +16,6 @@ import tempfile
 from collections.abc import Callable, Generator, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
@@ -26,8 +25,8 @@ from memvm.engine import Engine
 from memvm.engine.errors import DatabaseRefused, MemvmError, StorageBusy, StorageError
 from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.operations.backup import BackupError, backup
-from memvm.engine.operations.doctor import Diagnosis, Findings, diagnose, memory_line
-from memvm.engine.operations.importers.formats import FORMATS, MEMVM_EXPORT, check_memvm_export
+from memvm.engine.operations.doctor import diagnose
+from memvm.engine.operations.importers.formats import check_memvm_export
 from memvm.engine.operations.transfer import (
     TransferError,
     check_schema,
@@ -38,76 +37,12 @@ from memvm.engine.operations.transfer import (
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
 from memvm.engine.storage.open import is_postgres_url, shown
 from memvm.engine.storage.sqlite_file import connect_blocking, writable
-from memvm.server.cli_formats import EXPORT_FORMATS, is_memory_file_command, run_memory_file_command
-
-_DB_HELP = (
-    "SQLite file, or postgresql://user@host:port/dbname (default: $MEMVM_DB, else a file in the "
-    "per-user data directory)"
-)
-
-
-def add_operations(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    doctor = commands.add_parser(
-        "doctor", help="check a database: integrity, search index, versions, sizes, WAL (safe while serving)"
-    )
-    doctor.add_argument("--db", help=_DB_HELP)
-    doctor.add_argument("--json", action="store_true", help="print the findings as one JSON object")
-
-    export = commands.add_parser(
-        "export", help="write the memory as JSON lines, one row each (safe while serving)"
-    )
-    export.add_argument("--db", help=_DB_HELP)
-    export.add_argument(
-        "--out", metavar="FILE", help="where to write (default: standard output); an existing file is kept"
-    )
-    export.add_argument("--force", action="store_true", help="replace the --out file if it exists")
-    export.add_argument(
-        "--namespace", help="only this namespace's memory (markdown: default, the namespace serve uses)"
-    )
-    export.add_argument(
-        "--format",
-        choices=EXPORT_FORMATS,
-        default="jsonl",
-        help="jsonl: every row, for memvm import; markdown: a folder (--out DIR) of session "
-        "transcripts and notes with their keys",
-    )
-
-    import_ = commands.add_parser(
-        "import",
-        help="load memvm's export into a database that holds no memory yet, all or nothing; or add "
-        "memory from another tool's files (--format)",
-    )
-    import_.add_argument(
-        "file", metavar="FILE", help="the export, or - for standard input (markdown: a folder or .md file)"
-    )
-    import_.add_argument("--db", help=_DB_HELP + "; created if missing")
-    import_.add_argument(
-        "--format",
-        choices=list(FORMATS),
-        default=MEMVM_EXPORT.name,
-        help="jsonl: memvm's own export; server-memory: the MCP memory server's memory.json; chatgpt, "
-        "claude: their conversations.json; markdown: a folder of notes. All but jsonl add to the "
-        "database, and importing twice adds nothing",
-    )
-    import_.add_argument(
-        "--namespace", help="whose memory the imported pages join (not jsonl; default: default)"
-    )
-
-    gc = commands.add_parser(
-        "gc", help="delete the pages whose expiry has come, in every namespace (safe while serving)"
-    )
-    gc.add_argument("--db", help=_DB_HELP)
-
-    backup_ = commands.add_parser(
-        "backup", help="copy a database to a new file, consistently, while servers write to it"
-    )
-    backup_.add_argument(
-        "target", metavar="FILE", help="the new file to write (never an existing one, nor over FILE.partial)"
-    )
-    backup_.add_argument("--db", help=_DB_HELP)
+from memvm.server.cli.doctor_report import hook_lines, mib, plain, report_lines
+from memvm.server.cli.memory_files import is_memory_file_command, run_memory_file_command
 
 
 def run_operation(args: argparse.Namespace) -> int:
+    """Run the parsed command; its exit status, every failure said in one line."""
     named = database_named(args.db)
     namespace = getattr(args, "namespace", None)
     if namespace is not None and not is_name(namespace):
@@ -135,7 +70,7 @@ def run_operation(args: argparse.Namespace) -> int:
                     return _import(db, args.file)
                 case _:
                     result = backup(db, Path(args.target).expanduser())
-                    print(f"backed up {result.pages} pages ({_mb(result.bytes)}) to {result.path}")
+                    print(f"backed up {result.pages} pages ({mib(result.bytes)}) to {result.path}")
                     return 0
     except (TransferError, BackupError, DatabaseRefused, StorageError, DatabasePathError) as exc:
         return _fail(str(exc))
@@ -163,8 +98,8 @@ def _on_postgres(args: argparse.Namespace, url: str) -> int:
                     else:
                         from importlib.metadata import version
 
-                        lines = postgres_ops.report_lines(found, version("memvm"), _hook_lines(found))
-                        print("\n".join(_plain(line) for line in lines))
+                        lines = postgres_ops.report_lines(found, version("memvm"), hook_lines(found))
+                        print("\n".join(plain(line) for line in lines))
                     return 0 if found.healthy else 1
                 case "export":
                     if (refused := _expired_collected(url, postgres_ops.expired_pages(url))) is not None:
@@ -199,7 +134,7 @@ def _on_postgres(args: argparse.Namespace, url: str) -> int:
 
 
 def _memory_files(args: argparse.Namespace, db: str) -> int:
-    """Another tool's files in, or markdown out (see cli_formats), on either backend."""
+    """Another tool's files in, or markdown out (see memory_files.py), on either backend."""
     try:
         if not is_postgres_url(db):
             check_db_path(Path(db), create_folder=args.command == "import")
@@ -247,10 +182,6 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _mb(size: int) -> str:
-    return f"{size / 2**20:.1f} MiB"
-
-
 def _doctor(db: Path, as_json: bool) -> int:
     try:
         found = diagnose(db)
@@ -259,61 +190,8 @@ def _doctor(db: Path, as_json: bool) -> int:
     if as_json:
         print(json.dumps({**asdict(found), "healthy": found.healthy}))
     else:
-        print("\n".join(_report(found)))
+        print("\n".join(report_lines(found)))
     return 0 if found.healthy else 1
-
-
-def _report(found: Diagnosis) -> list[str]:
-    from importlib.metadata import version
-
-    lines = [
-        f"database    {found.path}",
-        f"versions    memvm {version('memvm')}, SQLite {found.sqlite_version}, "
-        f"schema {found.schema_version} (this memvm: {found.schema_expected})",
-        f"size        {_mb(found.file_bytes)} file, {_mb(found.wal_bytes)} WAL, "
-        f"{found.page_count} pages of {found.page_size} B ({found.free_pages} free), journal {found.journal_mode}",
-        memory_line(found),
-        "checks      " + ", ".join(f"{name} {verdict}" for name, verdict in found.checks.items()),
-    ]
-    lines += _hook_lines(found)
-    lines += [f"problem     {_plain(problem)}" for problem in found.problems]
-    lines.append("healthy" if found.healthy else f"{len(found.problems)} problem(s) found")
-    return lines
-
-
-def _when(at: float | None) -> str:
-    return "never" if at is None else datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _plain(text: str) -> str:
-    """Text from the hooks' journal as one printable line: it is data, never terminal control."""
-    return _UNPRINTABLE.sub("?", text)
-
-
-def _hook_lines(found: Findings) -> list[str]:
-    """One line per host session the hooks saw, most recent first."""
-    if not found.hook_sessions:
-        return []
-    lines = [
-        f"hooks       {len(found.hook_sessions)} host sessions, {found.hooks_guard_failed_open} guard checks failed open"
-    ]
-    for entry in found.hook_sessions:
-        line = (
-            f"  {_plain(entry.host) or '?'} {_plain(entry.session) or '(unknown session)'}"
-            + (f" in {entry.namespace}" if entry.namespace else "")
-            + f": last capture {_when(entry.last_write_at)}"
-            + (f" ({_plain(entry.last_event)}, {entry.events} events)" if entry.events else "")
-        )
-        if entry.skipped:
-            line += (
-                f"; {entry.skipped} skipped, {entry.guard_failed_open} guard checks failed open, "
-                f"last {_when(entry.last_skip_at)}: {_plain(entry.last_skip_reason)}"
-            )
-        lines.append(line)
-    return lines
 
 
 def _export(db: Path, out: str | None, namespace: str | None, *, force: bool) -> int:

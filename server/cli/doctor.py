@@ -1,0 +1,17 @@
+"""`memvm doctor`: its command line. The checks (engine/operations/doctor.py, or postgres_ops.py
+for PostgreSQL) are imported only to run them, by operations.py."""
+
+import argparse
+
+from memvm.server.cli.parser import DB_HELP
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", help=DB_HELP)
+    parser.add_argument("--json", action="store_true", help="print the findings as one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    from memvm.server.cli.operations import run_operation
+
+    return run_operation(args)

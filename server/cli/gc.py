@@ -1,0 +1,16 @@
+"""`memvm gc`: its command line. The engine that deletes the expired pages is imported only to
+run it, by operations.py."""
+
+import argparse
+
+from memvm.server.cli.parser import DB_HELP
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", help=DB_HELP)
+
+
+def run(args: argparse.Namespace) -> int:
+    from memvm.server.cli.operations import run_operation
+
+    return run_operation(args)
