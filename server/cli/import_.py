@@ -1,10 +1,10 @@
-"""`memvm import`: its command line. The formats are named by their registry (each importer's
-FORMAT, listed in importers/formats.py); the engine they write through is imported only to run
-it, by operations.py and memory_files.py."""
+"""`memvm import`: its command line. The formats are named by their registry (importers/registry.py),
+which loads nothing; the readers, and the engine they write through, are imported only to run it,
+by operations.py and memory_files.py."""
 
 import argparse
 
-from memvm.engine.operations.importers.formats import FORMATS, MEMVM_EXPORT
+from memvm.engine.operations.importers.registry import FORMAT_MODULES, MEMVM_EXPORT_NAME
 from memvm.server.cli.parser import DB_HELP
 
 
@@ -15,8 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help=DB_HELP + "; created if missing")
     parser.add_argument(
         "--format",
-        choices=list(FORMATS),
-        default=MEMVM_EXPORT.name,
+        choices=list(FORMAT_MODULES),
+        default=MEMVM_EXPORT_NAME,
         help="jsonl: memvm's own export; server-memory: the MCP memory server's memory.json; chatgpt, "
         "claude: their conversations.json; markdown: a folder of notes. All but jsonl add to the "
         "database, and importing twice adds nothing",

@@ -1,4 +1,4 @@
-"""The formats `memvm import` reads: one registered ImportSource each (importers/source_format.py).
+"""The formats `memvm import` reads: the ImportSource each module of the registry defines.
 
 An import reads and checks the whole source first (`read_source`), and only then opens the
 database and writes: a file of the wrong format, or malformed, changes nothing, not even by
@@ -6,33 +6,18 @@ creating an empty database. A file refused for the format named is looked at onc
 (`looks_like`): when its first bytes are another format's, the refusal says which `--format` to add.
 """
 
+import importlib
 from pathlib import Path
 
-from memvm.engine.operations.importers import chatgpt, claude, markdown_notes, server_memory
+from memvm.engine.operations.importers.registry import FORMAT_MODULES, MEMVM_EXPORT_NAME
 from memvm.engine.operations.importers.source_format import FirstBytes, ImportSource, Writing
 from memvm.engine.operations.transfer import TransferError
 
-MEMVM_EXPORT = ImportSource(
-    name="jsonl",  # see operations/transfer.py
-    described="memvm's own export",
-    looks_like=lambda start: (
-        start.head.startswith("{")
-        and '"format":"memvm-export"' in "".join(start.head.split("\n", 1)[0].split())
-    ),
-    read=None,
-)
-
-# Every format, in the order their first bytes are tried: the first that recognises a source names it.
+# Every format, from the registry's list, in its order.
 FORMATS: dict[str, ImportSource] = {
-    source.name: source
-    for source in (
-        markdown_notes.FORMAT,
-        MEMVM_EXPORT,
-        server_memory.FORMAT,
-        chatgpt.FORMAT,
-        claude.FORMAT,
-    )
+    name: importlib.import_module(module).FORMAT for name, module in FORMAT_MODULES.items()
 }
+MEMVM_EXPORT = FORMATS[MEMVM_EXPORT_NAME]
 _SNIFF_BYTES = 64 * 1024
 
 

@@ -440,3 +440,11 @@ async def test_a_markdown_export_leaves_out_expired_pages_and_dates_the_others_e
     assert late.summary() == "2 notes: 1 written, 0 unchanged, 1 expired skipped"
     with pytest.raises(PageNotFound):
         await engine.get_page(namespace="later", page_id="week")
+
+
+def test_each_registered_format_is_named_as_its_module_names_it():
+    from memvm.engine.operations.importers.formats import FORMATS
+    from memvm.engine.operations.importers.registry import FORMAT_MODULES
+
+    assert list(FORMATS) == list(FORMAT_MODULES)
+    assert all(source.name == name for name, source in FORMATS.items())
