@@ -5,7 +5,7 @@ import os
 import sys
 from pathlib import Path
 
-from memvm.engine.storage.open import is_postgres_url
+from memvm.engine.storage.open import local_file
 
 
 def data_dir() -> Path:
@@ -31,9 +31,8 @@ def database_named(given: str | None) -> str:
     file. A PostgreSQL URL is kept exactly as written (a Path would fold its `//`); a file path has
     `~` expanded."""
     target = given or os.environ.get("MEMVM_DB") or str(default_db_path())
-    if is_postgres_url(target) or target == ":memory:":
-        return target
-    return str(Path(target).expanduser())
+    file = local_file(target)
+    return target if file is None else str(file.expanduser())
 
 
 class DatabasePathError(Exception):

@@ -18,7 +18,7 @@ from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
-from memvm.engine.storage.open import is_postgres_url, shown
+from memvm.engine.storage.open import local_file, shown
 from memvm.resources.budget import reserved_tokens
 from memvm.ui.app import create_app
 from memvm.ui.http_guard import BACKLOG, guarded_server
@@ -44,9 +44,9 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
     db = database_named(args.db)
-    if not is_postgres_url(db):
+    if (file := local_file(db)) is not None:
         try:
-            check_db_path(Path(db), create_folder=False)
+            check_db_path(file, create_folder=False)
         except DatabasePathError as exc:
             print(f"memvm: {exc}", file=sys.stderr)
             return 2

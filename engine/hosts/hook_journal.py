@@ -26,7 +26,7 @@ from typing import Any
 from memvm.engine.hosts.host_files import open_regular
 from memvm.engine.paths import default_db_path
 from memvm.engine.redaction import redact
-from memvm.engine.storage.open import is_postgres_url
+from memvm.engine.storage.open import local_file
 
 # Past this size the oldest half of the lines are dropped: the journal says what is failing
 # lately, and must never fill a disk that may already be full.
@@ -45,10 +45,10 @@ class SkippedEvent:
 
 def journal_path(db: str | Path) -> Path:
     """Beside a SQLite file; for a database server, in the per-user data directory, one per URL."""
-    if is_postgres_url(db):
+    path = local_file(db)
+    if path is None:
         digest = hashlib.sha256(str(db).encode()).hexdigest()[:16]
         return default_db_path().parent / f"postgresql-{digest}-hooks-skipped.jsonl"
-    path = Path(db)
     return path.with_name(path.name + "-hooks-skipped.jsonl")
 
 

@@ -21,6 +21,15 @@ def is_postgres_url(target: str | Path) -> bool:
     return isinstance(target, str) and target.startswith(URL_SCHEMES)
 
 
+def local_file(target: str | Path) -> Path | None:
+    """The file on this machine a database name means, or None when the database is served (a
+    PostgreSQL URL) or held in memory: what the commands check, create or put beside it, asked
+    without asking which backend it is."""
+    if is_postgres_url(target) or str(target) == ":memory:":
+        return None
+    return Path(target)
+
+
 def shown(target: str | Path) -> str:
     """The database as it may be printed or logged: a URL without its password."""
     if not is_postgres_url(target):

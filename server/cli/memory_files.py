@@ -15,7 +15,7 @@ from memvm.engine.operations.importers.counts import ImportCounts
 from memvm.engine.operations.importers.formats import MEMVM_EXPORT, read_source
 from memvm.engine.operations.markdown_export import MarkdownExport, export_markdown
 from memvm.engine.operations.transfer import TransferError
-from memvm.engine.storage.open import is_postgres_url, shown
+from memvm.engine.storage.open import local_file, shown
 
 # What `memvm serve` uses when given no --namespace.
 DEFAULT_NAMESPACE = "default"
@@ -37,7 +37,7 @@ def run_memory_file_command(args: argparse.Namespace, db: str) -> Done:
     if args.command == "export":
         if not args.out:
             raise TransferError("--format markdown writes a folder of files: name it with --out DIR")
-        if not is_postgres_url(db) and not Path(db).is_file():
+        if (file := local_file(db)) is not None and not file.is_file():
             raise TransferError(f"there is no database at {db}")
         namespace = args.namespace or DEFAULT_NAMESPACE
         if args.out == "-":

@@ -35,7 +35,7 @@ from memvm.engine.operations.transfer import (
     import_from,
 )
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
-from memvm.engine.storage.open import is_postgres_url, shown
+from memvm.engine.storage.open import is_postgres_url, local_file, shown
 from memvm.engine.storage.sqlite_file import connect_blocking, writable
 from memvm.server.cli.doctor_report import hook_lines, mib, plain, report_lines
 from memvm.server.cli.memory_files import is_memory_file_command, run_memory_file_command
@@ -136,8 +136,8 @@ def _on_postgres(args: argparse.Namespace, url: str) -> int:
 def _memory_files(args: argparse.Namespace, db: str) -> int:
     """Another tool's files in, or markdown out (see memory_files.py), on either backend."""
     try:
-        if not is_postgres_url(db):
-            check_db_path(Path(db), create_folder=args.command == "import")
+        if (file := local_file(db)) is not None:
+            check_db_path(file, create_folder=args.command == "import")
         with _signals_end_cleanly():
             done = run_memory_file_command(args, db)
         for warning in done.warnings:
@@ -280,9 +280,9 @@ def _import(db: Path, source: str) -> int:
 
 def _gc(named: str) -> int:
     """Delete every expired page through the engine, as its writes do, on either backend."""
-    if not is_postgres_url(named):
+    if (file := local_file(named)) is not None:
         try:
-            check_db_path(Path(named), create_folder=False)
+            check_db_path(file, create_folder=False)
         except DatabasePathError as exc:
             return _fail(str(exc))
         if not Path(named).is_file():
@@ -325,7 +325,7 @@ def _expired_collected(named: str, waiting: int) -> str | None:
     every read, exports included); the line to refuse with when this user cannot."""
     if not waiting:
         return None
-    if not is_postgres_url(named) and not writable(named):
+    if local_file(named) is not None and not writable(named):
         return (
             f"{waiting} expired pages wait to be deleted, and this user cannot write {named}: run memvm gc "
             "as the user the servers run as, then export"

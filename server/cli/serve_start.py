@@ -22,7 +22,7 @@ from memvm.engine.errors import (
 from memvm.engine.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.paging.projects import project_session, work_tree
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
-from memvm.engine.storage.open import is_postgres_url, shown
+from memvm.engine.storage.open import local_file, shown
 from memvm.server.app import build_server
 from memvm.server.http import is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile, Transport
@@ -46,9 +46,9 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
     for what cannot be used."""
     project = _project(args.project)
     db = database_named(args.db)
-    if db != ":memory:" and not is_postgres_url(db):
+    if (file := local_file(db)) is not None:
         try:
-            check_db_path(Path(db), create_folder=True)
+            check_db_path(file, create_folder=True)
         except DatabasePathError as exc:
             raise SettingsError(str(exc)) from exc
     return ServerSettings(
