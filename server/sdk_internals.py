@@ -1,11 +1,12 @@
 """The MCP SDK's private attributes memvm needs, reached here and nowhere else.
 
-mcp 2.3 has no public way to reach a registered tool's argument model, to serve protocol methods
-MCPServer leaves out (resources/subscribe, logging/setLevel, completion/complete), to wrap one it
-serves (subscriptions/listen), to tell which connection a request came in on, or to see and end
-the streamable-HTTP sessions. Each function below reaches one private attribute; when
-an SDK release moves it, the call raises `SdkMoved` naming that attribute, and
-tests/server/test_sdk_internals.py fails with the same sentence.
+mcp 2.3 has no public way to serve protocol methods MCPServer leaves out (resources/subscribe,
+logging/setLevel, completion/complete), to wrap one it serves (subscriptions/listen), to tell
+which connection a request came in on, or to see and end the streamable-HTTP sessions. Each
+function below reaches one private attribute; when an SDK release moves it, the call raises
+`SdkMoved` naming that attribute, and tests/server/test_sdk_internals.py fails with the same
+sentence. (Tools need none: they are built as the SDK's `Tool` objects and handed to MCPServer
+whole, see memvm.server.app.)
 """
 
 from collections.abc import Awaitable, Callable, Iterator
@@ -16,7 +17,6 @@ from typing import Any, TypeVar
 from mcp.server.connection import Connection
 from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.tools import Tool
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import BaseModel
@@ -38,13 +38,6 @@ def _reaching(attribute: str) -> Iterator[None]:
             f"mcp {version('mcp')} has no {attribute}, which memvm.server.sdk_internals reaches; "
             "find where this release keeps it and update that module."
         ) from exc
-
-
-def registered_tools(server: MCPServer[Any]) -> list[Tool]:
-    """The server's tools as registered, with their argument models (MCPServer._tool_manager)."""
-    with _reaching("MCPServer._tool_manager"):
-        manager = server._tool_manager
-    return manager.list_tools()
 
 
 def add_request_handler(

@@ -18,26 +18,16 @@ from memvm.server.sdk_internals import (
     connection_of,
     end_session,
     open_session_ids,
-    registered_tools,
     served_handler,
 )
-from memvm.server.settings import ServerSettings, ToolProfile
+from memvm.server.settings import ServerSettings
 
 from tests.e2e.test_http import INITIALIZE
-from tests.server.test_tools import MODEL_TOOLS
 
 pytestmark = pytest.mark.anyio
 
 # The address the SDK's DNS-rebinding protection accepts for a server on loopback.
 LOCAL = "http://127.0.0.1:8000"
-
-
-async def test_the_tools_as_registered_are_reached_through_the_tool_manager(db_path):
-    # Building the server also reaches the low-level server, to register protocol methods.
-    server = build_server(ServerSettings(db=str(db_path), tools=ToolProfile.MODEL))
-    tools = registered_tools(server)
-    assert {tool.name for tool in tools} == MODEL_TOOLS
-    assert all(tool.fn_metadata.arg_model.model_config.get("extra") == "forbid" for tool in tools)
 
 
 async def test_the_protocol_methods_registered_on_the_low_level_server_are_served(db_path, mode):
