@@ -112,7 +112,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
     )
     mcp_resources.register(server, holder)
     mcp_prompts.register(server, holder)
-    protocol_handlers.register(server)
+    protocol_handlers.register(server, holder, bus)
     server.runtimes = holder
     return server
 
