@@ -25,16 +25,16 @@ from memvm.engine.errors import (
 from memvm.engine.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.hosts.hook_journal import record_skipped
 from memvm.engine.paths import DatabasePathError
-from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, MalformedEvent, session_name
+from memvm.hooks.events import EventKind, HookAnswer, HookEvent, MalformedEvent, session_name
 from memvm.hooks.handle import UNCHECKABLE, HookSettings, handle, uncheckable_reason
-from memvm.hooks.protocols import protocol
+from memvm.hooks.host_spec import HostSpec
 
 OpenEngine = Callable[[], AbstractAsyncContextManager[Engine]]
 
 
 @dataclass(frozen=True)
 class HookRequest:
-    host: Host
+    host: HostSpec
     namespace: str
     recall_tokens: int
     guards: str  # the preset
@@ -44,10 +44,9 @@ class HookRequest:
     def guard_settings(self) -> GuardConfig:
         """The preset, with the host's own tools as workspace tools, and the file over both; the
         host's model has none of memvm's tools, whatever the file says."""
-        host = protocol(self.host)
         under: dict[str, object] = {
-            "workspace_tools": host.workspace_tools,
-            "editing_tools": host.editing_tools,
+            "workspace_tools": self.host.protocol.workspace_tools,
+            "editing_tools": self.host.protocol.editing_tools,
             # Under a hook every call of the agent is checked, most of them ordinary work: an
             # unsourced number warns, and denies only where the guard config names the tool.
             "consequential_tools": (),
@@ -71,12 +70,12 @@ class HookReply:
         return None if self.warning is None else f"memvm hook: {self.warning}"
 
 
-def read_event(host: Host, raw: bytes) -> HookEvent:
+def read_event(host: HostSpec, raw: bytes) -> HookEvent:
     try:
         payload = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MalformedEvent("the event on stdin is not JSON") from exc
-    return protocol(host).parse(payload)
+    return host.protocol.parse(payload)
 
 
 async def answer(open_engine: OpenEngine, db: str, request: HookRequest) -> HookReply:
@@ -91,7 +90,7 @@ async def answer(open_engine: OpenEngine, db: str, request: HookRequest) -> Hook
         )
         async with open_engine() as engine:
             decided = await handle(engine, event, settings)
-        return HookReply(protocol(request.host).render(event, decided), warning=decided.warning)
+        return HookReply(request.host.protocol.render(event, decided), warning=decided.warning)
     # The top of the hook: anything at all becomes "go on without memvm", never a blocked host, but
     # for a tool call whose arguments cannot be checked (here: not even read as an event; the
     # guards deny the others): letting it run would wave it past every guard.
@@ -110,7 +109,7 @@ def _pre_tool_event(request: HookRequest, event: HookEvent | None) -> str | None
     event itself could not be read."""
     if event is not None:
         return event.name if event.kind is EventKind.PRE_TOOL else None
-    for name, kind in protocol(request.host).kinds.items():
+    for name, kind in request.host.protocol.kinds.items():
         if kind is EventKind.PRE_TOOL and re.search(
             rb'"hook_event_name"\s*:\s*"%s"' % name.encode(), request.raw
         ):
@@ -122,7 +121,7 @@ def _uncheckable_call_denied(
     request: HookRequest, event: HookEvent | None, name: str, exc: Exception
 ) -> HookReply:
     pre_tool = event or HookEvent(kind=EventKind.PRE_TOOL, name=name, session="", digest="")
-    return HookReply(protocol(request.host).render(pre_tool, HookAnswer(deny=uncheckable_reason(exc))))
+    return HookReply(request.host.protocol.render(pre_tool, HookAnswer(deny=uncheckable_reason(exc))))
 
 
 def note_skipped(db: str, request: HookRequest, event: HookEvent | None, reason: str) -> None:
@@ -131,7 +130,7 @@ def note_skipped(db: str, request: HookRequest, event: HookEvent | None, reason:
         _journal(db, request, event, reason)
     # Best effort: the event that could not be handled may not be readable here either.
     except Exception:
-        record_skipped(db, host=request.host.value, session="", event="", guard=False, reason=reason)
+        record_skipped(db, host=request.host.name, session="", event="", guard=False, reason=reason)
 
 
 def _journal(db: str, request: HookRequest, event: HookEvent | None, reason: str) -> None:
@@ -139,7 +138,7 @@ def _journal(db: str, request: HookRequest, event: HookEvent | None, reason: str
         event = _best_reading(request)
     record_skipped(
         db,
-        host=request.host.value,
+        host=request.host.name,
         session=event.session if event else "",
         event=event.name if event else "",
         guard=event is not None and event.kind is EventKind.PRE_TOOL,
@@ -158,9 +157,9 @@ def _best_reading(request: HookRequest) -> HookEvent | None:
     name = payload.get("hook_event_name")
     name = name[:80] if isinstance(name, str) else ""
     return HookEvent(
-        kind=protocol(request.host).kinds.get(name, EventKind.IGNORED),
+        kind=request.host.protocol.kinds.get(name, EventKind.IGNORED),
         name=name,
-        session=session_name(payload.get("session_id"), request.host),
+        session=session_name(payload.get("session_id"), request.host.name),
         digest="",
     )
 

@@ -1,14 +1,15 @@
 """The command line of `memvm hook`, shared by the fast client and the in-process path.
 
-Standard library and the engine's name shapes only: the client parses it before deciding whether anything heavy is imported.
+Standard library, the engine's name shapes and the hosts (hooks/hosts.py, as light) only: the
+client parses it before deciding whether anything heavy is imported.
 """
 
 import argparse
 from typing import NoReturn
 
 from memvm.engine.names import NAME_RULE, is_name
+from memvm.hooks.hosts import HOSTS
 
-HOSTS = ("claude-code", "gemini-cli")
 GUARD_PRESETS = ("default", "strict", "relaxed")
 # Recalled context per prompt, in tokens.
 DEFAULT_RECALL_TOKENS = 600
@@ -45,7 +46,7 @@ def _namespace(text: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("host", choices=HOSTS, help="the agent host that runs this hook")
+    parser.add_argument("host", choices=list(HOSTS), help="the agent host that runs this hook")
     parser.add_argument("--db", help="SQLite file (default: $MEMVM_DB, else the per-user data directory)")
     parser.add_argument(
         "--namespace", type=_namespace, default="default", help="whose memory (as for memvm serve)"

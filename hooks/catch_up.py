@@ -20,9 +20,10 @@ from memvm.engine.models.pages import Role
 from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.engine.models.writes import IngestMessage
 from memvm.engine.redaction import redact
-from memvm.hooks.events import HookEvent, TranscriptSource, tool_name, tool_result_digest
+from memvm.hooks.events import HookEvent, tool_name, tool_result_digest
+from memvm.hooks.host_spec import HostSpec
 from memvm.hooks.project import event_project
-from memvm.hooks.transcripts import Said, ToolCall, read_transcript
+from memvm.hooks.transcripts import Prompt, Reply, ToolCall, read_transcript
 
 # The session's transcript pages compared against, newest first: bounds the read.
 _STORED_PAGES = 20_000
@@ -44,12 +45,10 @@ def _key(engine: Engine, role: Role, text: str) -> tuple[Role, str]:
     return role, (redact(text) if engine.config.redact_secrets else text).strip()
 
 
-async def catch_up(
-    engine: Engine, event: HookEvent, source: TranscriptSource, namespace: str, host: str
-) -> str | None:
-    """Add what the transcript at `source` holds and the session does not; what could not be read,
-    if anything, for one stderr line."""
-    transcript = await anyio.to_thread.run_sync(read_transcript, source.path, source.format)
+async def catch_up(engine: Engine, event: HookEvent, host: HostSpec, namespace: str) -> str | None:
+    """Add what the transcript the event names holds and the session does not; what could not be
+    read, if anything, for one stderr line."""
+    transcript = await anyio.to_thread.run_sync(read_transcript, event.transcript, host.transcript)
     stored = await engine.session_transcript(namespace=namespace, session=event.session, limit=_STORED_PAGES)
     present = Counter((page.role, page.content.strip()) for page in stored)
     problems = [transcript.problem] if transcript.problem is not None else []
@@ -62,14 +61,15 @@ async def catch_up(
                 f"more than {_MAX_ADDED} transcript entries were missing; the rest come next time"
             )
             break
-        if isinstance(entry, Said):
+        if isinstance(entry, Prompt | Reply):
             if len(entry.text) > _MAX_MESSAGE_CHARS:
                 continue
-            key = _key(engine, entry.role, entry.text)
+            role = Role.USER if isinstance(entry, Prompt) else Role.ASSISTANT
+            key = _key(engine, role, entry.text)
             if present[key] > 0:
                 present[key] -= 1
                 continue
-            pending.append(IngestMessage(role=entry.role, content=entry.text))
+            pending.append(IngestMessage(role=role, content=entry.text))
             added += 1
             if len(pending) >= _BATCH:
                 left_out += await _ingest(engine, namespace, event, project, pending)
@@ -79,7 +79,7 @@ async def catch_up(
             left_out += await _ingest(engine, namespace, event, project, pending)
             pending = []
             try:
-                added += await _record_call(engine, event, project, namespace, host, entry)
+                added += await _record_call(engine, event, project, namespace, host.name, entry)
             except _UNSTORABLE:
                 left_out += 1
     left_out += await _ingest(engine, namespace, event, project, pending)

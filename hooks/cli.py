@@ -15,12 +15,12 @@ from memvm.engine import Engine, EngineConfig
 from memvm.engine.paths import check_db_path
 from memvm.engine.storage.open import is_postgres_url
 from memvm.hooks.answer import HookReply, HookRequest, answer
-from memvm.hooks.events import Host
+from memvm.hooks.hosts import HOSTS
 
 
 def request_of(args: argparse.Namespace, raw: bytes) -> HookRequest:
     return HookRequest(
-        host=Host(args.host),
+        host=HOSTS[args.host],
         namespace=args.namespace,
         recall_tokens=max(0, args.recall_tokens),
         guards=args.guards,

@@ -29,7 +29,7 @@ from memvm.engine.paths import check_db_path
 from memvm.engine.storage.open import is_postgres_url
 from memvm.hooks.answer import HookRequest, answer
 from memvm.hooks.client import MAX_EVENT_BYTES
-from memvm.hooks.events import Host
+from memvm.hooks.hosts import HOSTS
 from memvm.hooks.runtime import DB_VARIABLE, build_id
 
 # How long a client may take to send its event.
@@ -182,7 +182,7 @@ async def _answer_one(stream: SocketStream, engine: Engine, watch: _Watch) -> No
                 await stream.send(_REPLACE)
                 return
             request = HookRequest(
-                host=Host(header["host"]),
+                host=HOSTS[header["host"]],
                 namespace=str(header["namespace"]),
                 recall_tokens=max(0, int(header["recall_tokens"])),
                 guards=str(header["guards"]),

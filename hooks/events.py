@@ -12,11 +12,6 @@ from memvm.engine.names import is_name, is_tool_name
 from memvm.engine.redaction import redact
 
 
-class Host(StrEnum):
-    CLAUDE_CODE = "claude-code"
-    GEMINI_CLI = "gemini-cli"
-
-
 class EventKind(StrEnum):
     PROMPT = "prompt"  # the user submitted a prompt: a new turn
     PRE_TOOL = "pre_tool"  # a tool is about to run: the guards decide
@@ -26,19 +21,6 @@ class EventKind(StrEnum):
     SESSION_START = "session_start"  # a session starts (or resumes): context before any prompt
     CATCH_UP = "catch_up"  # compaction or session end: add what the live events missed
     IGNORED = "ignored"  # an event memvm knows and has nothing to do for
-
-
-class TranscriptFormat(StrEnum):
-    CLAUDE_CODE = "claude-code"  # JSON lines of conversation records
-    GEMINI_CLI = "gemini-cli"  # JSON lines of message records, or one legacy JSON document
-
-
-@dataclass(frozen=True)
-class TranscriptSource:
-    """The host's own record of the session, as the event names it."""
-
-    path: str
-    format: TranscriptFormat
 
 
 class MalformedEvent(Exception):
@@ -59,7 +41,7 @@ class HookEvent:
     duration_ms: float | None = None
     reply: str = ""
     tool_use_id: str = ""  # the host's id of the call, when it gives one
-    transcript: TranscriptSource | None = None
+    transcript: str = ""  # the path of the host's own record of the session, when the event names one
     interrupted: bool = False  # the user stopped the call: it says nothing about the tool
     cwd: str = ""  # the host's working directory: which project's memory the event belongs to
 
@@ -84,7 +66,7 @@ _NOT_NAME = re.compile(r"[^A-Za-z0-9_.:\-]")
 _NOT_TOOL_NAME = re.compile(r"[^A-Za-z0-9_.:/\-]")
 
 
-def session_name(raw: Any, host: Host) -> str:
+def session_name(raw: Any, host: str) -> str:
     """The host's session id as a memvm session name, the same for the same id every time.
 
     An id that is already a valid name is kept as it is. Any other (a final newline, slashes,
@@ -93,10 +75,10 @@ def session_name(raw: Any, host: Host) -> str:
     a session.
     """
     if not isinstance(raw, str) or not raw:
-        return host.value
+        return host
     if is_name(raw):
         return raw
-    return _named(raw, _NOT_NAME.sub("-", raw).lstrip("_.:-")[:50], host.value)
+    return _named(raw, _NOT_NAME.sub("-", raw).lstrip("_.:-")[:50], host)
 
 
 def tool_name(raw: str) -> str:
@@ -112,9 +94,9 @@ def _named(raw: str, cleaned: str, fallback: str) -> str:
     return f"{cleaned}-{tag}" if cleaned else f"{fallback}-{tag}"
 
 
-def event_digest(host: Host, payload: dict[str, Any]) -> str:
-    """Equal for a replay of the same event: the host and every field, in a canonical order."""
-    canonical = json.dumps([host.value, payload], sort_keys=True, separators=(",", ":"), default=str)
+def event_digest(host: str, payload: dict[str, Any]) -> str:
+    """Equal for a replay of the same event: the host's name and every field, in a canonical order."""
+    canonical = json.dumps([host, payload], sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -130,7 +112,8 @@ def text_field(payload: dict[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-_TOOL_EVENTS = (EventKind.PRE_TOOL, EventKind.TOOL_DONE, EventKind.TOOL_FAILED)
+# The events about one tool call, which name the tool.
+TOOL_EVENTS = (EventKind.PRE_TOOL, EventKind.TOOL_DONE, EventKind.TOOL_FAILED)
 
 
 def known_event(payload: Any, kinds: dict[str, EventKind]) -> tuple[dict[str, Any], str, EventKind]:
@@ -146,6 +129,6 @@ def known_event(payload: Any, kinds: dict[str, EventKind]) -> tuple[dict[str, An
         # Quoted for the operator's log, where a secret must not land either.
         raise MalformedEvent(f"unknown event {redact(str(name)[:60])!r}")
     kind = kinds[name]
-    if kind in _TOOL_EVENTS and not isinstance(payload.get("tool_name"), str):
+    if kind in TOOL_EVENTS and not isinstance(payload.get("tool_name"), str):
         raise MalformedEvent(f"{name} without a tool_name")
     return payload, name, kind

@@ -1,10 +1,16 @@
-"""Gemini CLI's hook protocol: https://geminicli.com/docs/hooks/reference
+"""Gemini CLI as a host: its hook protocol (https://geminicli.com/docs/hooks/reference), its
+settings file and its transcript.
 
 Each event arrives as one JSON object on stdin (common fields `session_id`, `transcript_path`,
 `cwd`, `hook_event_name`, `timestamp`); the answer is one JSON object on stdout with exit code 0,
 the form the reference prefers for all logic. Exit code 2 would block, so memvm never uses it: a
 deny is `{"decision": "deny", "reason": ...}`, and context is `additionalContext` in
 `hookSpecificOutput`, which only SessionStart, BeforeAgent and AfterTool take.
+
+The transcript is JSON lines of message records (`id`, `type` "user" or "gemini", `content` as a
+string or text parts), with `{"$set": ...}` metadata updates and `{"$rewindTo": id}` rewinds, or,
+in older versions, one JSON document with a `messages` list
+(packages/core/src/services/chatRecordingService.ts in google-gemini/gemini-cli).
 """
 
 import json
@@ -14,9 +20,6 @@ from memvm.hooks.events import (
     EventKind,
     HookAnswer,
     HookEvent,
-    Host,
-    TranscriptFormat,
-    TranscriptSource,
     as_object,
     event_digest,
     known_event,
@@ -24,13 +27,17 @@ from memvm.hooks.events import (
     text_field,
     tool_name,
 )
+from memvm.hooks.host_spec import HostProtocol, HostSettings, HostSpec, Scope
+from memvm.hooks.transcripts import Entry, Records, TranscriptFormat, Turns, joined
+
+NAME = "gemini-cli"
 
 KINDS = {
+    "SessionStart": EventKind.SESSION_START,
     "BeforeAgent": EventKind.PROMPT,
     "BeforeTool": EventKind.PRE_TOOL,
     "AfterTool": EventKind.TOOL_DONE,
     "AfterAgent": EventKind.REPLY,
-    "SessionStart": EventKind.SESSION_START,
     # Before the history is compressed, and when the session ends: read what the hooks missed.
     "PreCompress": EventKind.CATCH_UP,
     "SessionEnd": EventKind.CATCH_UP,
@@ -77,19 +84,18 @@ def parse(payload: Any) -> HookEvent:
     payload, name, kind = known_event(payload, KINDS)
     response = payload.get("tool_response")
     error = _failure(response) if kind is EventKind.TOOL_DONE else None
-    path = text_field(payload, "transcript_path")
     return HookEvent(
         kind=EventKind.TOOL_FAILED if error is not None else kind,
         name=name,
-        session=session_name(payload.get("session_id"), Host.GEMINI_CLI),
-        digest=event_digest(Host.GEMINI_CLI, payload),
+        session=session_name(payload.get("session_id"), NAME),
+        digest=event_digest(NAME, payload),
         prompt=text_field(payload, "prompt") if kind is EventKind.PROMPT else "",
         tool=tool_name(text_field(payload, "tool_name")),
         tool_input=as_object(payload.get("tool_input")),
         tool_response=_result(response),
         error=error or "",
         reply=text_field(payload, "prompt_response"),
-        transcript=TranscriptSource(path, TranscriptFormat.GEMINI_CLI) if path else None,
+        transcript=text_field(payload, "transcript_path"),
         cwd=text_field(payload, "cwd"),
     )
 
@@ -117,3 +123,61 @@ WORKSPACE_TOOLS = frozenset(
 
 # Of those, the tools that change the user's files: the same command after one of them is a new run.
 EDITING_TOOLS = frozenset({"write_file", "replace", "edit"})
+
+
+def _rewound(records: Records) -> Records:
+    # A rewind drops the message it names and everything after it.
+    kept: Records = []
+    for record in records:
+        target = record.get("$rewindTo")
+        if target is not None:
+            ids = [message.get("id") for message in kept]
+            if target in ids:
+                del kept[ids.index(target) :]
+        elif "id" in record and "type" in record:
+            kept.append(record)
+    return kept
+
+
+def _messages(records: Records) -> list[Entry]:
+    turns = Turns()
+    for record in records:
+        text = joined(record.get("content"))
+        if not text.strip():
+            continue
+        if record.get("type") == "user":
+            turns.prompt(text)
+        elif record.get("type") == "gemini":
+            turns.said(text)
+    return turns.close()
+
+
+def transcript_entries(records: Records) -> list[Entry]:
+    return _messages(_rewound(records))
+
+
+def legacy_transcript(data: bytes) -> list[Entry] | None:
+    """The entries of the older one-document file, or None when `data` is not one."""
+    if not data.lstrip().startswith(b"{"):
+        return None
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    messages = document.get("messages") if isinstance(document, dict) else None
+    if not isinstance(messages, list):
+        return None
+    return _messages([record for record in messages if isinstance(record, dict)])
+
+
+HOST = HostSpec(
+    name=NAME,
+    title="Gemini CLI",
+    protocol=HostProtocol(parse, render, KINDS, WORKSPACE_TOOLS, EDITING_TOOLS),
+    # Its only personal settings file is the user's. It deduplicates hooks by name across its
+    # settings layers, and its `hooks.disabled` names them.
+    settings=HostSettings(".gemini", default_scope=Scope.USER, named_handlers=True),
+    transcript=TranscriptFormat(transcript_entries, document=legacy_transcript),
+    # Each event carries its `timestamp`.
+    dated_events=True,
+)

@@ -13,12 +13,13 @@ from memvm.engine.models.pages import Role
 from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.engine.models.writes import IngestMessage
 from memvm.hooks.catch_up import catch_up
-from memvm.hooks.events import EventKind, HookAnswer, HookEvent, Host, tool_result_digest
+from memvm.hooks.events import EventKind, HookAnswer, HookEvent, tool_result_digest
+from memvm.hooks.host_spec import HostSpec
 from memvm.hooks.project import event_project
 from memvm.hooks.recall import recall
 from memvm.hooks.replays import handled_digest
 from memvm.hooks.session_start import start_context
-from memvm.hooks.transcripts import Said, read_transcript
+from memvm.hooks.transcripts import Reply, read_transcript
 from memvm.hooks.user_notes import CONFIRMATION, fact_about_user, keep_for_user
 
 # How much of a repeated call's bound result a deny reason quotes.
@@ -44,7 +45,7 @@ def uncheckable_reason(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class HookSettings:
-    host: Host
+    host: HostSpec
     namespace: str
     recall_tokens: int
     guards: GuardConfig
@@ -68,9 +69,9 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
             )
             return HookAnswer(context=context)
         case EventKind.CATCH_UP:
-            if event.transcript is None:
+            if not event.transcript:
                 return HookAnswer()
-            warning = await catch_up(engine, event, event.transcript, settings.namespace, settings.host.value)
+            warning = await catch_up(engine, event, settings.host, settings.namespace)
             return HookAnswer(warning=warning)
     namespace = settings.namespace
     digest = await handled_digest(engine, namespace, settings.host, event)
@@ -80,7 +81,7 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
     answer = await _apply(engine, event, settings)
     await engine.record_hook_event(
         namespace=namespace,
-        host=settings.host.value,
+        host=settings.host.name,
         session=event.session,
         digest=digest,
         event=event.name,
@@ -91,7 +92,7 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
         # transcript shows) is this denial, not the tool's outcome, and teaches nothing about it.
         await engine.record_hook_event(
             namespace=namespace,
-            host=settings.host.value,
+            host=settings.host.name,
             session=event.session,
             digest=tool_result_digest(event.session, event.tool_use_id),
             event=event.name,
@@ -154,7 +155,9 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
             )
             return HookAnswer()
         case EventKind.REPLY:
-            reply = event.reply if event.reply.strip() else await _last_reply_in_transcript(event)
+            reply = event.reply
+            if not reply.strip():
+                reply = await _last_reply_in_transcript(event, settings.host)
             if reply.strip():
                 await engine.ingest(
                     namespace=namespace,
@@ -166,16 +169,13 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
     return HookAnswer()
 
 
-async def _last_reply_in_transcript(event: HookEvent) -> str:
+async def _last_reply_in_transcript(event: HookEvent, host: HostSpec) -> str:
     """The turn's final reply as the transcript holds it, for a host version whose stop event
     does not carry it (`last_assistant_message`)."""
-    if event.transcript is None:
+    if not event.transcript:
         return ""
-    source = event.transcript
-    transcript = await anyio.to_thread.run_sync(read_transcript, source.path, source.format)
-    replies = [
-        entry.text for entry in transcript.entries if isinstance(entry, Said) and entry.role is Role.ASSISTANT
-    ]
+    transcript = await anyio.to_thread.run_sync(read_transcript, event.transcript, host.transcript)
+    replies = [entry.text for entry in transcript.entries if isinstance(entry, Reply)]
     return replies[-1] if replies else ""
 
 

@@ -11,23 +11,11 @@ import os
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from memvm.hooks.events import Host
-
-
-class Scope(StrEnum):
-    LOCAL = "local"  # this project, this person: Claude Code's .claude/settings.local.json
-    PROJECT = "project"  # this project, the whole team: committed with it
-    USER = "user"  # every project, this person: under $HOME
-
-
-# Where a host keeps a personal setup when no scope is named: Claude Code has a per-project file
-# that is never committed; Gemini CLI's only personal file is the user's.
-DEFAULT_SCOPES: dict[Host, Scope] = {Host.CLAUDE_CODE: Scope.LOCAL, Host.GEMINI_CLI: Scope.USER}
+from memvm.hooks.events import TOOL_EVENTS, EventKind
+from memvm.hooks.host_spec import HostSpec, Scope
 
 
 class SettingsRefused(Exception):
@@ -39,59 +27,24 @@ class InstallRefused(Exception):
     in a shared file, no memvm script to name); the message says what to do instead."""
 
 
-@dataclass(frozen=True)
-class _Event:
-    name: str
-    any_tool: bool  # a tool event: its group takes the match-all matcher
-    # The handler's own timeout, in the host's unit, where the host's default is too short.
-    timeout: int | None = None
-
-
-# The events each host sends that memvm answers (see docs/hooks.md).
-_EVENTS: dict[Host, tuple[_Event, ...]] = {
-    Host.CLAUDE_CODE: (
-        _Event("SessionStart", any_tool=False),
-        _Event("UserPromptSubmit", any_tool=False),
-        _Event("PreToolUse", any_tool=True),
-        _Event("PostToolUse", any_tool=True),
-        _Event("PostToolUseFailure", any_tool=True),
-        _Event("Stop", any_tool=False),
-        _Event("PreCompact", any_tool=False),
-        # SessionEnd hooks share 1.5 s unless a handler asks for more (seconds): the catch-up
-        # reads the whole transcript.
-        _Event("SessionEnd", any_tool=False, timeout=15),
-    ),
-    Host.GEMINI_CLI: (
-        _Event("SessionStart", any_tool=False),
-        _Event("BeforeAgent", any_tool=False),
-        _Event("BeforeTool", any_tool=True),
-        _Event("AfterTool", any_tool=True),
-        _Event("AfterAgent", any_tool=False),
-        _Event("PreCompress", any_tool=False),
-        _Event("SessionEnd", any_tool=False),
-    ),
-}
-
-# Each host's settings folder; the file inside is settings.json in both scopes.
-_FOLDERS: dict[Host, str] = {Host.CLAUDE_CODE: ".claude", Host.GEMINI_CLI: ".gemini"}
+# The file inside each host's settings folder, in every scope.
 SETTINGS_FILE = "settings.json"
-LOCAL_SETTINGS_FILE = "settings.local.json"  # Claude Code's own, kept out of version control by it
+LOCAL_SETTINGS_FILE = "settings.local.json"  # the personal one per project, where a host has one
 
-# Gemini CLI deduplicates hooks by name across its settings layers; a named handler is also what
-# its `hooks.disabled` list refers to.
+# The name a handler carries where the host's handlers carry one (HostSettings.named_handlers).
 HANDLER_NAME = "memvm"
 
 
-def settings_path(host: Host, scope: Scope, cwd: Path, home: Path) -> Path:
+def settings_path(host: HostSpec, scope: Scope, cwd: Path, home: Path) -> Path:
     if scope is Scope.LOCAL:
-        if host is not Host.CLAUDE_CODE:
+        if not host.settings.local_file:
             raise InstallRefused(
-                f"{host.value} has no personal settings file per project: use --scope user (yours, "
+                f"{host.name} has no personal settings file per project: use --scope user (yours, "
                 "every project) or --scope project (shared with everyone who opens the project)"
             )
-        return cwd / _FOLDERS[host] / LOCAL_SETTINGS_FILE
+        return cwd / host.settings.folder / LOCAL_SETTINGS_FILE
     base = cwd if scope is Scope.PROJECT else home
-    return base / _FOLDERS[host] / SETTINGS_FILE
+    return base / host.settings.folder / SETTINGS_FILE
 
 
 def memvm_program() -> str:
@@ -112,12 +65,12 @@ def memvm_program() -> str:
     return os.path.abspath(found)
 
 
-def hook_command(host: Host, program: str, db: str | None, namespace: str | None) -> str:
+def hook_command(host: HostSpec, program: str, db: str | None, namespace: str | None) -> str:
     """The shell command a host runs: `PROGRAM hook HOST`, plus the database and namespace when given.
 
     The database path is made absolute, because hosts run hooks from whatever directory the
     session is in."""
-    words = [program, "hook", host.value]
+    words = [program, "hook", host.name]
     if db is not None:
         words += ["--db", os.path.abspath(os.path.expanduser(db))]
     if namespace is not None:
@@ -125,27 +78,33 @@ def hook_command(host: Host, program: str, db: str | None, namespace: str | None
     return shlex.join(words)
 
 
-def _handler(host: Host, command: str) -> dict[str, Any]:
-    if host is Host.GEMINI_CLI:
+def _handler(host: HostSpec, command: str) -> dict[str, Any]:
+    if host.settings.named_handlers:
         return {"name": HANDLER_NAME, "type": "command", "command": command}
     return {"type": "command", "command": command}
 
 
-def _group(host: Host, event: _Event, command: str) -> dict[str, Any]:
-    group: dict[str, Any] = {"matcher": "*"} if event.any_tool else {}
+def _group(host: HostSpec, event: str, command: str) -> dict[str, Any]:
+    group: dict[str, Any] = {"matcher": "*"} if host.protocol.kinds[event] in TOOL_EVENTS else {}
     handler = _handler(host, command)
-    if event.timeout is not None:
-        handler["timeout"] = event.timeout
+    timeout = host.settings.timeouts.get(event)
+    if timeout is not None:
+        handler["timeout"] = timeout
     group["hooks"] = [handler]
     return group
 
 
-def entries(host: Host, command: str) -> dict[str, Any]:
+def answered_events(host: HostSpec) -> list[str]:
+    """The events memvm's entries ask the host to send: every one its protocol does something for."""
+    return [name for name, kind in host.protocol.kinds.items() if kind is not EventKind.IGNORED]
+
+
+def entries(host: HostSpec, command: str) -> dict[str, Any]:
     """memvm's entries alone, as they would appear in an empty settings file."""
-    return {"hooks": {event.name: [_group(host, event, command)] for event in _EVENTS[host]}}
+    return {"hooks": {event: [_group(host, event, command)] for event in answered_events(host)}}
 
 
-def is_ours(handler: Any, host: Host) -> bool:
+def is_ours(handler: Any, host: HostSpec) -> bool:
     """A handler that runs `memvm hook HOST`, whatever its flags or the path to memvm."""
     if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
         return False
@@ -154,10 +113,10 @@ def is_ours(handler: Any, host: Host) -> bool:
     except ValueError:  # unbalanced quotes: someone else's command
         return False
     program = Path(words[0]).name if words else ""
-    return len(words) >= 3 and program in ("memvm", "memvm.exe") and words[1:3] == ["hook", host.value]
+    return len(words) >= 3 and program in ("memvm", "memvm.exe") and words[1:3] == ["hook", host.name]
 
 
-def merge(settings: Any, host: Host, command: str) -> dict[str, Any]:
+def merge(settings: Any, host: HostSpec, command: str) -> dict[str, Any]:
     """The settings with memvm's entries in place; the argument itself is left unchanged.
 
     In each event memvm answers, the first handler of ours is updated in place (keeping any keys
@@ -169,16 +128,16 @@ def merge(settings: Any, host: Host, command: str) -> dict[str, Any]:
     hooks = merged.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise SettingsRefused('its "hooks" is not a JSON object')
-    for event in _EVENTS[host]:
-        groups = hooks.setdefault(event.name, [])
+    for event in answered_events(host):
+        groups = hooks.setdefault(event, [])
         if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
-            raise SettingsRefused(f'its "hooks"."{event.name}" is not a list of JSON objects')
+            raise SettingsRefused(f'its "hooks"."{event}" is not a list of JSON objects')
         if not _prune_ours(groups, host, command):
             groups.append(_group(host, event, command))
     return merged
 
 
-def _prune_ours(groups: list[Any], host: Host, command: str | None) -> bool:
+def _prune_ours(groups: list[Any], host: HostSpec, command: str | None) -> bool:
     """Drop our handlers from `groups`, but for the first when `command` is given, which is pointed
     at it; a group that held only handlers dropped here goes too. Whether any of ours was there."""
     found = False
@@ -203,7 +162,7 @@ def _prune_ours(groups: list[Any], host: Host, command: str | None) -> bool:
     return found
 
 
-def remove(settings: Any, host: Host) -> dict[str, Any]:
+def remove(settings: Any, host: HostSpec) -> dict[str, Any]:
     """The settings without memvm's handlers for `host`; the argument itself is left unchanged.
 
     A group left with no handler goes, and an event left with no group goes, when memvm's removal
@@ -225,7 +184,7 @@ def remove(settings: Any, host: Host) -> dict[str, Any]:
 
 
 def disabled_by_name(settings: dict[str, Any]) -> bool:
-    """Gemini CLI's `hooks.disabled` names memvm's handler, so the entries will not run."""
+    """`hooks.disabled` names memvm's handler, so a host whose handlers carry names will not run them."""
     hooks = settings.get("hooks")
     disabled = hooks.get("disabled") if isinstance(hooks, dict) else None
     return isinstance(disabled, list) and HANDLER_NAME in disabled

@@ -20,11 +20,10 @@ from pathlib import Path
 from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.paths import data_dir
 from memvm.hooks import settings_file
-from memvm.hooks.events import Host
+from memvm.hooks.host_spec import HostSpec, Scope
+from memvm.hooks.hosts import HOSTS
 from memvm.hooks.install import (
-    DEFAULT_SCOPES,
     InstallRefused,
-    Scope,
     SettingsRefused,
     disabled_by_name,
     entries,
@@ -58,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         "uninstall", help="take memvm's hook entries out of the host's settings file, and nothing else"
     )
     for command in (install, uninstall):
-        command.add_argument("host", choices=[h.value for h in Host], help="the agent host")
+        command.add_argument("host", choices=list(HOSTS), help="the agent host")
         command.add_argument("--scope", choices=[s.value for s in Scope], help=_SCOPE_HELP)
     install.add_argument(
         "--print",
@@ -71,12 +70,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _backup(path: Path, host: Host) -> Path:
+def _backup(path: Path, host: HostSpec) -> Path:
     """Copy the file into memvm's data folder; an earlier backup is never overwritten."""
     folder = data_dir() / "settings-backups"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    stem = f"{host.value}-{path.name}.{stamp}"
+    stem = f"{host.name}-{path.name}.{stamp}"
     backup = folder / f"{stem}.bak"
     n = 1
     while backup.exists():
@@ -90,49 +89,49 @@ def _shown(path: Path, file: Path) -> str:
     return str(path) if file == path else f"{path} (a link: written through to {file})"
 
 
-def install(host: Host, path: Path, command: str) -> list[str]:
+def install(host: HostSpec, path: Path, command: str) -> list[str]:
     """Merge memvm's entries into the file at `path`; the lines that say what was done."""
     file = settings_file.target(path)
     existing = settings_file.read(file)
     merged = merge({} if existing is None else existing, host, command)
     if merged == existing:
-        return [f"memvm hooks for {host.value} are already in {path}; nothing changed"]
+        return [f"memvm hooks for {host.name} are already in {path}; nothing changed"]
     file.parent.mkdir(parents=True, exist_ok=True)
     said = []
     if existing is None:
-        said.append(f"created {path} with memvm's hooks for {host.value}")
+        said.append(f"created {path} with memvm's hooks for {host.name}")
     else:
         backup = _backup(file, host)
         said.append(
-            f"merged memvm's hooks for {host.value} into {_shown(path, file)}; the previous file is {backup}"
+            f"merged memvm's hooks for {host.name} into {_shown(path, file)}; the previous file is {backup}"
         )
     settings_file.write(file, merged)
-    if disabled_by_name(merged):
-        said.append(f'note: "hooks"."disabled" in {path} lists "memvm", so Gemini CLI will not run it')
+    if host.settings.named_handlers and disabled_by_name(merged):
+        said.append(f'note: "hooks"."disabled" in {path} lists "memvm", so {host.title} will not run it')
     return said
 
 
-def uninstall(host: Host, path: Path) -> list[str]:
+def uninstall(host: HostSpec, path: Path) -> list[str]:
     """Take memvm's entries out of the file at `path`; the lines that say what was done."""
     file = settings_file.target(path)
     existing = settings_file.read(file)
     kept = None if existing is None else remove(existing, host)
     if existing is None or kept == existing:
-        return [f"no memvm hooks for {host.value} in {path}; nothing changed"]
+        return [f"no memvm hooks for {host.name} in {path}; nothing changed"]
     backup = _backup(file, host)
     settings_file.write(file, kept or {})
-    return [f"took memvm's hooks for {host.value} out of {_shown(path, file)}; the previous file is {backup}"]
+    return [f"took memvm's hooks for {host.name} out of {_shown(path, file)}; the previous file is {backup}"]
 
 
-def _shared_file_note(host: Host) -> str:
+def _shared_file_note(host: HostSpec) -> str:
     return (
-        f"this file is shared: each teammate needs memvm on the PATH {host.value} runs hooks with, and "
+        f"this file is shared: each teammate needs memvm on the PATH {host.name} runs hooks with, and "
         "their captures go to their own memory ($MEMVM_DB, else memvm's per-user data folder); "
         "for yourself alone, install with --scope local or user instead, which names this memvm by its path"
     )
 
 
-def _command_line(args: argparse.Namespace, host: Host, scope: Scope) -> str:
+def _command_line(args: argparse.Namespace, host: HostSpec, scope: Scope) -> str:
     if args.namespace is not None and not is_name(args.namespace):
         raise InstallRefused(f"--namespace takes {NAME_RULE}")
     if scope is Scope.PROJECT:
@@ -147,8 +146,8 @@ def _command_line(args: argparse.Namespace, host: Host, scope: Scope) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    host = Host(args.host)
-    scope = Scope(args.scope) if args.scope else DEFAULT_SCOPES[host]
+    host = HOSTS[args.host]
+    scope = Scope(args.scope) if args.scope else host.settings.default_scope
     name = f"memvm hooks {args.command}"
     try:
         path = settings_path(host, scope, Path.cwd(), Path.home())

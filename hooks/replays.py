@@ -34,9 +34,9 @@ from memvm.engine import Engine
 from memvm.engine.guards.literals import call_hash
 from memvm.engine.models.pages import Role
 from memvm.engine.redaction import redact
-from memvm.hooks.events import EventKind, HookEvent, Host
+from memvm.hooks.events import TOOL_EVENTS, EventKind, HookEvent
+from memvm.hooks.host_spec import HostSpec
 
-_TOOL_EVENTS = (EventKind.PRE_TOOL, EventKind.TOOL_DONE, EventKind.TOOL_FAILED)
 # What a prompt and a final reply are stored as.
 _SAID = {EventKind.PROMPT: Role.USER, EventKind.REPLY: Role.ASSISTANT}
 _TAIL = 1
@@ -44,19 +44,19 @@ _TAIL = 1
 _KEY_CHARS = 32
 
 
-async def handled_digest(engine: Engine, namespace: str, host: Host, event: HookEvent) -> str:
+async def handled_digest(engine: Engine, namespace: str, host: HostSpec, event: HookEvent) -> str:
     """The digest `event` is looked up and marked handled under (see the module's docstring)."""
-    if event.kind in _SAID and host is Host.CLAUDE_CODE:
+    if event.kind in _SAID and not host.dated_events:
         return await _said_digest(engine, namespace, event)
-    if event.kind not in _TOOL_EVENTS or event.tool_use_id:
+    if event.kind not in TOOL_EVENTS or event.tool_use_id:
         return event.digest
     completed = await engine.tool_outcomes_recorded(
         namespace=namespace, session=event.session, tool=event.tool, args=event.tool_input
     )
     if event.kind is EventKind.PRE_TOOL:
-        return _call_key(host, event, completed) + event.digest[_KEY_CHARS:]
+        return _call_key(host.name, event, completed) + event.digest[_KEY_CHARS:]
     started = await engine.handled_hook_event_with_prefix(
-        namespace=namespace, prefix=_call_key(host, event, completed)
+        namespace=namespace, prefix=_call_key(host.name, event, completed)
     )
     return _numbered(event.digest, completed if started else completed - 1)
 
@@ -75,10 +75,8 @@ async def _said_digest(engine: Engine, namespace: str, event: HookEvent) -> str:
     return _numbered(event.digest, count)
 
 
-def _call_key(host: Host, event: HookEvent, completed: int) -> str:
-    canonical = json.dumps(
-        ["call", host.value, event.session, call_hash(event.tool, event.tool_input), completed]
-    )
+def _call_key(host: str, event: HookEvent, completed: int) -> str:
+    canonical = json.dumps(["call", host, event.session, call_hash(event.tool, event.tool_input), completed])
     return hashlib.sha256(canonical.encode()).hexdigest()[:_KEY_CHARS]
 
 

@@ -1,43 +1,41 @@
 """The hosts' own records of a session, read for what the live events missed.
 
-Claude Code writes one JSON object per line (not in its documentation; the shape described by
-https://meksys-dev.github.io/mekara/docs/dependencies/claude-cli/jsonl-schema): `user` lines carry
-a prompt (`message.content` as a string or text blocks) or tool results (`tool_result` blocks
-with `tool_use_id`, `content`, `is_error`); `assistant` lines carry `text` and `tool_use` blocks
-(`id`, `name`, `input`). Gemini CLI writes JSON lines of message records (`id`, `type` "user" or
-"gemini", `content` as a string or text parts), with `{"$set": ...}` metadata updates and
-`{"$rewindTo": id}` rewinds, or, in older versions, one JSON document with a `messages` list
-(packages/core/src/services/chatRecordingService.ts in google-gemini/gemini-cli).
+Each host writes its own shape; its module says how it reads (a `TranscriptFormat`: its JSON lines'
+records to prompts, final replies and tool calls, and any one-document form it writes instead).
+What is common is here: a transcript is the host's file, of any size and in any state: it is read
+from its last `MAX_BYTES` only, a line that does not parse (or is nested past what the parser
+takes) is skipped, and whatever was readable is returned with at most one sentence on what was
+not. It must be a regular file (a link to one is followed): a FIFO, a device or a socket named by
+an event would hold the hook, and the host, on a read that never ends.
 
-A transcript is the host's file, of any size and in any state: it is read from its last
-`MAX_BYTES` only, a line that does not parse (or is nested past what the parser takes) is
-skipped, and whatever was readable is returned with at most one sentence on what was not. It must
-be a regular file (a link to one is followed): a FIFO, a device or a socket named by an event
-would hold the hook, and the host, on a read that never ends.
+Light on purpose (the standard library and the engine's file checks): the hook's client loads
+every host, and with it this module.
 """
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memvm.engine.hosts.host_files import NotRegularFile, open_regular
-from memvm.engine.models.pages import Role
-from memvm.hooks.events import TranscriptFormat
 
 # What is read of a transcript at most: its end, where what the live events missed is.
 MAX_BYTES = 16 * 2**20
-# Claude Code's first line after a compaction: its summary of the conversation, not a prompt.
-_CONTINUATION = "This session is being continued from a previous conversation"
 
 
 @dataclass(frozen=True)
-class Said:
-    """A user prompt or the final reply of a turn."""
+class Prompt:
+    """A prompt the user sent."""
 
-    role: Role
+    text: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The final reply of a turn."""
+
     text: str
 
 
@@ -52,7 +50,23 @@ class ToolCall:
     failed: bool
 
 
-Entry = Said | ToolCall
+Entry = Prompt | Reply | ToolCall
+Records = list[dict[str, Any]]
+
+
+def _no_document(data: bytes) -> list[Entry] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class TranscriptFormat:
+    """How one host's transcript reads."""
+
+    # The file's JSON lines, as objects in order, to the entries they hold.
+    entries: Callable[[Records], list[Entry]]
+    # The entries of a whole file the host wrote as one JSON document instead of lines, or None
+    # when the file is not one.
+    document: Callable[[bytes], list[Entry] | None] = _no_document
 
 
 @dataclass
@@ -74,12 +88,12 @@ def read_transcript(path: str, format: TranscriptFormat) -> Transcript:
         return Transcript(problem="the transcript named by the event is not a regular file")
     except OSError:
         return Transcript(problem="the transcript named by the event cannot be read")
-    if format is TranscriptFormat.GEMINI_CLI and not truncated:
-        document = _document(data)
+    if not truncated:
+        document = format.document(data)
         if document is not None:
-            return Transcript(entries=_gemini(document))
+            return Transcript(entries=document)
     records, garbled = _records(data, skip_first=truncated)
-    entries = _claude(records) if format is TranscriptFormat.CLAUDE_CODE else _gemini(_rewound(records))
+    entries = format.entries(records)
     problem = None
     if truncated:
         problem = f"the transcript is over {MAX_BYTES // 2**20} MiB; only its end was read"
@@ -97,23 +111,11 @@ def _tail(path: Path) -> tuple[bytes, bool]:
         return file.read(MAX_BYTES), start > 0
 
 
-def _document(data: bytes) -> list[dict[str, Any]] | None:
-    # The legacy Gemini CLI file: one document whose `messages` are the records.
-    if not data.lstrip().startswith(b"{"):
-        return None
-    try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    messages = document.get("messages") if isinstance(document, dict) else None
-    return [record for record in messages if isinstance(record, dict)] if isinstance(messages, list) else None
-
-
-def _records(data: bytes, *, skip_first: bool) -> tuple[list[dict[str, Any]], int]:
+def _records(data: bytes, *, skip_first: bool) -> tuple[Records, int]:
     lines = data.split(b"\n")
     if skip_first:
         lines = lines[1:]  # the read began inside it
-    records: list[dict[str, Any]] = []
+    records: Records = []
     garbled = 0
     for line in lines:
         if not line.strip():
@@ -140,17 +142,19 @@ def _texts(content: Any) -> Iterator[str]:
                 yield block["text"]
 
 
-def _joined(content: Any) -> str:
+def joined(content: Any) -> str:
+    """The text of a message's content (a string, or a list of text blocks), thoughts left out."""
     return "\n\n".join(text for text in _texts(content) if text.strip())
 
 
-def _blocks(content: Any, kind: str) -> list[dict[str, Any]]:
+def blocks(content: Any, kind: str) -> list[dict[str, Any]]:
+    """The blocks of `content` whose `type` is `kind`."""
     if not isinstance(content, list):
         return []
     return [block for block in content if isinstance(block, dict) and block.get("type") == kind]
 
 
-class _Turns:
+class Turns:
     """Entries in order; a turn's final reply is written when the next prompt (or the end) comes."""
 
     def __init__(self) -> None:
@@ -160,7 +164,7 @@ class _Turns:
 
     def prompt(self, text: str) -> None:
         self.close()
-        self.entries.append(Said(Role.USER, text))
+        self.entries.append(Prompt(text))
 
     def said(self, text: str, message_id: Any = None) -> None:
         # One reply may be split over several records of the same message id.
@@ -172,72 +176,6 @@ class _Turns:
 
     def close(self) -> list[Entry]:
         if self.reply.strip():
-            self.entries.append(Said(Role.ASSISTANT, self.reply))
+            self.entries.append(Reply(self.reply))
         self.reply, self.reply_id = "", None
         return self.entries
-
-
-def _claude(records: list[dict[str, Any]]) -> list[Entry]:
-    turns = _Turns()
-    calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    for record in records:
-        # Meta lines (command output, compaction summaries) and subagents' lines are not the
-        # conversation the user had.
-        if record.get("isMeta") or record.get("isCompactSummary") or record.get("isSidechain"):
-            continue
-        message = record.get("message")
-        if not isinstance(message, dict):
-            continue
-        content = message.get("content")
-        if record.get("type") == "assistant":
-            for use in _blocks(content, "tool_use"):
-                if isinstance(use.get("id"), str) and isinstance(use.get("name"), str):
-                    args = use.get("input")
-                    calls[use["id"]] = (use["name"], args if isinstance(args, dict) else {"input": args})
-            if text := _joined([block for block in _blocks(content, "text")]):
-                turns.said(text, message.get("id"))
-        elif record.get("type") == "user":
-            results = _blocks(content, "tool_result")
-            for result in results:
-                call = calls.pop(str(result.get("tool_use_id")), None)
-                if call is not None:
-                    turns.entries.append(
-                        ToolCall(
-                            tool_use_id=str(result["tool_use_id"]),
-                            tool=call[0],
-                            args=call[1],
-                            result=_joined(result.get("content")),
-                            failed=result.get("is_error") is True,
-                        )
-                    )
-            text = _joined(content)
-            if not results and text.strip() and not text.startswith(_CONTINUATION):
-                turns.prompt(text)
-    return turns.close()
-
-
-def _rewound(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    # A rewind drops the message it names and everything after it.
-    kept: list[dict[str, Any]] = []
-    for record in records:
-        target = record.get("$rewindTo")
-        if target is not None:
-            ids = [message.get("id") for message in kept]
-            if target in ids:
-                del kept[ids.index(target) :]
-        elif "id" in record and "type" in record:
-            kept.append(record)
-    return kept
-
-
-def _gemini(records: list[dict[str, Any]]) -> list[Entry]:
-    turns = _Turns()
-    for record in records:
-        text = _joined(record.get("content"))
-        if not text.strip():
-            continue
-        if record.get("type") == "user":
-            turns.prompt(text)
-        elif record.get("type") == "gemini":
-            turns.said(text)
-    return turns.close()

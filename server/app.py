@@ -7,7 +7,8 @@ from typing import Any
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from memvm.engine import Engine
+from mcp.server.mcpserver.tools import Tool
+from memvm.engine import Engine, EngineConfig
 from memvm.engine.paging.tokens import warm_up
 from memvm.resources.budget import reserved_tokens
 from memvm.server import (
@@ -103,25 +104,33 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
         "memvm",
         instructions=instructions(settings.tools),
         version=_version(),
+        tools=_tools(settings.tools, config),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
         subscriptions=bus,
         **_bearer_auth(settings),
     )
-    tools_memory.register(server, config, in_context=settings.tools.host_managed)
-    tools_guards.register(server)
-    tools_procedures.register(server)
-    if settings.tools is ToolProfile.ALL:
-        tools_host.register(server)
-    if not settings.tools.host_managed:
-        leave_out_working_set(server)
-    check_arguments_strictly(server)
-    compact_tool_listing(server)
     mcp_resources.register(server, holder)
     mcp_prompts.register(server, holder)
-    protocol_handlers.register(server)
+    protocol_handlers.register(server, holder, bus)
     server.runtimes = holder
     return server
+
+
+def _tools(profile: ToolProfile, config: EngineConfig) -> list[Tool]:
+    """The tools `profile` serves, complete before the server takes them: what each returns and
+    lists, strict arguments, compact schemas."""
+    tools = [
+        *tools_memory.tools(config, in_context=profile.host_managed),
+        *tools_guards.tools(),
+        *tools_procedures.tools(),
+        *(tools_host.tools() if profile is ToolProfile.ALL else ()),
+    ]
+    if not profile.host_managed:
+        leave_out_working_set(tools)
+    check_arguments_strictly(tools)
+    compact_tool_listing(tools)
+    return tools
 
 
 def _bearer_auth(settings: ServerSettings) -> dict[str, Any]:

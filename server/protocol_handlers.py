@@ -1,8 +1,9 @@
 """Protocol requests beyond tools and resources: subscribe, listen, logging level, completion.
 
-MCPServer serves subscribe, logging level and completion not at all and subscriptions/listen
-without bounds; these are registered on its low-level server (see memvm.server.sdk_internals),
-which also makes the server advertise the matching capabilities.
+MCPServer serves completion only through its `completion()` decorator, and subscribe, logging
+level not at all and subscriptions/listen without bounds; those three are registered on its
+low-level server (see memvm.server.sdk_internals), which also makes the server advertise the
+matching capabilities.
 """
 
 from collections.abc import Awaitable, Callable
@@ -10,13 +11,14 @@ from typing import Any
 
 from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
-    CompleteRequestParams,
-    CompleteResult,
     Completion,
+    CompletionArgument,
+    CompletionContext,
     EmptyResult,
     PromptReference,
     ResourceTemplateReference,
@@ -26,10 +28,10 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 from memvm.resources.rules import RuleMode
-from memvm.server.app_state import Runtime
+from memvm.server.app_state import Runtime, RuntimeHolder
 from memvm.server.mcp_resources import FOLLOWABLE, followable
-from memvm.server.sdk_internals import add_request_handler, served_handler
-from memvm.server.subscriptions import MAX_PER_CONNECTION, SubscriptionRefused
+from memvm.server.sdk_internals import add_request_handler
+from memvm.server.subscriptions import MAX_PER_CONNECTION, NamespacedBus, SubscriptionRefused
 
 MAX_COMPLETIONS = 100
 
@@ -64,12 +66,12 @@ async def unsubscribe(
     return EmptyResult()
 
 
-ListenHandler = Callable[
+Listen = Callable[
     [ServerRequestContext[Runtime, Any], SubscriptionsListenRequestParams], Awaitable[HandlerResult]
 ]
 
 
-def bounded_listen(sdk_listen: ListenHandler) -> ListenHandler:
+def bounded_listen(sdk_listen: Listen) -> Listen:
     """The SDK's listen handler, following only resources memvm announces, and few of them.
 
     URIs that never fire are left out of the stream's filter rather than refused: the stream's
@@ -98,30 +100,39 @@ async def set_level(ctx: ServerRequestContext[Runtime, Any], params: SetLevelReq
     return EmptyResult()
 
 
-async def complete(ctx: ServerRequestContext[Runtime, Any], params: CompleteRequestParams) -> CompleteResult:
+async def complete(
+    runtime: Runtime, ref: PromptReference | ResourceTemplateReference, argument: CompletionArgument
+) -> Completion:
     """Sessions and page ids of the caller's namespace, and the rule modes of `vm_rules`."""
-    runtime = ctx.lifespan_context
-    typed = params.argument.value
+    typed = argument.value
     values: list[str] = []
-    if isinstance(params.ref, ResourceTemplateReference) and params.argument.name == "session":
+    if isinstance(ref, ResourceTemplateReference) and argument.name == "session":
         values = await runtime.engine.session_names(
             namespace=runtime.namespace, prefix=typed, limit=MAX_COMPLETIONS + 1
         )
-    elif isinstance(params.ref, ResourceTemplateReference) and params.argument.name == "page_id":
+    elif isinstance(ref, ResourceTemplateReference) and argument.name == "page_id":
         values = await runtime.engine.page_ids(
             namespace=runtime.namespace, prefix=typed, limit=MAX_COMPLETIONS + 1
         )
-    elif isinstance(params.ref, PromptReference) and params.argument.name == "mode":
+    elif isinstance(ref, PromptReference) and argument.name == "mode":
         values = [mode.value for mode in RuleMode if mode.value.startswith(typed)]
-    return CompleteResult(
-        completion=Completion(values=values[:MAX_COMPLETIONS], has_more=len(values) > MAX_COMPLETIONS)
-    )
+    return Completion(values=values[:MAX_COMPLETIONS], has_more=len(values) > MAX_COMPLETIONS)
 
 
-def register(server: MCPServer[Runtime]) -> None:
+def register(server: MCPServer[Runtime], holder: RuntimeHolder, bus: NamespacedBus) -> None:
     add_request_handler(server, "resources/subscribe", SubscribeRequestParams, subscribe)
     add_request_handler(server, "resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
-    listen = bounded_listen(served_handler(server, "subscriptions/listen"))
+    # In place of the SDK's own handler on the same bus, which MCPServer registered.
+    listen = bounded_listen(ListenHandler(bus))
     add_request_handler(server, "subscriptions/listen", SubscriptionsListenRequestParams, listen)
     add_request_handler(server, "logging/setLevel", SetLevelRequestParams, set_level)
-    add_request_handler(server, "completion/complete", CompleteRequestParams, complete)
+
+    # The SDK hands a completion handler no request context: the runtime is the process's one.
+    async def completion(
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context: CompletionContext | None,
+    ) -> Completion:
+        return await complete(holder.runtime, ref, argument)
+
+    server.completion()(completion)  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated

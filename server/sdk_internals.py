@@ -1,10 +1,25 @@
 """The MCP SDK's private attributes memvm needs, reached here and nowhere else.
 
-mcp 2.3 has no public way to reach a registered tool's argument model, to serve protocol methods
-MCPServer leaves out (resources/subscribe, logging/setLevel, completion/complete), to wrap one it
-serves (subscriptions/listen), to tell which connection a request came in on, or to see and end
-the streamable-HTTP sessions. Each function below reaches one private attribute; when
-an SDK release moves it, the call raises `SdkMoved` naming that attribute, and
+What mcp 2.3 offers publicly is used everywhere else: tools are built as `Tool` objects and
+handed to `MCPServer(tools=...)` whole, completion is registered with `MCPServer.completion()`,
+the listen handler memvm bounds is its own `ListenHandler`, and prompt checks are
+`MCPServer.middleware`. What it does not offer, each function below reaches, and says which
+attribute:
+
+- `add_request_handler`: MCPServer has no public way to serve a spec method it leaves out
+  (resources/subscribe and unsubscribe, logging/setLevel) or to replace one it serves
+  (subscriptions/listen, unbounded). Its low-level `Server.add_request_handler` is public, but
+  MCPServer keeps that server private, and `Extension` methods refuse spec methods by design.
+  Middleware could answer such a method, but the capabilities advertised (`resources.subscribe`,
+  `logging`) come only from the handlers registered there.
+- `connection_of`: neither `ServerSession` nor `ServerRequestContext` exposes the connection a
+  request came in on; `mcp.server.context.Context.connection` would, but the runner does not
+  build that context for handlers. Subscriptions are held per connection and forgotten through
+  its exit stack.
+- `open_session_ids`, `end_session`: `StreamableHTTPSessionManager` neither lists its sessions
+  nor ends one; memvm bounds the sessions each namespace holds.
+
+When an SDK release moves one of these, the call raises `SdkMoved` naming the attribute, and
 tests/server/test_sdk_internals.py fails with the same sentence.
 """
 
@@ -16,7 +31,6 @@ from typing import Any, TypeVar
 from mcp.server.connection import Connection
 from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.tools import Tool
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import BaseModel
@@ -40,13 +54,6 @@ def _reaching(attribute: str) -> Iterator[None]:
         ) from exc
 
 
-def registered_tools(server: MCPServer[Any]) -> list[Tool]:
-    """The server's tools as registered, with their argument models (MCPServer._tool_manager)."""
-    with _reaching("MCPServer._tool_manager"):
-        manager = server._tool_manager
-    return manager.list_tools()
-
-
 def add_request_handler(
     server: MCPServer[LifespanT],
     method: str,
@@ -60,22 +67,6 @@ def add_request_handler(
     with _reaching("MCPServer._lowlevel_server"):
         lowlevel = server._lowlevel_server
     lowlevel.add_request_handler(method, params_type, handler)
-
-
-def served_handler(
-    server: MCPServer[LifespanT], method: str
-) -> Callable[[ServerRequestContext[LifespanT, Any], Any], Awaitable[HandlerResult]]:
-    """The handler the low-level server runs for `method` now (MCPServer._lowlevel_server).
-
-    memvm wraps MCPServer's own subscriptions/listen handler to bound a request before the SDK
-    serves it.
-    """
-    with _reaching("MCPServer._lowlevel_server"):
-        lowlevel = server._lowlevel_server
-    entry = lowlevel.get_request_handler(method)
-    if entry is None:
-        raise SdkMoved(f"mcp {version('mcp')} serves no {method}, which memvm wraps; see sdk_internals.")
-    return entry.handler
 
 
 def connection_of(session: ServerSession) -> Connection:

@@ -9,9 +9,8 @@ memvm never guesses what it meant. Unknown argument names are refused too, never
 
 from typing import Any, cast
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from memvm.server.sdk_internals import registered_tools
 from pydantic import create_model
 
 
@@ -22,9 +21,9 @@ class VerbatimArguments(FuncMetadata):
         return data
 
 
-def check_arguments_strictly(server: MCPServer[Any]) -> None:
-    """Make every registered tool refuse unknown names and values of another JSON type."""
-    for tool in registered_tools(server):
+def check_arguments_strictly(tools: list[Tool]) -> None:
+    """Make every tool refuse unknown names and values of another JSON type."""
+    for tool in tools:
         metadata = tool.fn_metadata
         loose = metadata.arg_model
         # The pydantic plugin types create_model's result as a class of its own, not a subclass.

@@ -11,8 +11,20 @@ argument sent as null is still taken as left out.
 import inspect
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from memvm.server.sdk_internals import registered_tools
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import ToolAnnotations
+
+# What tools/list says each tool does to memory; none reaches outside it.
+READS = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+WRITES_ONCE = ToolAnnotations(  # the same call again changes nothing more
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+DELETES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
 
 _DEFS = "#/$defs/"
 _NULL = {"type": "null"}
@@ -29,9 +41,9 @@ def as_read(text: str) -> str:
     return "\n\n".join(" ".join(line.strip() for line in paragraph.splitlines()) for paragraph in paragraphs)
 
 
-def compact_tool_listing(server: MCPServer[Any]) -> None:
+def compact_tool_listing(tools: list[Tool]) -> None:
     """Dedent every tool's description and compact its input and output schemas."""
-    for tool in registered_tools(server):
+    for tool in tools:
         tool.description = as_read(tool.description)
         tool.parameters = compact_schema(tool.parameters, optional_null=True)
         if tool.fn_metadata.output_schema is not None:

@@ -1,10 +1,10 @@
 """The model-facing guard tools: bind_value, check_ungrounded, check_tool_call."""
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver.tools import Tool
 from memvm.engine.models.guards import BindResult, GroundingResult, ToolCallCheck
-from memvm.server.app_state import Runtime, ToolContext
+from memvm.server.app_state import ToolContext
 from memvm.server.arguments import AliasName, SessionName, ToolArguments, ToolName, ToolValue
+from memvm.server.tool_listing import READS, WRITES, WRITES_ONCE
 
 
 async def bind_value(
@@ -70,20 +70,9 @@ async def check_tool_call(
     )
 
 
-def register(server: MCPServer[Runtime]) -> None:
-    server.add_tool(
-        bind_value,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
-    )
-    server.add_tool(
-        check_ungrounded,
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-    )
-    server.add_tool(
-        check_tool_call,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-        ),
-    )
+def tools() -> list[Tool]:
+    return [
+        Tool.from_function(bind_value, annotations=WRITES_ONCE),
+        Tool.from_function(check_ungrounded, annotations=READS),
+        Tool.from_function(check_tool_call, annotations=WRITES),
+    ]

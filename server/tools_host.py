@@ -2,13 +2,12 @@
 
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver.tools import Tool
 from memvm.engine.models.sessions import TurnResult
 from memvm.engine.models.writes import IngestMessage, IngestResult, PageState
 from memvm.resources.context import DeveloperMessage, render_developer_message
 from memvm.resources.rules import RuleMode
-from memvm.server.app_state import Runtime, ToolContext
+from memvm.server.app_state import ToolContext
 from memvm.server.arguments import (
     Content,
     ContextMode,
@@ -19,6 +18,7 @@ from memvm.server.arguments import (
     SystemPrompt,
 )
 from memvm.server.notify import manifest_changed, working_set_changed
+from memvm.server.tool_listing import READS, WRITES, WRITES_ONCE
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -100,19 +100,10 @@ async def build_context(
     )
 
 
-def register(server: MCPServer[Runtime]) -> None:
-    writes = ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-    )
-    server.add_tool(ingest, annotations=writes)
-    server.add_tool(begin_turn, annotations=writes)
-    server.add_tool(
-        pin_page,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
-    )
-    server.add_tool(
-        build_context,
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-    )
+def tools() -> list[Tool]:
+    return [
+        Tool.from_function(ingest, annotations=WRITES),
+        Tool.from_function(begin_turn, annotations=WRITES),
+        Tool.from_function(pin_page, annotations=WRITES_ONCE),
+        Tool.from_function(build_context, annotations=READS),
+    ]

@@ -2,8 +2,7 @@
 
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver.tools import Tool
 from memvm.engine import EngineConfig
 from memvm.engine.errors import fault_limit_resets
 from memvm.engine.models.pages import Level, NewPage, PageType
@@ -11,7 +10,7 @@ from memvm.engine.models.recall import SearchResult, SearchScope
 from memvm.engine.models.working_set import FaultResult
 from memvm.engine.models.writes import ForgetResult, RememberResult
 from memvm.engine.paging.memory import MAX_TTL_SECONDS
-from memvm.server.app_state import Runtime, ToolContext
+from memvm.server.app_state import ToolContext
 from memvm.server.arguments import (
     Content,
     Key,
@@ -24,7 +23,7 @@ from memvm.server.arguments import (
     Summary,
 )
 from memvm.server.notify import manifest_changed, working_set_changed
-from memvm.server.tool_listing import docstring
+from memvm.server.tool_listing import DELETES, READS, WRITES, WRITES_ONCE, docstring
 from pydantic import Field
 
 RememberType = Annotated[
@@ -184,34 +183,30 @@ def described(fn: Any, in_context: bool, **settings: object) -> str:
     return f"{text}\n\n{IN_CONTEXT[fn.__name__]}" if in_context else text
 
 
-def register(server: MCPServer[Runtime], config: EngineConfig, *, in_context: bool) -> None:
-    server.add_tool(
-        page_fault,
-        description=described(
+def tools(config: EngineConfig, *, in_context: bool) -> list[Tool]:
+    """The memory tools, for a host that does (`in_context`) or does not put the working set in the prompt."""
+    return [
+        Tool.from_function(
             page_fault,
-            in_context,
-            max_faults_per_turn=config.max_faults_per_turn,
-            limit_resets=fault_limit_resets(config.turn_idle_seconds, turns_from_host=config.turns_from_host),
+            description=described(
+                page_fault,
+                in_context,
+                max_faults_per_turn=config.max_faults_per_turn,
+                limit_resets=fault_limit_resets(
+                    config.turn_idle_seconds, turns_from_host=config.turns_from_host
+                ),
+            ),
+            annotations=WRITES_ONCE,
         ),
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        Tool.from_function(
+            search_pages,
+            description=described(search_pages, in_context),
+            annotations=READS,
         ),
-    )
-    server.add_tool(
-        search_pages,
-        description=described(search_pages, in_context),
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-    )
-    server.add_tool(
-        remember,
-        description=described(remember, in_context),
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+        Tool.from_function(
+            remember,
+            description=described(remember, in_context),
+            annotations=WRITES,
         ),
-    )
-    server.add_tool(
-        forget,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
-    )
+        Tool.from_function(forget, annotations=DELETES),
+    ]

@@ -2,11 +2,10 @@
 
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver.tools import Tool
 from memvm.engine.models.procedures import OutcomeResult, ToolOutcome
 from memvm.resources.procedural import ProceduralHints, render_hints
-from memvm.server.app_state import Runtime, ToolContext
+from memvm.server.app_state import ToolContext
 from memvm.server.arguments import (
     CallOutcome,
     ErrorMessage,
@@ -18,6 +17,7 @@ from memvm.server.arguments import (
     ToolValue,
 )
 from memvm.server.notify import manifest_changed
+from memvm.server.tool_listing import READS, WRITES
 from pydantic import Field
 
 
@@ -88,14 +88,8 @@ async def get_procedural_hints(
     return render_hints(knowledge, runtime.engine.counter, max_tokens)
 
 
-def register(server: MCPServer[Runtime]) -> None:
-    server.add_tool(
-        record_tool_outcome,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-        ),
-    )
-    server.add_tool(
-        get_procedural_hints,
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-    )
+def tools() -> list[Tool]:
+    return [
+        Tool.from_function(record_tool_outcome, annotations=WRITES),
+        Tool.from_function(get_procedural_hints, annotations=READS),
+    ]

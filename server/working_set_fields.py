@@ -11,12 +11,11 @@ from collections.abc import Awaitable, Callable
 from types import GenericAlias
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from memvm.engine.models.recall import SearchHit, SearchResult
 from memvm.engine.models.working_set import FaultResult
 from memvm.engine.models.writes import RememberResult
-from memvm.server.sdk_internals import registered_tools
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 # A fault's `mapped`, `already_mapped` and `faults_left` stay on every host, described without a
@@ -69,13 +68,13 @@ REPLIES: dict[Any, type[BaseModel]] = {
 }
 
 
-def leave_out_working_set(server: MCPServer[Any]) -> None:
-    """Make every registered tool whose reply has working-set fields return and list it without them.
+def leave_out_working_set(tools: list[Tool]) -> None:
+    """Make every tool whose reply has working-set fields return and list it without them.
 
     Run before the arguments are made strict and the listing compacted: both keep the output
     model and schema set here.
     """
-    for tool in registered_tools(server):
+    for tool in tools:
         reply = REPLIES.get(tool.fn_metadata.output_model)
         if reply is None:
             continue

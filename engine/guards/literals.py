@@ -50,7 +50,8 @@ def parse_numeric_string(text: str) -> float | None:
     if len(text) > 64:
         return None
     if _PLAIN_DECIMAL.match(text):
-        value = float(text)
+        # `\s` takes the separators U+001C-U+001F for space, as str.strip() does; float() does not.
+        value = float(text.strip())
     elif match := _NUMERIC_STRING.match(text):
         value = float(match["mantissa"].replace(",", "") + (match["exponent"] or ""))
         if (match["sign"] + match["sign2"]) in ("-", "\u2212"):

@@ -1,4 +1,5 @@
-"""Subscriptions, completion and logging level through the official client (handshake era)."""
+"""Subscriptions, completion and logging level through the official client (handshake era, and
+completion in both)."""
 
 import logging
 import warnings
@@ -69,6 +70,12 @@ async def test_session_page_id_and_mode_arguments_complete_from_what_exists(serv
     assert sessions.completion.values == ["planning"]
     assert modes.completion.values == ["passive"]
     assert percent.completion.values == []
+
+
+async def test_rule_modes_complete_in_both_protocol_eras(server, mode):
+    async with Client(server, mode=mode) as client:
+        modes = await client.complete(PromptReference(name="vm_rules"), {"name": "mode", "value": "r"})
+    assert modes.completion.values == ["relaxed"]
 
 
 async def test_the_server_advertises_subscribe_completion_and_logging(server):

@@ -3,6 +3,7 @@
 When an mcp release moves one, these fail with a sentence naming the attribute.
 """
 
+import warnings
 from typing import Any
 
 import anyio
@@ -11,20 +12,16 @@ import pytest
 from mcp import Client
 from mcp.server.connection import Connection
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import PromptReference
 from memvm.server.app import build_server
 from memvm.server.sdk_internals import (
     SdkMoved,
     connection_of,
     end_session,
     open_session_ids,
-    registered_tools,
-    served_handler,
 )
-from memvm.server.settings import ServerSettings, ToolProfile
+from memvm.server.settings import ServerSettings
 
 from tests.e2e.test_http import INITIALIZE
-from tests.server.test_tools import MODEL_TOOLS
 
 pytestmark = pytest.mark.anyio
 
@@ -32,26 +29,16 @@ pytestmark = pytest.mark.anyio
 LOCAL = "http://127.0.0.1:8000"
 
 
-async def test_the_tools_as_registered_are_reached_through_the_tool_manager(db_path):
-    # Building the server also reaches the low-level server, to register protocol methods.
-    server = build_server(ServerSettings(db=str(db_path), tools=ToolProfile.MODEL))
-    tools = registered_tools(server)
-    assert {tool.name for tool in tools} == MODEL_TOOLS
-    assert all(tool.fn_metadata.arg_model.model_config.get("extra") == "forbid" for tool in tools)
-
-
-async def test_the_protocol_methods_registered_on_the_low_level_server_are_served(db_path, mode):
+async def test_the_protocol_methods_registered_on_the_low_level_server_are_served_and_advertised(db_path):
     server = build_server(ServerSettings(db=str(db_path)))
-    async with Client(server, mode=mode) as client:
-        modes = await client.complete(PromptReference(name="vm_rules"), {"name": "mode", "value": "r"})
-    assert modes.completion.values == ["relaxed"]
-
-
-def test_the_handlers_memvm_wraps_are_reached_on_the_low_level_server():
-    server: MCPServer[Any] = MCPServer("bare")
-    assert callable(served_handler(server, "subscriptions/listen"))
-    with pytest.raises(SdkMoved, match="serves no no/such"):
-        served_handler(server, "no/such")
+    async with Client(server, mode="legacy") as client:
+        capabilities = client.server_capabilities
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # both methods are gone from the new protocol era
+            await client.subscribe_resource("memvm://current/working-set")
+            await client.set_logging_level("info")
+    assert capabilities is not None and capabilities.resources is not None
+    assert capabilities.resources.subscribe is True and capabilities.logging is not None
 
 
 def connection_probe(seen: list[Connection]) -> MCPServer[Any]:
