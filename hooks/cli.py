@@ -8,12 +8,11 @@ import argparse
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.paths import check_db_path
-from memvm.engine.storage.open import is_postgres_url
+from memvm.engine.storage.open import local_file
 from memvm.hooks.answer import HookReply, HookRequest, answer
 from memvm.hooks.hosts import HOSTS
 
@@ -34,8 +33,8 @@ def answer_here(args: argparse.Namespace, db: str, raw: bytes) -> HookReply:
 
     @asynccontextmanager
     async def opened() -> AsyncIterator[Engine]:
-        if not is_postgres_url(db):
-            check_db_path(Path(db), create_folder=True)
+        if (file := local_file(db)) is not None:
+            check_db_path(file, create_folder=True)
         engine = await Engine.open(db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms)))
         try:
             yield engine

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memvm.engine.paths import database_named
-from memvm.engine.storage.open import is_postgres_url
+from memvm.engine.storage.open import local_file
 from memvm.hooks.arguments import HookUsageError, hook_parser
 from memvm.hooks.runtime import DB_VARIABLE, Endpoint, endpoint
 
@@ -54,7 +54,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return _emit({}, f"memvm hook: {exc}; the host goes on without memvm for this event")
     named = database_named(args.db)
     # A file by its absolute path: the background process (keyed by it) serves one file.
-    db = named if is_postgres_url(named) else os.path.abspath(named)
+    db = named if local_file(named) is None else os.path.abspath(named)
     raw = _read_event()
     if raw is None:
         return _stood_aside(args, db, b"", f"the event on stdin did not end within {_STDIN_S:.0f} s")

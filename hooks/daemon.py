@@ -26,7 +26,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, SocketStream
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.paths import check_db_path
-from memvm.engine.storage.open import is_postgres_url
+from memvm.engine.storage.open import local_file
 from memvm.hooks.answer import HookRequest, answer
 from memvm.hooks.client import MAX_EVENT_BYTES
 from memvm.hooks.hosts import HOSTS
@@ -83,7 +83,8 @@ class _Watch:
 
 def _db_identity(db: str) -> tuple[int, int] | None:
     """The file the process serves, to notice it replaced; a database server's stays what it is."""
-    return None if is_postgres_url(db) else _identity(Path(db))
+    file = local_file(db)
+    return None if file is None else _identity(file)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -131,8 +132,8 @@ async def _serve(args: argparse.Namespace) -> None:
     # socket is then always a change, never taken for the build the process started with.
     build = build_id()
     db = str(args.db)
-    if not is_postgres_url(db):
-        check_db_path(Path(db), create_folder=True)
+    if (file := local_file(db)) is not None:
+        check_db_path(file, create_folder=True)
     engine = await Engine.open(db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms)))
     socket = Path(args.socket)
     ours: tuple[int, int] | None = None
