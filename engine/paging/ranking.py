@@ -10,7 +10,7 @@ from collections import defaultdict
 from memvm.engine.config import SearchTuning
 from memvm.engine.models.pages import Role
 from memvm.engine.storage.api import Row
-from memvm.engine.storage.fulltext_sqlite import Posting
+from memvm.engine.storage.fulltext import Posting
 from memvm.engine.storage.tokenizer import TERM
 
 

@@ -30,7 +30,7 @@ from memvm.engine.paging.terms import query_terms, words
 from memvm.engine.paging.tiers import bounded_postings, fulltext, pages_holding
 from memvm.engine.paging.when import time_window
 from memvm.engine.storage.api import Dialect, Reads, Row
-from memvm.engine.storage.fulltext_sqlite import Posting
+from memvm.engine.storage.fulltext import Posting
 from memvm.engine.storage.tokenizer import Stemmer
 
 _MAX_ID_CANDIDATES = 8

@@ -27,9 +27,8 @@ from collections import defaultdict
 from itertools import combinations
 from typing import Any
 
-from memvm.engine.storage import fulltext_postgres, fulltext_sqlite
 from memvm.engine.storage.api import Reads
-from memvm.engine.storage.fulltext_sqlite import Candidates, Posting
+from memvm.engine.storage.fulltext import Candidates, FullText, Posting
 from memvm.engine.storage.tokenizer import Stemmer
 
 EXACT_PAGES = 20_000
@@ -41,9 +40,9 @@ _ROWIDS = """
 SELECT (SELECT min(rowid) FROM pages WHERE namespace = ?1), (SELECT max(rowid) FROM pages WHERE namespace = ?1)"""
 
 
-def fulltext(conn: Reads) -> Any:
-    """The full-text index statements of the transaction's backend."""
-    return fulltext_postgres if conn.dialect.name == "postgresql" else fulltext_sqlite
+def fulltext(conn: Reads) -> FullText:
+    """The full-text index of the transaction's backend."""
+    return conn.dialect.fulltext
 
 
 def pages_holding(postings: list[Posting]) -> dict[str, int]:
@@ -98,8 +97,10 @@ async def bounded_postings(
         if not stems:
             continue
         floor = floors[term]
-        known = floor is None or rowids is None or rowids[0] is None
-        count = counted[term] if known else _estimated_count(floor, pages, rowids)
+        if floor is None or rowids is None or rowids[0] is None:
+            count = counted[term]  # counted in full
+        else:
+            count = _estimated_count(floor, pages, rowids)
         present: set[int] = set()
         for group in groups:
             if group.every and term in group.terms:

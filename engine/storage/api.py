@@ -10,9 +10,12 @@ import functools
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memvm.engine.storage.purge_queue import IS_PURGE_OWED, PurgeQueue
+
+if TYPE_CHECKING:
+    from memvm.engine.storage.fulltext import FullText
 
 # Rows a stream (Reads.stream) hands over at once.
 STREAM_BATCH = 500
@@ -31,13 +34,11 @@ class Row(Protocol):
 
 
 class Dialect(ABC):
-    """What the two backends' SQL says differently, as fragments the engine's statements embed."""
+    """What the two backends' SQL says differently, as fragments the engine's statements embed,
+    and their full-text index."""
 
     name: str
-
-    @abstractmethod
-    def least(self, *values: str) -> str:
-        """The smallest of the SQL expressions `values` (a scalar, not an aggregate)."""
+    fulltext: "FullText"
 
     @abstractmethod
     def greatest(self, *values: str) -> str:

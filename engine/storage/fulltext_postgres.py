@@ -9,7 +9,7 @@ reads only its own postings.
 """
 
 from memvm.engine.storage.api import Reads
-from memvm.engine.storage.fulltext_sqlite import Candidates, Posting
+from memvm.engine.storage.fulltext import Candidates, Posting
 from memvm.engine.storage.tokenizer import Stemmer
 
 _POSTINGS = """

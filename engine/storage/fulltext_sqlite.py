@@ -16,26 +16,10 @@ tokenizer. Either way costs at most about what the namespace itself holds, and t
 the same: which way is taken never changes a score, so a tenant cannot tell what others store.
 """
 
-from dataclasses import dataclass
-from typing import Any
-
 import anyio
 from memvm.engine.storage.api import Reads
+from memvm.engine.storage.fulltext import Candidates, Posting
 from memvm.engine.storage.tokenizer import Stemmer, match_expression
-
-Posting = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Candidates:
-    """Pages a search ranks: those holding all (`every`) or any of `terms`, none older than
-    `floor` (a rowid); `rowids` are they."""
-
-    terms: list[str]
-    every: bool
-    floor: int
-    rowids: list[int]
-
 
 # Below this many occurrences in the file, counting them one by one is cheap whoever holds them.
 FEW_OCCURRENCES = 10_000

@@ -31,7 +31,7 @@ from memvm.engine.errors import (
     StorageReadOnly,
     StorageUnavailable,
 )
-from memvm.engine.storage import api, postgres_purge
+from memvm.engine.storage import api, fulltext_postgres, postgres_purge
 from memvm.engine.storage.namespace_quota import check_namespace_room
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_changes import ChangeChannel
@@ -114,9 +114,7 @@ def _rows(cursor: Any) -> Any:
 
 class PgDialect(api.Dialect):
     name = "postgresql"
-
-    def least(self, *values: str) -> str:
-        return f"LEAST({', '.join(values)})"
+    fulltext = fulltext_postgres
 
     def greatest(self, *values: str) -> str:
         return f"GREATEST({', '.join(values)})"

@@ -30,7 +30,7 @@ from memvm.engine.errors import (
     StorageFull,
     StorageReadOnly,
 )
-from memvm.engine.storage import api, sqlite_purge
+from memvm.engine.storage import api, fulltext_sqlite, sqlite_purge
 from memvm.engine.storage.namespace_quota import check_namespace_room
 from memvm.engine.storage.purge_queue import PURGE_STARTED
 from memvm.engine.storage.read_slots import ReadSlots
@@ -59,9 +59,7 @@ Row = sqlite3.Row
 
 class SqliteDialect(api.Dialect):
     name = "sqlite"
-
-    def least(self, *values: str) -> str:
-        return f"min({', '.join(values)})"
+    fulltext = fulltext_sqlite
 
     def greatest(self, *values: str) -> str:
         return f"max({', '.join(values)})"
