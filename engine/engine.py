@@ -16,9 +16,8 @@ from memvm.engine.guards import guards
 from memvm.engine.guards.bindings import bind
 from memvm.engine.guards.call_log import CallLog
 from memvm.engine.guards.grounding import check_ungrounded
-from memvm.engine.hosts.hook_events import handled_event, handled_with_prefix, outcomes_of, record_event
+from memvm.engine.hosts.hook_events import HookEvents
 from memvm.engine.models.guards import BindResult, GroundingResult, ToolCallCheck
-from memvm.engine.models.hosts import HandledHookEvent
 from memvm.engine.models.pages import Level, Modality, NewPage, Page, PageType
 from memvm.engine.models.procedures import OutcomeResult, ProceduralKnowledge, ToolOutcome
 from memvm.engine.models.recall import SearchResult, SearchScope, StandingNote, TranscriptText
@@ -389,40 +388,10 @@ class Engine:
         async with self.db.read(namespace) as conn:
             return await known_tools(conn, namespace, limit)
 
-    async def handled_hook_event(self, *, namespace: str, digest: str) -> HandledHookEvent | None:
-        """The host hook event with this digest, if it was handled before."""
-        async with self.db.read(namespace) as conn:
-            return await handled_event(conn, namespace, digest)
-
-    async def handled_hook_event_with_prefix(self, *, namespace: str, prefix: str) -> bool:
-        """Whether a host hook event whose digest begins with `prefix` (lowercase hex) was handled."""
-        async with self.db.read(namespace) as conn:
-            return await handled_with_prefix(conn, namespace, prefix)
-
-    async def tool_outcomes_recorded(self, *, namespace: str, session: str, tool: str, args: Any) -> int:
-        """How many outcomes of the call of `tool` with `args` `session` has recorded: its
-        completed calls."""
-        args = self._writer.redaction.value(args)  # as record_tool_outcome stores them, before its call_hash
-        async with self.db.read(namespace) as conn:
-            return await outcomes_of(conn, namespace, session, tool, args)
-
-    async def record_hook_event(
-        self, *, namespace: str, host: str, session: str, digest: str, event: str, answer: str | None = None
-    ) -> None:
-        """Mark a host hook event handled (a second record of the same digest changes nothing)."""
-        redaction = self._writer.redaction
-        event, answer = redaction.text(event), redaction.optional(answer)
-        async with self.db.write(namespace) as conn:
-            await record_event(
-                conn,
-                namespace=namespace,
-                host=host,
-                session=session,
-                digest=digest,
-                event=event,
-                answer=answer,
-                now=self.clock.now(),
-            )
+    @property
+    def hook_events(self) -> HookEvents:
+        """What the host hooks ask and record of their events (see hosts/hook_events.py)."""
+        return HookEvents(self.db, self.clock, self._writer.redaction)
 
     async def get_page(self, *, namespace: str, page_id: str, project: str | None = None) -> Page:
         """The page whole, with its superseded versions; an expired page, or one of a project other

@@ -114,7 +114,7 @@ async def _record_call(
 ) -> int:
     """Record the call unless it was; how many calls were added (0 or 1)."""
     digest = tool_result_digest(event.session, call.tool_use_id)
-    if await engine.handled_hook_event(namespace=namespace, digest=digest) is not None:
+    if await engine.hook_events.handled(namespace=namespace, digest=digest) is not None:
         return 0
     outcome = ToolOutcome(
         tool=tool_name(call.tool),
@@ -126,7 +126,7 @@ async def _record_call(
     await engine.record_tool_outcome(
         namespace=namespace, session=event.session, call=outcome, project=project
     )
-    await engine.record_hook_event(
+    await engine.hook_events.record(
         namespace=namespace, host=host, session=event.session, digest=digest, event=event.name
     )
     return 1

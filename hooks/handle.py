@@ -75,11 +75,11 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
             return HookAnswer(warning=warning)
     namespace = settings.namespace
     digest = await handled_digest(engine, namespace, settings.host, event)
-    seen = await engine.handled_hook_event(namespace=namespace, digest=digest)
+    seen = await engine.hook_events.handled(namespace=namespace, digest=digest)
     if seen is not None:
         return HookAnswer(deny=seen.answer)
     answer = await _apply(engine, event, settings)
-    await engine.record_hook_event(
+    await engine.hook_events.record(
         namespace=namespace,
         host=settings.host.name,
         session=event.session,
@@ -90,7 +90,7 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
     if answer.deny is not None and event.tool_use_id:
         # The call never runs: the error the host reports for it (a failure event, the result its
         # transcript shows) is this denial, not the tool's outcome, and teaches nothing about it.
-        await engine.record_hook_event(
+        await engine.hook_events.record(
             namespace=namespace,
             host=settings.host.name,
             session=event.session,

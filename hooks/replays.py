@@ -50,19 +50,19 @@ async def handled_digest(engine: Engine, namespace: str, host: HostSpec, event: 
         return await _said_digest(engine, namespace, event)
     if event.kind not in TOOL_EVENTS or event.tool_use_id:
         return event.digest
-    completed = await engine.tool_outcomes_recorded(
+    completed = await engine.hook_events.outcomes_recorded(
         namespace=namespace, session=event.session, tool=event.tool, args=event.tool_input
     )
     if event.kind is EventKind.PRE_TOOL:
         return _call_key(host.name, event, completed) + event.digest[_KEY_CHARS:]
-    started = await engine.handled_hook_event_with_prefix(
+    started = await engine.hook_events.handled_with_prefix(
         namespace=namespace, prefix=_call_key(host.name, event, completed)
     )
     return _numbered(event.digest, completed if started else completed - 1)
 
 
 async def _said_digest(engine: Engine, namespace: str, event: HookEvent) -> str:
-    if await engine.handled_hook_event(namespace=namespace, digest=event.digest) is None:
+    if await engine.hook_events.handled(namespace=namespace, digest=event.digest) is None:
         return event.digest
     role, text = _SAID[event.kind], event.prompt if event.kind is EventKind.PROMPT else event.reply
     if not text.strip():

@@ -172,7 +172,7 @@ def every_table(namespaces: Iterable[str]) -> Fill:
                 goal="book dinner",
             )
             await engine.record_tool_outcome(**s, call=fixed)
-            await engine.record_hook_event(
+            await engine.hook_events.record(
                 **s, host="claude-code", digest=f"{ns}-event", event="PreToolUse", answer="denied"
             )
 

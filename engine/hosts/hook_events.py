@@ -9,12 +9,15 @@ recorded, and whether an event whose digest begins a given way was handled.
 """
 
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
+from memvm.engine.clock import Clock
 from memvm.engine.guards.literals import call_hash
 from memvm.engine.kept_logs import keep_newest_if_due
 from memvm.engine.models.hosts import HandledHookEvent
-from memvm.engine.storage.api import Reads, Writes
+from memvm.engine.redacted_writes import Redaction
+from memvm.engine.storage.api import Database, Reads, Writes
 
 _GET = "SELECT event, answer FROM hook_events WHERE namespace = ? AND digest = ?"
 
@@ -60,3 +63,46 @@ async def record_event(
     await conn.execute(_RECORD, (namespace, digest, host, session, event, answer, now))
     # Events carry no sequence; their digest, hashed, picks the one in so many that trims.
     await keep_newest_if_due(conn, "hook_events", (namespace,), zlib.crc32(digest.encode()))
+
+
+@dataclass(frozen=True)
+class HookEvents:
+    """The hooks' record of events, as the engine offers it: each call one transaction of the
+    namespace, what is recorded redacted as every write is."""
+
+    db: Database
+    clock: Clock
+    redaction: Redaction
+
+    async def handled(self, *, namespace: str, digest: str) -> HandledHookEvent | None:
+        """The event with this digest, if it was handled before."""
+        async with self.db.read(namespace) as conn:
+            return await handled_event(conn, namespace, digest)
+
+    async def handled_with_prefix(self, *, namespace: str, prefix: str) -> bool:
+        """Whether an event whose digest begins with `prefix` (lowercase hex) was handled."""
+        async with self.db.read(namespace) as conn:
+            return await handled_with_prefix(conn, namespace, prefix)
+
+    async def outcomes_recorded(self, *, namespace: str, session: str, tool: str, args: Any) -> int:
+        """How many outcomes of the call of `tool` with `args` `session` has recorded: its
+        completed calls."""
+        args = self.redaction.value(args)  # as record_tool_outcome stores them, before its call_hash
+        async with self.db.read(namespace) as conn:
+            return await outcomes_of(conn, namespace, session, tool, args)
+
+    async def record(
+        self, *, namespace: str, host: str, session: str, digest: str, event: str, answer: str | None = None
+    ) -> None:
+        """Mark an event handled (a second record of the same digest changes nothing)."""
+        async with self.db.write(namespace) as conn:
+            await record_event(
+                conn,
+                namespace=namespace,
+                host=host,
+                session=session,
+                digest=digest,
+                event=self.redaction.text(event),
+                answer=self.redaction.optional(answer),
+                now=self.clock.now(),
+            )

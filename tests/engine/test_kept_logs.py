@@ -126,20 +126,20 @@ async def test_a_turn_keeps_its_newest_calls_let_through(open_engine, db_url, mo
 
 async def test_the_hooks_record_of_events_keeps_its_newest(open_engine, db_url, clock, monkeypatch):
     engine = await open_engine()
-    await engine.record_hook_event(
+    await engine.hook_events.record(
         namespace="other", host="claude-code", session="s", digest="ab" * 32, event="Stop"
     )
     bound(monkeypatch, "hook_events", rows=3, check_every=1)
     digests = [f"{i:064x}" for i in range(8)]
     for digest in digests:
         clock.advance(1)
-        await engine.record_hook_event(
+        await engine.hook_events.record(
             namespace=NS, host="claude-code", session="s", digest=digest, event="Stop"
         )
     kept = [
         d for (d,) in db_rows(db_url, "SELECT digest FROM hook_events WHERE namespace = ? ORDER BY at", (NS,))
     ]
     assert kept == digests[-3:]
-    assert await engine.handled_hook_event(namespace=NS, digest=digests[-1]) is not None
-    assert await engine.handled_hook_event(namespace=NS, digest=digests[0]) is None
+    assert await engine.hook_events.handled(namespace=NS, digest=digests[-1]) is not None
+    assert await engine.hook_events.handled(namespace=NS, digest=digests[0]) is None
     assert db_rows(db_url, "SELECT count(*) FROM hook_events WHERE namespace = 'other'") == [(1,)]

@@ -266,7 +266,7 @@ async def test_speaker_names_error_types_guard_reasons_and_hook_answers_are_stor
     # The guard's reason quotes the argument's path, here a secret.
     checked = await engine.check_tool_call(namespace=NS, session="s", tool="pay", args={secret: 12.5})
     assert secret in " ".join(reason.message for reason in checked.reasons)
-    await engine.record_hook_event(
+    await engine.hook_events.record(
         namespace=NS,
         host="claude-code",
         session="s",

@@ -7,27 +7,27 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_an_event_recorded_twice_is_one_row_and_keeps_its_first_answer(engine, db_url):
-    assert await engine.handled_hook_event(namespace=NS, digest="d1") is None
-    await engine.record_hook_event(
+    assert await engine.hook_events.handled(namespace=NS, digest="d1") is None
+    await engine.hook_events.record(
         namespace=NS, host="claude-code", session="s", digest="d1", event="PreToolUse", answer="no"
     )
-    await engine.record_hook_event(
+    await engine.hook_events.record(
         namespace=NS, host="claude-code", session="s", digest="d1", event="PreToolUse", answer="yes"
     )
 
-    seen = await engine.handled_hook_event(namespace=NS, digest="d1")
+    seen = await engine.hook_events.handled(namespace=NS, digest="d1")
     assert (seen.event, seen.answer) == ("PreToolUse", "no")
-    assert await engine.handled_hook_event(namespace=NS + "-other", digest="d1") is None
+    assert await engine.hook_events.handled(namespace=NS + "-other", digest="d1") is None
     assert db_rows(db_url, "SELECT count(*) FROM hook_events") == [(1,)]
 
 
 async def test_an_event_is_found_by_the_beginning_of_its_digest_in_its_namespace_only(engine):
-    await engine.record_hook_event(
+    await engine.hook_events.record(
         namespace=NS, host="gemini-cli", session="s", digest="ab12" + "0" * 60, event="e"
     )
     for prefix, found in (("ab12", True), ("ab1", True), ("ab13", False), ("ab", True), ("b", False)):
-        assert await engine.handled_hook_event_with_prefix(namespace=NS, prefix=prefix) is found, prefix
-    assert not await engine.handled_hook_event_with_prefix(namespace=NS + "-other", prefix="ab12")
+        assert await engine.hook_events.handled_with_prefix(namespace=NS, prefix=prefix) is found, prefix
+    assert not await engine.hook_events.handled_with_prefix(namespace=NS + "-other", prefix="ab12")
 
 
 async def test_a_call_s_recorded_outcomes_are_counted_whatever_its_key_order_or_secrets(engine):
@@ -36,7 +36,7 @@ async def test_a_call_s_recorded_outcomes_are_counted_whatever_its_key_order_or_
         await engine.record_tool_outcome(
             namespace=NS, session="s", call=ToolOutcome(tool="pay", args=args, outcome=Outcome.SUCCESS)
         )
-    count = engine.tool_outcomes_recorded
+    count = engine.hook_events.outcomes_recorded
     assert await count(namespace=NS, session="s", tool="pay", args={"token": key, "a": 1}) == 2
     assert await count(namespace=NS, session="other", tool="pay", args={"token": key, "a": 1}) == 0
     assert await count(namespace=NS, session="s", tool="refund", args={"token": key, "a": 1}) == 0
