@@ -44,6 +44,7 @@ from memvm.engine.paging.versions import versions_of
 from memvm.engine.paging.working_set import view_entries
 from memvm.engine.procedures import outcomes
 from memvm.engine.procedures.procedures import procedural_knowledge
+from memvm.engine.redacted_writes import Redaction
 from memvm.engine.sessions import begin_turn, read_session, touch_session, touch_with_allowance
 from memvm.engine.storage.api import Database, Reads
 from memvm.engine.storage.migrations import check_current, migrate
@@ -262,7 +263,7 @@ class Engine:
     async def bind_value(
         self, *, namespace: str, session: str, tool: str, args: Any, value: Any, name: str | None = None
     ) -> BindResult:
-        redaction = self._writer.redaction
+        redaction = self.redaction
         redaction.name(name, "alias")
         args, value = redaction.value(args), redaction.value(value)
         now = self.clock.now()
@@ -320,7 +321,7 @@ class Engine:
                 namespace=namespace,
                 session=state.session,
                 turn=state.turn,
-                redact_reasons=self.config.redact_secrets,
+                redaction=self.redaction,
             )
             config = guards_config or self.config.guards
             return await guards.check_tool_call(
@@ -389,9 +390,14 @@ class Engine:
             return await known_tools(conn, namespace, limit)
 
     @property
+    def redaction(self) -> Redaction:
+        """Redaction as this engine is set: what anything compared with stored text must apply."""
+        return self._writer.redaction
+
+    @property
     def hook_events(self) -> HookEvents:
         """What the host hooks ask and record of their events (see hosts/hook_events.py)."""
-        return HookEvents(self.db, self.clock, self._writer.redaction)
+        return HookEvents(self.db, self.clock, self.redaction)
 
     async def get_page(self, *, namespace: str, page_id: str, project: str | None = None) -> Page:
         """The page whole, with its superseded versions; an expired page, or one of a project other

@@ -9,6 +9,7 @@ from typing import Any
 
 from memvm.engine import view
 from memvm.engine.clock import Clock
+from memvm.engine.models.pages import PageType
 from memvm.engine.operations.transfer import export_read
 from memvm.engine.storage.api import Database
 
@@ -31,11 +32,27 @@ class NamespaceView:
         async with self.db.read(self.namespace) as conn:
             return await view.sessions(conn, self.namespace, before=before)
 
-    async def pages(self, **asked: Any) -> view.Screen[view.PageRow]:
-        """A screen of live pages, newest first, as view.pages is asked (session, page_type,
-        pinned_only, before, limit)."""
+    async def pages(
+        self,
+        *,
+        session: str | None,
+        page_type: PageType | None,
+        pinned_only: bool,
+        before: str | None,
+        limit: int,
+    ) -> view.Screen[view.PageRow]:
+        """A screen of live pages, newest first."""
         async with self.db.read(self.namespace) as conn:
-            return await view.pages(conn, self.namespace, now=self.clock.now(), **asked)
+            return await view.pages(
+                conn,
+                self.namespace,
+                session=session,
+                page_type=page_type,
+                pinned_only=pinned_only,
+                before=before,
+                limit=limit,
+                now=self.clock.now(),
+            )
 
     async def page_count(self) -> int:
         async with self.db.read(self.namespace) as conn:

@@ -11,13 +11,16 @@ Session and tool names are identifiers the host chooses, stored as given.
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.models.pages import NewPage
 from memvm.engine.models.procedures import ToolOutcome
 from memvm.engine.models.writes import IngestMessage
 from memvm.engine.redaction import marked_kinds, redact, redact_value, secret_kinds
+from pydantic import BaseModel
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 def page(new: NewPage) -> NewPage:
@@ -103,6 +106,12 @@ class Redaction:
 
     def text(self, text: str) -> str:
         return redact(text) if self.enabled else text
+
+    def fields(self, model: Model, *names: str) -> Model:
+        """`model` with its text fields `names` redacted."""
+        if not self.enabled:
+            return model
+        return model.model_copy(update={name: redact(getattr(model, name)) for name in names})
 
     def optional(self, text: str | None) -> str | None:
         return optional(text) if self.enabled else text

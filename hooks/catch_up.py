@@ -19,7 +19,6 @@ from memvm.engine.errors import InvalidArgument
 from memvm.engine.models.pages import Role
 from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.engine.models.writes import IngestMessage
-from memvm.engine.redaction import redact
 from memvm.hooks.events import HookEvent, tool_name, tool_result_digest
 from memvm.hooks.host_spec import HostSpec
 from memvm.hooks.project import event_project
@@ -42,7 +41,7 @@ _UNSTORABLE = (ValueError, RecursionError, InvalidArgument)
 
 def _key(engine: Engine, role: Role, text: str) -> tuple[Role, str]:
     # Stored text went through redaction; compare the transcript's text as it would be stored.
-    return role, (redact(text) if engine.config.redact_secrets else text).strip()
+    return role, engine.redaction.text(text).strip()
 
 
 async def catch_up(engine: Engine, event: HookEvent, host: HostSpec, namespace: str) -> str | None:

@@ -33,7 +33,6 @@ import json
 from memvm.engine import Engine
 from memvm.engine.guards.literals import call_hash
 from memvm.engine.models.pages import Role
-from memvm.engine.redaction import redact
 from memvm.hooks.events import TOOL_EVENTS, EventKind, HookEvent
 from memvm.hooks.host_spec import HostSpec
 
@@ -67,7 +66,7 @@ async def _said_digest(engine: Engine, namespace: str, event: HookEvent) -> str:
     role, text = _SAID[event.kind], event.prompt if event.kind is EventKind.PROMPT else event.reply
     if not text.strip():
         return event.digest  # nothing said (a reply left to the transcript): its own event
-    stored = redact(text) if engine.config.redact_secrets else text
+    stored = engine.redaction.text(text)
     latest = await engine.session_transcript(namespace=namespace, session=event.session, limit=_TAIL)
     if latest and latest[-1].role is role and latest[-1].content.strip() == stored.strip():
         return event.digest  # sent again: the same event

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from memvm.engine.guard_config import ToolKind
 from memvm.engine.kept_logs import keep_newest_if_due
 from memvm.engine.models.guards import CallVerdict, GuardReason, GuardRule
-from memvm.engine.redaction import redact
+from memvm.engine.redacted_writes import Redaction
 from memvm.engine.storage.api import Writes
 
 _COUNT_KIND = """
@@ -84,7 +84,7 @@ class CallLog:
     turn: int
     # The reasons quote the call (its tool, argument paths and values): stored redacted, as
     # everything memvm stores, unless redaction is off.
-    redact_reasons: bool = True
+    redaction: Redaction
 
     async def count_kind(self, kind: ToolKind) -> int:
         return await self._count(_COUNT_KIND, kind.value)
@@ -150,8 +150,7 @@ class CallLog:
         self, tool: str, verdict: CallVerdict, reasons: list[GuardReason], now: float
     ) -> None:
         """Keep the verdict and its reasons for whoever looks back (the browser view)."""
-        if self.redact_reasons:
-            reasons = [reason.model_copy(update={"message": redact(reason.message)}) for reason in reasons]
+        reasons = [self.redaction.fields(reason, "message") for reason in reasons]
         said = json.dumps([reason.model_dump(mode="json") for reason in reasons])
         await self.conn.execute(
             _INSERT_VERDICT, (self.namespace, self.session, self.turn, tool, verdict.value, said, now)

@@ -78,17 +78,8 @@ async def write_history(
     for message in messages:
         refuse_too_long(writer.config, message.content)
     redaction = writer.redaction
-    if redaction.enabled:
-        messages = [
-            message.model_copy(
-                update={
-                    "content": redaction.text(message.content),
-                    "source_id": redaction.text(message.source_id),
-                }
-            )
-            for message in messages
-        ]
-        title = redaction.optional(title)
+    messages = [redaction.fields(message, "content", "source_id") for message in messages]
+    title = redaction.optional(title)
     for message in messages:
         if not math.isfinite(message.created_at):
             raise InvalidArgument(

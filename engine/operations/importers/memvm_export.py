@@ -1,6 +1,7 @@
 """memvm's own export, as a format `memvm import` recognises: its first line is the memvm-export
 header. It is read by operations/transfer.py, which fills a database holding no memory yet."""
 
+from memvm.engine.operations.importers.registry import MEMVM_EXPORT_NAME
 from memvm.engine.operations.importers.source_format import FirstBytes, ImportSource
 
 
@@ -9,4 +10,6 @@ def _looks_like(start: FirstBytes) -> bool:
     return start.head.startswith("{") and '"format":"memvm-export"' in "".join(first_line.split())
 
 
-FORMAT = ImportSource(name="jsonl", described="memvm's own export", looks_like=_looks_like, read=None)
+FORMAT = ImportSource(
+    name=MEMVM_EXPORT_NAME, described="memvm's own export", looks_like=_looks_like, read=None
+)

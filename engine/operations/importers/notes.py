@@ -19,7 +19,6 @@ from memvm.engine import Engine
 from memvm.engine.errors import InvalidArgument, KeyConflict, PageNotFound, PageTooLong
 from memvm.engine.models.pages import REMEMBERED_TYPES, Level, NewPage, Page, PageType
 from memvm.engine.paging.memory import MAX_TTL_SECONDS, refuse_too_long
-from memvm.engine.redaction import redact
 
 if TYPE_CHECKING:
     from memvm.engine.operations.importers.counts import ImportCounts
@@ -53,7 +52,7 @@ async def too_long(engine: Engine, text: str) -> PageTooLong | None:
     except PageTooLong as exc:
         return exc
     limit = engine.config.max_page_tokens
-    stored = redact(text) if engine.config.redact_secrets else text
+    stored = engine.redaction.text(text)
     if len(stored.encode("utf-8")) <= limit:
         return None
     tokens = await anyio.to_thread.run_sync(engine.counter.count, stored)
@@ -122,7 +121,7 @@ async def _write(
     if expires_at is not None and expires_at <= now:
         return NoteOutcome.EXPIRED
     # Compared with what would be stored: the text as redaction leaves it.
-    stored_form = redact(note.content) if engine.config.redact_secrets else note.content
+    stored_form = engine.redaction.text(note.content)
     if (
         existing is not None
         and existing.content(Level.FULL) == stored_form
