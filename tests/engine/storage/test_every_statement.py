@@ -36,6 +36,7 @@ FILLS = {
     "neighbours": "0",
     "cap": "100",
     "count": "1",
+    "rows": "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 }
 
 # Templates a function builds from parts per call or per dialect: checked as built (below).
