@@ -143,3 +143,19 @@ async def test_the_hooks_record_of_events_keeps_its_newest(open_engine, db_url, 
     assert await engine.hook_events.handled(namespace=NS, digest=digests[-1]) is not None
     assert await engine.hook_events.handled(namespace=NS, digest=digests[0]) is None
     assert db_rows(db_url, "SELECT count(*) FROM hook_events WHERE namespace = 'other'") == [(1,)]
+
+
+@pytest.mark.sqlite_only
+async def test_each_logs_oldest_rows_are_found_by_index_without_a_sort(engine, db_path):
+    """The cut walks an index on (scope..., order): a log that lost its index would sort the whole
+    scope on every check instead."""
+    import sqlite3
+
+    with sqlite3.connect(db_path) as conn:
+        for log in kept_logs.KEPT_LOGS.values():
+            within = " AND ".join(f"{column} = ?" for column in log.scope)
+            cut = f"SELECT {log.order} FROM {log.table} WHERE {within} ORDER BY {log.order} DESC LIMIT 1 OFFSET ?"
+            plan = " ".join(
+                row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {cut}", (None,) * (len(log.scope) + 1))
+            )
+            assert "INDEX" in plan and "TEMP B-TREE" not in plan, (log.table, plan)
