@@ -83,8 +83,9 @@ class Engine:
         built: opening does not wait for it, and neither do calls that count nothing (search).
         """
         config = config or EngineConfig()
+        clock = clock or SystemClock()
         counter = TokenCounter(config.encoding)
-        db = await open_database(path, config)
+        db = await open_database(path, config, clock)
         try:
             if config.read_only:
                 await check_current(db)
@@ -93,7 +94,7 @@ class Engine:
         except BaseException:
             await db.close()
             raise
-        return cls(db, config, counter, clock or SystemClock(), reserve)
+        return cls(db, config, counter, clock, reserve)
 
     async def close(self) -> None:
         await self.db.close()
@@ -252,7 +253,6 @@ class Engine:
                 project=project,
                 tuning=self.config.search,
                 stemmer=self.stemmer,
-                now=self.clock.now(),
             )
 
     async def begin_turn(self, *, namespace: str, session: str) -> TurnResult:
@@ -367,7 +367,7 @@ class Engine:
     ) -> list[StandingNote]:
         """Pinned pages and remembered notes, most recently used first: what a new session wants."""
         async with self.db.read(namespace) as conn:
-            return await standing_notes(conn, namespace, limit, self.clock.now(), project)
+            return await standing_notes(conn, namespace, limit, project)
 
     async def session_transcript(self, *, namespace: str, session: str, limit: int) -> list[TranscriptText]:
         """The session's last `limit` transcript pages as stored, oldest first."""
@@ -403,14 +403,14 @@ class Engine:
         """The page whole, with its superseded versions; an expired page, or one of a project other
         than `project`, is not found."""
         async with self.db.read(namespace) as conn:
-            page = await page_seen_from(conn, namespace, page_id, project, live_at=self.clock.now())
+            page = await page_seen_from(conn, namespace, page_id, project, live=True)
             earlier = await versions_of(conn, page.rowid)
         version = earlier[-1].version + 1 if earlier else 1
         return page.model_copy(update={"versions": earlier, "version": version})
 
     def view(self, namespace: str) -> NamespaceView:
         """What a person's view of `namespace` reads (see namespace_view.py)."""
-        return NamespaceView(self.db, self.clock, namespace)
+        return NamespaceView(self.db, namespace)
 
     async def collect_expired(self, *, purge: bool = True) -> int:
         """Delete every page whose expiry has come, in every namespace (`memvm gc`); how many.
@@ -448,9 +448,9 @@ class Engine:
             return MemoryMap(
                 view=await self._working_set(conn, namespace, session),
                 available=await available_pages(
-                    conn, namespace, session, self.config.manifest_max_pages, self.clock.now(), project
+                    conn, namespace, session, self.config.manifest_max_pages, project
                 ),
-                counts=await namespace_counts(conn, namespace, session, self.clock.now()),
+                counts=await namespace_counts(conn, namespace, session),
             )
 
     async def session_names(self, *, namespace: str, prefix: str, limit: int) -> list[str]:
@@ -463,7 +463,7 @@ class Engine:
 
     async def _working_set(self, conn: Reads, namespace: str, session: str) -> WorkingSetView:
         state = await self._session_state(conn, namespace, session)
-        entries = await view_entries(conn, namespace, session, self.clock.now())
+        entries = await view_entries(conn, namespace, session)
         return WorkingSetView(
             session=session,
             turn=state.turn,

@@ -1,6 +1,6 @@
 """What a person's view of one namespace reads (the browser view), as one object: each call is its
-own read of that namespace, at the engine's time, so the view never opens a transaction itself nor
-forgets the namespace or the clock (see view.py for the screens and why they are paged by key).
+own read of that namespace, which knows its time, so the view never opens a transaction itself nor
+forgets the namespace (see view.py for the screens and why they are paged by key).
 """
 
 from collections.abc import Awaitable, Callable
@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from memvm.engine import view
-from memvm.engine.clock import Clock
 from memvm.engine.models.pages import PageType
 from memvm.engine.operations.transfer import export_read
 from memvm.engine.storage.api import Database
@@ -25,7 +24,6 @@ SESSION_LOGS: dict[str, Callable[..., Awaitable[view.Screen[Any]]]] = {
 @dataclass(frozen=True)
 class NamespaceView:
     db: Database
-    clock: Clock
     namespace: str
 
     async def sessions(self, *, before: str | None) -> view.Screen[view.SessionRow]:
@@ -51,12 +49,11 @@ class NamespaceView:
                 pinned_only=pinned_only,
                 before=before,
                 limit=limit,
-                now=self.clock.now(),
             )
 
     async def page_count(self) -> int:
         async with self.db.read(self.namespace) as conn:
-            return await view.page_count(conn, self.namespace, self.clock.now())
+            return await view.page_count(conn, self.namespace)
 
     async def pinned_among(self, page_ids: list[str]) -> set[str]:
         async with self.db.read(self.namespace) as conn:

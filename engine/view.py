@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from memvm.engine.errors import InvalidArgument
 from memvm.engine.models.pages import PageType
-from memvm.engine.paging.pages import expired_count_sql, live
+from memvm.engine.paging.pages import expired_count_sql
 from memvm.engine.storage.api import Reads
 from pydantic import BaseModel
 
@@ -190,15 +190,10 @@ async def pages(
     pinned_only: bool = False,
     before: str | None = None,
     limit: int = 50,
-    now: float | None = None,
 ) -> Screen[PageRow]:
-    """One screen of pages, newest first, after the one whose cursor is `before`; with `now`,
-    none expired by then."""
+    """One screen of live pages, newest first, after the one whose cursor is `before`."""
     where = ["namespace = ?"]
     params: list[Any] = [namespace]
-    if now is not None:
-        where.append(live())
-        params.append(now)
     if session is not None:
         where.append("session = ?")
         params.append(session)
@@ -211,7 +206,7 @@ async def pages(
         where.append("rowid < ?")
         params.append(_int_key(before))
     limit = _limit(limit)
-    sql = f"SELECT {_PAGE_FIELDS} FROM pages WHERE {' AND '.join(where)} ORDER BY rowid DESC LIMIT ?"
+    sql = f"SELECT {_PAGE_FIELDS} FROM live_pages WHERE {' AND '.join(where)} ORDER BY rowid DESC LIMIT ?"
     rows = await conn.all(sql, (*params, limit + 1))
     return _screen(rows, limit, lambda row: str(row["rowid"])).map(_page_row)
 
@@ -244,12 +239,12 @@ def _shown(text: str, length: int) -> str:
 
 
 _PAGE_COUNT = f"""
-SELECT coalesce((SELECT pages FROM page_counts WHERE namespace = ?1), 0) - {expired_count_sql("?1", "?2")} AS pages"""
+SELECT coalesce((SELECT pages FROM page_counts WHERE namespace = ?1), 0) - {expired_count_sql("?1")} AS pages"""
 
 
-async def page_count(conn: Reads, namespace: str, now: float) -> int:
-    """How many pages the namespace holds, none expired by `now` (kept by triggers: no scan)."""
-    row = await conn.one(_PAGE_COUNT, (namespace, now))
+async def page_count(conn: Reads, namespace: str) -> int:
+    """How many live pages the namespace holds (kept by triggers: no scan)."""
+    row = await conn.one(_PAGE_COUNT, (namespace,))
     return int(row["pages"]) if row else 0
 
 

@@ -25,7 +25,7 @@ from memvm.engine import Engine
 from memvm.engine.models.pages import REMEMBERED_TYPES, PageType
 from memvm.engine.operations.transfer import TransferError
 from memvm.engine.paging.history_write import CONVERSATION
-from memvm.engine.paging.pages import live
+from memvm.engine.paging.pages import LIVE_WITH_TEXTS
 from memvm.engine.storage.api import Row
 
 SESSIONS = "sessions"
@@ -42,14 +42,14 @@ _COLUMNS = (
 )
 
 _SESSION_PAGES = f"""
-SELECT {_COLUMNS} FROM pages p JOIN page_texts t ON t.rowid = p.rowid
-WHERE p.namespace = ? AND p.session = ? AND p.type IN (?, ?) AND {live(table="p")}
+SELECT {_COLUMNS} FROM {LIVE_WITH_TEXTS}
+WHERE p.namespace = ? AND p.session = ? AND p.type IN (?, ?)
 ORDER BY p.created_at, p.rowid
 """
 
 _NOTES = f"""
-SELECT {_COLUMNS} FROM pages p JOIN page_texts t ON t.rowid = p.rowid
-WHERE p.namespace = ? AND p.type IN ({", ".join("?" * len(_NOTE_TYPES))}) AND {live(table="p")}
+SELECT {_COLUMNS} FROM {LIVE_WITH_TEXTS}
+WHERE p.namespace = ? AND p.type IN ({", ".join("?" * len(_NOTE_TYPES))})
 ORDER BY p.page_id
 """
 _FOLDER_MODE = 0o700
@@ -105,7 +105,6 @@ def note_text(row: Row) -> str:
 async def export_markdown(engine: Engine, *, namespace: str, out: Path, force: bool) -> MarkdownExport:
     """Write `namespace`'s sessions and notes under `out`, which must be new or empty unless `force`."""
     _check_target(out, force=force)
-    now = engine.clock.now()
     with _partial_folder(out) as partial:
         async with engine.db.read(namespace) as conn:
             sessions = [
@@ -115,14 +114,14 @@ async def export_markdown(engine: Engine, *, namespace: str, out: Path, force: b
         for session in sessions:
             # One read per session: a large memory is never held in one long snapshot.
             async with engine.db.read(namespace) as conn:
-                rows = await conn.all(_SESSION_PAGES, (namespace, session, *_HISTORY_TYPES, now))
+                rows = await conn.all(_SESSION_PAGES, (namespace, session, *_HISTORY_TYPES))
             if not rows:
                 continue  # every page of it has expired
             _write_new(partial / SESSIONS, file_name(session), session_text(session, rows))
             pages += len(rows)
             written += 1
         async with engine.db.read(namespace) as conn:
-            notes = await conn.all(_NOTES, (namespace, *_NOTE_TYPES, now))
+            notes = await conn.all(_NOTES, (namespace, *_NOTE_TYPES))
         for row in notes:
             _write_new(partial / NOTES, file_name(row["page_id"]), note_text(row))
         _move_into_place(partial, out)

@@ -51,7 +51,7 @@ async def page_fault(
     # A long page's line takes a fifth of a second to count: count it before taking the lock
     # (and off the event loop), and again inside only if the page changed in between.
     async with db.read(namespace) as conn:
-        seen = await page_seen_from(conn, namespace, page_id, project, live_at=clock.now())
+        seen = await page_seen_from(conn, namespace, page_id, project, live=True)
     bodies = await _bodies(seen, levels, counter)
     now = clock.now()
     async with db.write(namespace) as conn:
@@ -60,7 +60,7 @@ async def page_fault(
             conn, namespace, session, host_session, now, config.turn_idle_seconds
         )
         charged = [state] if accountable is state else [state, accountable]
-        page = await page_seen_from(conn, namespace, page_id, project, live_at=now)
+        page = await page_seen_from(conn, namespace, page_id, project, live=True)
         if page.levels != seen.levels:
             bodies = await _bodies(page, levels, counter)
         current = await get_mapping(conn, namespace, session, page.rowid)

@@ -7,7 +7,6 @@ read is bounded: by an index and a limit, never a scan that grows with the names
 
 from memvm.engine.models.pages import REMEMBERED_TYPES, PageType, Role
 from memvm.engine.models.recall import StandingNote, TranscriptText
-from memvm.engine.paging.pages import live
 from memvm.engine.paging.projects import named_elsewhere, visible_sql
 from memvm.engine.storage.api import Reads
 
@@ -19,18 +18,16 @@ _CALL_WINDOW = 200
 
 _COLUMNS = "rowid, page_id, type, role, session, created_at, pinned, abstract, last_access, project"
 
-_LIVE = live()
-
 _STANDING = f"""
 SELECT page_id, type, role, session, created_at, pinned, abstract, project FROM (
     SELECT * FROM (
-        SELECT {_COLUMNS} FROM pages p WHERE namespace = ? AND pinned = 1 AND {_LIVE} {{visible}}
+        SELECT {_COLUMNS} FROM live_pages p WHERE namespace = ? AND pinned = 1 {{visible}}
         ORDER BY last_access DESC LIMIT ?
     ) AS pinned_pages
     UNION
     SELECT * FROM (
         SELECT {_COLUMNS} FROM (
-            SELECT {_COLUMNS} FROM pages p WHERE namespace = ? AND {_LIVE} {{visible}}
+            SELECT {_COLUMNS} FROM live_pages p WHERE namespace = ? {{visible}}
             ORDER BY last_access DESC LIMIT ?
         ) AS recent WHERE type IN ({{marks}})
     ) AS remembered
@@ -59,15 +56,15 @@ _KNOWN_TOOLS = (
 
 
 async def standing_notes(
-    conn: Reads, namespace: str, limit: int, now: float, project: str | None = None
+    conn: Reads, namespace: str, limit: int, project: str | None = None
 ) -> list[StandingNote]:
-    """Pinned pages, then remembered notes, each most recently used first; none expired by `now`,
-    none of a project other than `project`."""
+    """Pinned pages, then remembered notes, each most recently used first; none expired, none of a
+    project other than `project`."""
     remembered = sorted(kind.value for kind in REMEMBERED_TYPES)
     visible, params = visible_sql(project)
     sql = _STANDING.format(marks=", ".join("?" * len(remembered)), visible=visible)
     rows = await conn.all(
-        sql, (namespace, now, *params, limit, namespace, now, *params, _RECENT_WINDOW, *remembered, limit)
+        sql, (namespace, *params, limit, namespace, *params, _RECENT_WINDOW, *remembered, limit)
     )
     return [
         StandingNote(

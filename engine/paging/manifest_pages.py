@@ -6,17 +6,17 @@ recently used pages, those that weigh most by importance, access and pinning.
 
 from memvm.engine.models.pages import PageType, Role
 from memvm.engine.models.working_set import ManifestPage
-from memvm.engine.paging.pages import expired_count_sql, level_tokens, live
+from memvm.engine.paging.pages import expired_count_sql, level_tokens
 from memvm.engine.paging.projects import visible_sql
 from memvm.engine.storage.api import Reads
 
 # How many recent pages are weighed at most: bounds the query at any database size.
 _RECENT_WINDOW = 500
 
-_CANDIDATE = f"""
+_CANDIDATE = """
     SELECT rowid, namespace, page_id, type, role, session, reference, importance, pinned, access_count,
            last_access, tokens_full, tokens_reduced, tokens_abstract, tokens_reference
-    FROM pages p WHERE namespace = ? AND {live()} {{visible}}
+    FROM live_pages p WHERE namespace = ? {visible}
 """
 
 # Pinned pages are candidates however long ago they were used (on their partial index), beside the
@@ -39,22 +39,22 @@ LIMIT ?
 # Expired pages not yet deleted are counted out (few, on their partial index).
 _COUNTS = f"""
 SELECT
-    coalesce((SELECT pages FROM page_counts WHERE namespace = ?1), 0) - {expired_count_sql("?1", "?3")} AS pages,
-    (SELECT count(*) FROM pages WHERE namespace = ?1 AND session = ?2 AND {live("?3")}) AS session_pages,
+    coalesce((SELECT pages FROM page_counts WHERE namespace = ?1), 0) - {expired_count_sql("?1")} AS pages,
+    (SELECT count(*) FROM live_pages WHERE namespace = ?1 AND session = ?2) AS session_pages,
     (SELECT count(*) FROM working_set WHERE namespace = ?1 AND session = ?2) AS mapped,
-    (SELECT count(*) FROM pages WHERE namespace = ?1 AND pinned = 1 AND {live("?3")}) AS pinned
+    (SELECT count(*) FROM live_pages WHERE namespace = ?1 AND pinned = 1) AS pinned
 """
 
 
 async def available_pages(
-    db: Reads, namespace: str, session: str, limit: int, now: float, project: str | None = None
+    db: Reads, namespace: str, session: str, limit: int, project: str | None = None
 ) -> list[ManifestPage]:
-    """The pages worth listing that `session` has not mapped, none expired by `now`, among those a
-    reader in `project` sees."""
+    """The pages worth listing that `session` has not mapped, none expired, among those a reader
+    in `project` sees."""
     visible, params = visible_sql(project)
     rows = await db.all(
         _AVAILABLE.format(visible=visible),
-        (namespace, now, *params, _RECENT_WINDOW, namespace, now, *params, _RECENT_WINDOW, session, limit),
+        (namespace, *params, _RECENT_WINDOW, namespace, *params, _RECENT_WINDOW, session, limit),
     )
     return [
         ManifestPage(
@@ -71,8 +71,8 @@ async def available_pages(
     ]
 
 
-async def namespace_counts(db: Reads, namespace: str, session: str, now: float) -> dict[str, int]:
-    """The namespace's pages, the session's, those it maps and the pinned ones, none expired by `now`."""
-    row = await db.one(_COUNTS, (namespace, session, now))
+async def namespace_counts(db: Reads, namespace: str, session: str) -> dict[str, int]:
+    """The namespace's pages, the session's, those it maps and the pinned ones, none expired."""
+    row = await db.one(_COUNTS, (namespace, session))
     assert row is not None
     return {key: int(row[key]) for key in ("pages", "session_pages", "mapped", "pinned")}

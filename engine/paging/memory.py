@@ -30,7 +30,6 @@ from memvm.engine.paging.derived import forget_derived
 from memvm.engine.paging.levels import Levels, compute_levels
 from memvm.engine.paging.pages import (
     delete_page,
-    expired,
     get_page,
     insert_page,
     next_page_id,
@@ -157,17 +156,15 @@ async def remember(
     expires_at = None if ttl_seconds is None else now + ttl_seconds
     async with writer.db.write(namespace) as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
-        await delete_expired(writer, conn, namespace, now)
+        await delete_expired(writer, conn, namespace)
         working_set = writer.working_set(conn, namespace, session, state.turn)
         if key:
             existing = await get_page(conn, namespace, key)
         else:
             # The same text remembered again is the page already holding it, not a second copy: a
             # model that repeats itself must not fill memory, nor make search return it twice.
-            existing = await page_with_text(
-                conn, namespace, page.type, levels.texts[Level.FULL], now, project
-            )
-        if existing is not None and _expired(existing, now):
+            existing = await page_with_text(conn, namespace, page.type, levels.texts[Level.FULL], project)
+        if existing is not None and _expired(existing, conn.now):
             # Gone for every reader already: the key starts afresh, with no versions of it.
             await _drop(writer, conn, namespace, existing, cause="expired")
             existing = None
@@ -266,7 +263,7 @@ async def ingest(
         state = await touch_session(
             conn, namespace, session, now, writer.config.turn_idle_seconds, by_host=True
         )
-        await delete_expired(writer, conn, namespace, now)
+        await delete_expired(writer, conn, namespace)
         for page, levels, bodies in zip(pages, all_levels, all_bodies, strict=True):
             if page.role is Role.USER:
                 state = await begin_turn(conn, namespace, session, now)
@@ -307,7 +304,7 @@ async def pin_page(
     now = writer.clock.now()
     async with writer.db.write(namespace) as conn:
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
-        page = await page_seen_from(conn, namespace, page_id, project, live_at=now)
+        page = await page_seen_from(conn, namespace, page_id, project, live=True)
         await set_pinned(conn, namespace, page.rowid, pinned)
         working_set = writer.working_set(conn, namespace, session, state.turn)
         mapping = await get_mapping(conn, namespace, session, page.rowid)
@@ -362,14 +359,13 @@ async def _purged(db: Database) -> bool:
 # a mass expiry stays quick. `memvm gc` deletes every one (Engine.collect_expired).
 EXPIRED_PER_WRITE = 50
 
-_EXPIRED = f"SELECT page_id FROM pages WHERE namespace = ? AND {expired()} ORDER BY expires_at LIMIT ?"
+_EXPIRED = "SELECT page_id FROM expired_pages WHERE namespace = ? ORDER BY expires_at LIMIT ?"
 
 
-async def delete_expired(
-    writer: Writer, conn: Writes, namespace: str, now: float, limit: int = EXPIRED_PER_WRITE
-) -> int:
-    """Delete up to `limit` of the namespace's pages expired by `now`, as forget does; how many."""
-    rows = await conn.all(_EXPIRED, (namespace, now, limit))
+async def delete_expired(writer: Writer, conn: Writes, namespace: str, limit: int = EXPIRED_PER_WRITE) -> int:
+    """Delete up to `limit` of the namespace's pages expired by the write's moment, as forget
+    does; how many."""
+    rows = await conn.all(_EXPIRED, (namespace, limit))
     for row in rows:
         page = await get_page(conn, namespace, row["page_id"])
         assert page is not None  # just listed, in this transaction
@@ -377,7 +373,7 @@ async def delete_expired(
     return len(rows)
 
 
-_NAMESPACES_EXPIRED = f"SELECT DISTINCT namespace FROM pages WHERE {expired()}"
+_NAMESPACES_EXPIRED = "SELECT DISTINCT namespace FROM expired_pages"
 
 # Expired pages each of gc's writes deletes: more than a page write's, still one short write each.
 EXPIRED_PER_GC_WRITE = 500
@@ -387,14 +383,13 @@ async def collect_expired(writer: Writer, *, purge: bool = True) -> int:
     """Delete every expired page of every namespace, a bounded batch per write; how many. Without
     `purge` (before an export, which reads rows, never the index's segments or the WAL) the
     deletes stay owed a purge, as a write's own deletes of expired pages do."""
-    now = writer.clock.now()
     async with writer.db.read(None) as conn:  # every namespace
-        namespaces = [row["namespace"] for row in await conn.all(_NAMESPACES_EXPIRED, (now,))]
+        namespaces = [row["namespace"] for row in await conn.all(_NAMESPACES_EXPIRED)]
     deleted = 0
     for namespace in namespaces:
         while True:
             async with writer.db.write(namespace, removal=True) as conn:
-                done = await delete_expired(writer, conn, namespace, now, limit=EXPIRED_PER_GC_WRITE)
+                done = await delete_expired(writer, conn, namespace, limit=EXPIRED_PER_GC_WRITE)
             deleted += done
             if done < EXPIRED_PER_GC_WRITE:
                 break

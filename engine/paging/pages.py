@@ -29,6 +29,9 @@ PAGE_COLUMNS = """
 # The long levels (full and reduced) live apart from the page row, in page_texts: what reads only
 # the small columns (the manifest, ranking, the working set's bookkeeping) never reads through them.
 WITH_TEXTS = "pages p JOIN page_texts t ON t.rowid = p.rowid"
+# The same, of the pages not expired as of the transaction's moment: what every read but a write's
+# own look at a page it replaces or deletes uses (the live_pages view, schema_changes.py).
+LIVE_WITH_TEXTS = "live_pages p JOIN page_texts t ON t.rowid = p.rowid"
 
 _NEXT_ID = """
 INSERT INTO id_counters (namespace, prefix, last) VALUES (?, ?, 1)
@@ -59,30 +62,15 @@ WHERE namespace = ? AND rowid = ?
 
 _UPDATE_TEXTS = "UPDATE page_texts SET content = ?, reduced = ? WHERE namespace = ? AND rowid = ?"
 
-# A page whose expiry has come is gone for every read, before a write deletes it
-# (memory.delete_expired). The two conditions every read and every deletion of them use, given the
-# placeholder of the moment (and the pages' table alias, where the query has one):
 
-
-def live(now: str = "?", table: str = "") -> str:
-    """SQL that holds for a page not expired by `now`."""
-    column = f"{table}.expires_at" if table else "expires_at"
-    return f"({column} IS NULL OR {column} > {now})"
-
-
-def expired(now: str = "?") -> str:
-    """SQL that holds for a page expired by `now` (few such pages, on their partial index)."""
-    return f"expires_at IS NOT NULL AND expires_at <= {now}"
-
-
-def expired_count_sql(namespace: str, now: str) -> str:
-    """A subquery counting a namespace's pages expired by a moment and not yet deleted, given the
-    placeholders of the two."""
-    return f"(SELECT count(*) FROM pages WHERE namespace = {namespace} AND {expired(now)})"
+def expired_count_sql(namespace: str) -> str:
+    """A subquery counting a namespace's pages expired and not yet deleted (few, on their partial
+    index), given the namespace's placeholder: what a page count from page_counts leaves out."""
+    return f"(SELECT count(*) FROM expired_pages WHERE namespace = {namespace})"
 
 
 _GET = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.page_id = ?"
-_GET_LIVE = f"{_GET} AND {live(table='p')}"
+_GET_LIVE = f"SELECT {PAGE_COLUMNS} FROM {LIVE_WITH_TEXTS} WHERE p.namespace = ? AND p.page_id = ?"
 
 _GET_BY_ROWID = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.rowid = ?"
 
@@ -227,22 +215,19 @@ async def update_remembered(
     return page_from_row(row)
 
 
-async def get_page(conn: Reads, namespace: str, page_id: str, *, live_at: float | None = None) -> Page | None:
-    """The page `page_id`; with `live_at`, None for a page expired by then (which only a write
-    that deletes it, or a key's rewrite, still needs to see)."""
-    if live_at is None:
-        row = await conn.one(_GET, (namespace, page_id))
-    else:
-        row = await conn.one(_GET_LIVE, (namespace, page_id, live_at))
+async def get_page(conn: Reads, namespace: str, page_id: str, *, live: bool = False) -> Page | None:
+    """The page `page_id`; if `live`, None for a page expired by the transaction's moment (which
+    only a write that deletes it, or a key's rewrite, still needs to see)."""
+    row = await conn.one(_GET_LIVE if live else _GET, (namespace, page_id))
     return page_from_row(row) if row else None
 
 
 async def page_seen_from(
-    conn: Reads, namespace: str, page_id: str, project: str | None, *, live_at: float | None = None
+    conn: Reads, namespace: str, page_id: str, project: str | None, *, live: bool = False
 ) -> Page:
-    """The page `page_id` as a reader in `project` may use it (see get_page for `live_at`):
+    """The page `page_id` as a reader in `project` may use it (see get_page for `live`):
     PageNotFound when there is none, and when it is another project's, which no id reaches."""
-    page = await get_page(conn, namespace, page_id, live_at=live_at)
+    page = await get_page(conn, namespace, page_id, live=live)
     if page is None or not sees(project, page.project):
         raise PageNotFound(page_id)
     return page
@@ -251,19 +236,19 @@ async def page_seen_from(
 # A remembered page of one type holding exactly this text; the namespace's pages of that type are
 # few beside its transcript, and the text is compared only on those.
 _SAME_TEXT = f"""
-SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS}
-WHERE p.namespace = ? AND p.type = ? AND t.content = ? AND {live(table="p")} {{visible}}
+SELECT {PAGE_COLUMNS} FROM {LIVE_WITH_TEXTS}
+WHERE p.namespace = ? AND p.type = ? AND t.content = ? {{visible}}
 ORDER BY p.rowid LIMIT 1
 """
 
 
 async def page_with_text(
-    conn: Reads, namespace: str, page_type: PageType, text: str, now: float, project: str | None = None
+    conn: Reads, namespace: str, page_type: PageType, text: str, project: str | None = None
 ) -> Page | None:
     """The oldest live page of `page_type` whose full text is `text`, among those a reader in
     `project` sees, if any."""
     visible, params = visible_sql(project)
-    row = await conn.one(_SAME_TEXT.format(visible=visible), (namespace, page_type.value, text, now, *params))
+    row = await conn.one(_SAME_TEXT.format(visible=visible), (namespace, page_type.value, text, *params))
     return page_from_row(row) if row else None
 
 

@@ -21,7 +21,7 @@ from memvm.engine.models.pages import Level, Modality, PageType, Role
 from memvm.engine.models.recall import SearchHit, SearchResult
 from memvm.engine.paging import tiers
 from memvm.engine.paging.levels import collapse
-from memvm.engine.paging.pages import expired, level_tokens, live
+from memvm.engine.paging.pages import level_tokens
 from memvm.engine.paging.projects import named_elsewhere, sees, visible_sql
 from memvm.engine.paging.ranking import addressed_role, bm25, rescore
 from memvm.engine.paging.snippets import searched, snippet, window_sql
@@ -180,7 +180,6 @@ async def search_pages(
     pinned_only: bool = False,
     project: str | None = None,
     tuning: SearchTuning = DEFAULT_TUNING,
-    now: float | None = None,
 ) -> SearchResult:
     """The `limit` best pages for `query`: an exact page id first, then by score.
 
@@ -191,8 +190,8 @@ async def search_pages(
     """
     filters = _Filters(page_type, modality, only_session, pinned_only, project)
     if not query.strip():
-        return await _listed(conn, namespace, viewer_session, filters, limit, now)
-    gone = await _expired(conn, namespace, now)
+        return await _listed(conn, namespace, viewer_session, filters, limit)
+    gone = await _expired(conn, namespace)
     hits = [
         hit
         for hit in await _exact_ids(conn, namespace, viewer_session, query, filters)
@@ -204,7 +203,7 @@ async def search_pages(
     terms = query_terms(query)
     if terms and len(hits) < limit:
         whole_file = pages == in_file
-        when = time_window(query, now) if now is not None and tuning.time_boost else None
+        when = time_window(query, conn.now) if tuning.time_boost else None
         asked = _Asked(
             terms,
             addressed_role(query),
@@ -387,7 +386,7 @@ async def _exact_ids(
 # walking the namespace's index backwards rather than sorting it.
 _LISTED = f"""
 SELECT {_HIT_COLUMNS}, p.abstract AS snippet, w.level AS mapped_level
-FROM pages p
+FROM live_pages p
 {_MAPPED_IN_VIEWER}
 WHERE p.namespace = ? AND p.pinned = ? {{filters}}
 ORDER BY p.rowid DESC
@@ -396,13 +395,10 @@ LIMIT ?
 
 
 async def _listed(
-    conn: Reads, namespace: str, viewer_session: str, filters: _Filters, limit: int, now: float | None
+    conn: Reads, namespace: str, viewer_session: str, filters: _Filters, limit: int
 ) -> SearchResult:
     """What is remembered, without a query: pinned pages first, then the newest, each newest first."""
     clauses, params = filters.sql()
-    if now is not None:
-        clauses += f" AND {live(table='p')}"
-        params = [*params, now]
     hits: list[SearchHit] = []
     for pinned in (1, 0):
         if len(hits) >= limit or (pinned == 0 and filters.pinned_only):
@@ -413,20 +409,18 @@ async def _listed(
         hits += [_hit(row, score=0.0, snippet=row["snippet"], reader=filters.project) for row in rows]
     collection = await conn.one(_COLLECTION, (namespace,))
     assert collection is not None  # an aggregate always yields a row
-    pages = int(collection[0]) - len(await _expired(conn, namespace, now))
+    pages = int(collection[0]) - len(await _expired(conn, namespace))
     message = None if hits else "Nothing is remembered here yet."
     return SearchResult(results=hits, total_pages=pages, message=message)
 
 
 # Pages whose expiry has come and that no write has deleted yet: few, on their partial index.
-_EXPIRED = f"SELECT page_id, rowid FROM pages WHERE namespace = ? AND {expired()}"
+_EXPIRED = "SELECT page_id, rowid FROM expired_pages WHERE namespace = ?"
 
 
-async def _expired(conn: Reads, namespace: str, now: float | None) -> dict[str, int]:
-    """The namespace's expired pages by id (none when the search has no clock)."""
-    if now is None:
-        return {}
-    return {row["page_id"]: row["rowid"] for row in await conn.all(_EXPIRED, (namespace, now))}
+async def _expired(conn: Reads, namespace: str) -> dict[str, int]:
+    """The namespace's expired pages by id: the full-text index still holds them."""
+    return {row["page_id"]: row["rowid"] for row in await conn.all(_EXPIRED, (namespace,))}
 
 
 @dataclass(frozen=True)

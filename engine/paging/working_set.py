@@ -14,7 +14,7 @@ from memvm.engine.models.pages import Level, Page, PageType, Role
 from memvm.engine.models.working_set import Actor, EvictedPage, Mapping, MutationKind, WorkingSetEntry
 from memvm.engine.paging.context_lines import Bodies, body_tokens, context_line, line_cost, line_head
 from memvm.engine.paging.mutation_log import LogEntry, append_changes
-from memvm.engine.paging.pages import level_texts, live
+from memvm.engine.paging.pages import level_texts
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.storage.api import Reads, Row, Writes
 
@@ -112,10 +112,10 @@ WHERE w.namespace = ?1 AND w.session = ?2
 
 _SESSIONS_MAPPING = "SELECT session, level FROM working_set WHERE namespace = ? AND page_rowid = ?"
 
-_VIEW = f"""
+_VIEW = """
 SELECT w.level, w.line_tokens, p.page_id, p.type, p.role, t.content, t.reduced, p.abstract, p.reference
-FROM working_set w JOIN pages p ON p.rowid = w.page_rowid JOIN page_texts t ON t.rowid = w.page_rowid
-WHERE w.namespace = ? AND w.session = ? AND {live(table="p")}
+FROM working_set w JOIN live_pages p ON p.rowid = w.page_rowid JOIN page_texts t ON t.rowid = w.page_rowid
+WHERE w.namespace = ? AND w.session = ?
 ORDER BY p.created_at, p.rowid
 """
 
@@ -459,11 +459,11 @@ async def sessions_mapping(conn: Reads, namespace: str, rowid: int) -> list[tupl
     return [(row["session"], Level(row["level"])) for row in rows]
 
 
-async def view_entries(conn: Reads, namespace: str, session: str, now: float) -> list[WorkingSetEntry]:
-    """The mapped pages as rendered lines, in a stable order (oldest page first); a page expired
-    by `now` is left out at once, before the write that deletes it unmaps it."""
+async def view_entries(conn: Reads, namespace: str, session: str) -> list[WorkingSetEntry]:
+    """The mapped pages as rendered lines, in a stable order (oldest page first); an expired page
+    is left out at once, before the write that deletes it unmaps it."""
     entries = []
-    for row in await conn.all(_VIEW, (namespace, session, now)):
+    for row in await conn.all(_VIEW, (namespace, session)):
         level = Level(row["level"])
         texts = level_texts(row)
         role = Role(row["role"]) if row["role"] else None

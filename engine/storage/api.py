@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Itera
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memvm.engine.clock import Clock
 from memvm.engine.storage.purge_queue import IS_PURGE_OWED, PurgeQueue
 
 if TYPE_CHECKING:
@@ -60,9 +61,15 @@ class Reads(ABC):
     A read transaction (`Database.read`) holds one snapshot for all of its queries, so reads that
     belong together never see a write land between them; inside a write transaction (`Writes`)
     they also see that transaction's own writes.
+
+    A transaction knows the namespace it was opened for (None: the whole database) and the moment
+    it began, `now`: the moment its `live_pages` and `expired_pages` views compare expiry with, so
+    that every query in it agrees which pages are gone, and none has to say so itself.
     """
 
     dialect: Dialect
+    namespace: str | None
+    now: float
 
     @abstractmethod
     async def all(self, sql: str, params: Iterable[Any] = ()) -> list[Row]: ...
@@ -113,6 +120,8 @@ class Database(ABC):
     target: str
     # Times a write found the storage locked by another process and tried again; never reset.
     busy_retries: int
+    # What each transaction takes as its moment (Reads.now).
+    clock: Clock
 
     @abstractmethod
     def read(self, namespace: str | None) -> AbstractAsyncContextManager[Reads]:

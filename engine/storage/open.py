@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.errors import DatabaseRefused
 
 if TYPE_CHECKING:
@@ -41,12 +42,14 @@ def shown(target: str | Path) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-async def open_database(target: str | Path, config: "EngineConfig") -> "Database":
-    """Open the database `target` names; refuse, saying why, one that cannot be used."""
+async def open_database(target: str | Path, config: "EngineConfig", clock: Clock | None = None) -> "Database":
+    """Open the database `target` names; refuse, saying why, one that cannot be used. Its
+    transactions take their moment from `clock` (the system's, unless given)."""
+    clock = clock or SystemClock()
     if not is_postgres_url(target):
         from memvm.engine.storage import sqlite_db
 
-        return await sqlite_db.Database.open(target, config)
+        return await sqlite_db.Database.open(target, config, clock)
     try:
         # Imported only here: the driver is an optional extra, and SQLite users never load it.
         from memvm.engine.storage import postgres_db
@@ -54,4 +57,4 @@ async def open_database(target: str | Path, config: "EngineConfig") -> "Database
         raise DatabaseRefused(
             "PostgreSQL needs its driver, which is not installed: pip install 'memvm[postgres]'"
         ) from exc
-    return await postgres_db.Database.open(str(target), config)
+    return await postgres_db.Database.open(str(target), config, clock)

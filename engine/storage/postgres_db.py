@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 import psycopg
+from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.errors import (
     DatabaseRefused,
@@ -133,8 +134,10 @@ _cursors = itertools.count(1)
 class Reads(api.Reads):
     dialect = DIALECT
 
-    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+    def __init__(self, conn: psycopg.AsyncConnection[Any], namespace: str | None, now: float) -> None:
         self._conn = conn
+        self.namespace = namespace
+        self.now = now
 
     async def all(self, sql: str, params: Iterable[Any] = ()) -> list[api.Row]:
         text, values = bind(sql, tuple(params))
@@ -162,8 +165,10 @@ class Reads(api.Reads):
 
 
 class Writes(Reads, api.Writes):
-    def __init__(self, conn: psycopg.AsyncConnection[Any], stemmer: Stemmer) -> None:
-        super().__init__(conn)
+    def __init__(
+        self, conn: psycopg.AsyncConnection[Any], namespace: str | None, now: float, stemmer: Stemmer
+    ) -> None:
+        super().__init__(conn, namespace, now)
         self._stemmer = stemmer
         self._pending: set[int] = set()
 
@@ -213,8 +218,9 @@ class Database(api.Database):
 
     backend = "postgresql"
 
-    def __init__(self, pool: AsyncConnectionPool[Any], url: str, config: EngineConfig) -> None:
+    def __init__(self, pool: AsyncConnectionPool[Any], url: str, config: EngineConfig, clock: Clock) -> None:
         self._pool = pool
+        self.clock = clock
         self._config = config
         self._closed = False
         self._reader_slots = ReadSlots(config.read_connections)
@@ -225,7 +231,7 @@ class Database(api.Database):
         self.busy_retries = 0
 
     @classmethod
-    async def open(cls, url: str, config: EngineConfig) -> "Database":
+    async def open(cls, url: str, config: EngineConfig, clock: Clock) -> "Database":
         """Connect (refusing with DatabaseRefused, saying why, when the server cannot be reached)."""
         if config.max_db_mb is not None:
             # The cap is a SQLite file's (max_page_count); a database server's disk is the server's.
@@ -254,7 +260,7 @@ class Database(api.Database):
             open=False,
         )
         await pool.open(wait=True, timeout=_CONNECT_TIMEOUT_S)
-        return cls(pool, url, config)
+        return cls(pool, url, config, clock)
 
     async def close(self) -> None:
         if self._closed:
@@ -291,11 +297,12 @@ class Database(api.Database):
 
     @asynccontextmanager
     async def read(self, namespace: str | None) -> AsyncIterator[Reads]:
+        now = self.clock.now()
         async with (
             self._reader_slots.take(namespace),
-            self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as conn,
+            self._transaction(f"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {_moment(now)}") as conn,
         ):
-            yield Reads(conn)
+            yield Reads(conn, namespace, now)
 
     @asynccontextmanager
     async def write(self, namespace: str | None = None, *, removal: bool = False) -> AsyncIterator[Writes]:
@@ -311,8 +318,10 @@ class Database(api.Database):
             )
         # The lock is waited for outside the shielded BEGIN, so a caller cancelled while it waits
         # stops waiting at once; the wait is bounded by lock_timeout, local to this transaction.
-        async with self._transaction(f"BEGIN; SET LOCAL lock_timeout = {wait_ms}", commit=True) as conn:
-            writes = Writes(conn, self._stemmer)
+        now = self.clock.now()
+        begin = f"BEGIN; SET LOCAL lock_timeout = {wait_ms}; {_moment(now)}"
+        async with self._transaction(begin, commit=True) as conn:
+            writes = Writes(conn, namespace, now, self._stemmer)
             await writes.all(locks)
             if namespace is not None and not removal and self._config.max_namespace_mb:
                 await check_namespace_room(writes, namespace, self._config.max_namespace_mb)
@@ -354,6 +363,13 @@ class Database(api.Database):
         finally:
             with anyio.CancelScope(shield=True):
                 await pooled.__aexit__(None, None, None)
+
+
+def _moment(now: float) -> str:
+    """The statement that gives a transaction its moment, which the live_pages and expired_pages
+    views read (`memvm.now`); sent with BEGIN, in the same round trip. `now` is the clock's float,
+    never input, so it is written into the text."""
+    return f"SET LOCAL memvm.now = '{float(now)!r}'"
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:

@@ -113,10 +113,35 @@ _POSTGRES_TYPES = SchemaChange(
     ),
 )
 
+# Which pages are gone is said once, here: a page whose expiry has come is left out of every read
+# from that moment, before a write or `memvm gc` deletes it. Queries read `live_pages` (or
+# `expired_pages`) rather than `pages`, and the moment they compare with is their transaction's own
+# (Reads.now), which each backend hands its SQL: memvm_now() on SQLite (sqlite_moment.py), the
+# setting `memvm.now` on PostgreSQL (set with BEGIN). PostgreSQL fixes a view's columns when the
+# view is made, so a change that adds a column to pages makes these two again (the schema test
+# compares the views' columns and says so).
+_POSTGRES_NOW = "current_setting('memvm.now')::double precision"
+_EXPIRY_VIEWS = SchemaChange(
+    version=19,
+    name="live and expired pages, as of each transaction's moment",
+    sqlite=(
+        "CREATE VIEW live_pages AS SELECT * FROM pages WHERE expires_at IS NULL OR expires_at > memvm_now()",
+        "CREATE VIEW expired_pages AS "
+        "SELECT * FROM pages WHERE expires_at IS NOT NULL AND expires_at <= memvm_now()",
+    ),
+    postgresql=(
+        "CREATE VIEW live_pages AS "
+        f"SELECT * FROM pages WHERE expires_at IS NULL OR expires_at > {_POSTGRES_NOW}",
+        "CREATE VIEW expired_pages AS "
+        f"SELECT * FROM pages WHERE expires_at IS NOT NULL AND expires_at <= {_POSTGRES_NOW}",
+    ),
+)
+
 CHANGES: tuple[SchemaChange, ...] = (
     _VERSIONS_AND_EXPIRY,
     _PROJECTS,
     _PURGE_OWED,
     _KEPT_LOGS,
     _POSTGRES_TYPES,
+    _EXPIRY_VIEWS,
 )

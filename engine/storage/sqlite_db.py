@@ -23,6 +23,7 @@ from typing import Any
 
 import aiosqlite
 import anyio
+from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.errors import (
     StorageBusy,
@@ -42,6 +43,7 @@ from memvm.engine.storage.sqlite_file import (
     create_private,
     pragma,
 )
+from memvm.engine.storage.sqlite_moment import Moment, keep_moment
 
 _BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 # SQLite's own wait per attempt on the write connection, and the random pause between attempts
@@ -92,8 +94,12 @@ class Reads(api.Reads):
 
     dialect = DIALECT
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: aiosqlite.Connection, moment: Moment, namespace: str | None, now: float) -> None:
         self._conn = conn
+        self.namespace = namespace
+        self.now = now
+        # Read by memvm_now() on the connection's thread, as the views ask it (see sqlite_moment).
+        moment.now = now
 
     async def all(self, sql: str, params: Iterable[Any] = ()) -> list[api.Row]:
         # One trip to the connection's thread: execute, fetch and close there together. Each await
@@ -135,9 +141,17 @@ class Database(api.Database):
     backend = "sqlite"
 
     def __init__(
-        self, writer: aiosqlite.Connection, path: str, config: EngineConfig, quota_bytes: int | None = None
+        self,
+        writer: aiosqlite.Connection,
+        writer_moment: Moment,
+        path: str,
+        config: EngineConfig,
+        clock: Clock,
+        quota_bytes: int | None = None,
     ) -> None:
         self._writer = writer
+        self._writer_moment = writer_moment
+        self.clock = clock
         self._config = config
         self._shared = path == ":memory:"
         self._lock = anyio.Lock()
@@ -145,7 +159,7 @@ class Database(api.Database):
         self._busy_timeout_s = config.busy_timeout_ms / 1000
         # Read connections, opened as reads need them, at most `read_connections` at once: a slow
         # read holds up only its own connection, and a read never waits behind a write (WAL).
-        self._idle_readers: list[aiosqlite.Connection] = []
+        self._idle_readers: list[tuple[aiosqlite.Connection, Moment]] = []
         # Shared out per namespace, so one tenant's slow reads never hold them all (see read_slots).
         self._reader_slots = ReadSlots(config.read_connections)
         self.path = path
@@ -155,7 +169,7 @@ class Database(api.Database):
         self.busy_retries = 0
 
     @classmethod
-    async def open(cls, path: str | Path, config: EngineConfig) -> "Database":
+    async def open(cls, path: str | Path, config: EngineConfig, clock: Clock) -> "Database":
         """Open the write connection; refuse a corrupt or foreign file with DatabaseRefused."""
         target = str(path)
         if target != ":memory:" and not config.read_only:
@@ -164,6 +178,7 @@ class Database(api.Database):
         writer = await connect(target, config, busy_ms=min(config.busy_timeout_ms, _BUSY_SLICE_MS))
         quota_bytes = None
         try:
+            moment = await keep_moment(writer)
             await check_file(writer)
             if target != ":memory:" and not config.read_only:
                 # Switching to WAL is a write; a read-only file keeps its mode.
@@ -173,7 +188,7 @@ class Database(api.Database):
         except BaseException:
             await writer.close()
             raise
-        return cls(writer, target, config, quota_bytes)
+        return cls(writer, moment, target, config, clock, quota_bytes)
 
     async def close(self) -> None:
         """Close every connection; closing again does nothing."""
@@ -181,7 +196,7 @@ class Database(api.Database):
             return
         self._closed = True
         with anyio.CancelScope(shield=True):
-            for reader in self._idle_readers:
+            for reader, _ in self._idle_readers:
                 await reader.close()
             self._idle_readers.clear()
             await self._writer.close()
@@ -196,31 +211,31 @@ class Database(api.Database):
         if self._shared:
             # One private in-memory database has one connection: reads queue behind writes.
             async with self._lock:
-                yield Reads(self._writer)
+                yield Reads(self._writer, self._writer_moment, namespace, self.clock.now())
             return
         async with self._reader_slots.take(namespace):
-            conn = await self._reader()
+            conn, moment = await self._reader()
             ended = False
             try:
                 await _shielded(conn, "BEGIN")
                 try:
-                    yield Reads(conn)
+                    yield Reads(conn, moment, namespace, self.clock.now())
                 finally:
                     await _shielded(conn, "ROLLBACK")  # a read has nothing to commit
                     ended = True
             finally:
                 if ended:
-                    self._idle_readers.append(conn)
+                    self._idle_readers.append((conn, moment))
                 else:  # a connection whose transaction could not be ended is not reused
                     with anyio.CancelScope(shield=True):
                         await conn.close()
 
-    async def _reader(self) -> aiosqlite.Connection:
+    async def _reader(self) -> tuple[aiosqlite.Connection, Moment]:
         if self._idle_readers:
             return self._idle_readers.pop()
         conn = await connect(self.path, self._config, busy_ms=self._config.busy_timeout_ms)
         await pragma(conn, "PRAGMA query_only=1")
-        return conn
+        return conn, await keep_moment(conn)
 
     @asynccontextmanager
     async def write(self, namespace: str | None = None, *, removal: bool = False) -> AsyncIterator[Writes]:
@@ -236,7 +251,7 @@ class Database(api.Database):
             async with self._room_to_remove(removal):
                 await self._begin()
                 try:
-                    writes = Writes(self._writer)
+                    writes = Writes(self._writer, self._writer_moment, namespace, self.clock.now())
                     if namespace is not None and not removal and self._config.max_namespace_mb:
                         await check_namespace_room(writes, namespace, self._config.max_namespace_mb)
                     yield writes

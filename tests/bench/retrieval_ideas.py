@@ -102,6 +102,8 @@ async def scored(
     engine: Engine, text: str, tuning: SearchTuning, depth: int = DEPTH, now: float | None = None
 ) -> list[tuple[str, float]]:
     """The `depth` best pages for `text` asked at `now` (the engine's clock), with their scores."""
+    if now is not None and isinstance(engine.clock, BenchClock):
+        engine.clock.at = now
     async with engine.db.read(None) as conn:
         found = await search_pages(
             conn,
@@ -111,7 +113,6 @@ async def scored(
             limit=depth,
             tuning=tuning,
             stemmer=engine.stemmer,
-            now=now,
         )
     return [(hit.page_id, hit.score) for hit in found.results]
 

@@ -205,7 +205,7 @@ class WatchedCounter(TokenCounter):
 
 async def test_a_long_page_is_counted_off_the_event_loop_and_outside_the_write_lock(db_path, clock):
     config = EngineConfig(max_page_tokens=500_000)
-    db = await Database.open(db_path, config)
+    db = await Database.open(db_path, config, clock)
     try:
         await migrate(db)
         counter = WatchedCounter(db._lock)

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from memvm.engine import Engine
 from memvm.engine.paging import search
-from memvm.engine.storage import postgres_db, sqlite_db
+from memvm.engine.storage import postgres_db, sqlite_db, sqlite_moment
 from memvm.engine.storage.postgres_sql import translate
 
 from tests.conftest import fresh_postgres_database
@@ -94,6 +94,8 @@ async def test_every_statement_compiles_on_sqlite(tmp_path):
     await (await Engine.open(path)).close()
     failed = {}
     with sqlite3.connect(path) as conn:
+        # What each engine connection answers for its transaction's moment (sqlite_moment).
+        conn.create_function(sqlite_moment.FUNCTION, 0, lambda: 0.0)
         for name, sql in on_backend("sqlite").items():
             _, order = translate(sql)
             try:

@@ -9,6 +9,7 @@ import sqlite3
 import psycopg
 import pytest
 from memvm.engine import Engine
+from memvm.engine.storage import sqlite_moment
 
 from tests.conftest import fresh_postgres_database
 
@@ -38,6 +39,8 @@ Column = tuple[str, str, str, bool]  # table, column, type, NOT NULL
 
 def sqlite_schema(path: str) -> tuple[set[Column], set[tuple[str, tuple[str, ...]]], set[str]]:
     with sqlite3.connect(path) as conn:
+        # What each engine connection answers for its transaction's moment (sqlite_moment).
+        conn.create_function(sqlite_moment.FUNCTION, 0, lambda: 0.0)
         relations = [
             name
             for (name,) in conn.execute(
