@@ -48,7 +48,7 @@ async def catch_up(engine: Engine, event: HookEvent, host: HostSpec, namespace: 
     """Add what the transcript the event names holds and the session does not; what could not be
     read, if anything, for one stderr line."""
     transcript = await anyio.to_thread.run_sync(read_transcript, event.transcript, host.transcript)
-    stored = await engine.session_transcript(namespace=namespace, session=event.session, limit=_STORED_PAGES)
+    stored = await engine.session(namespace, event.session).session_transcript(limit=_STORED_PAGES)
     present = Counter((page.role, page.content.strip()) for page in stored)
     problems = [transcript.problem] if transcript.problem is not None else []
     project = event_project(event)  # once: it looks through the folders above the host's
@@ -96,7 +96,7 @@ async def _ingest(
     if not messages:
         return 0
     try:
-        await engine.ingest(namespace=namespace, session=event.session, messages=messages, project=project)
+        await engine.session(namespace, event.session, project=project).ingest(messages=messages)
     except _UNSTORABLE:
         if len(messages) == 1:
             return 1
@@ -122,9 +122,7 @@ async def _record_call(
         result=None if call.failed else call.result,
         error_message=(call.result or "the tool failed") if call.failed else None,
     )
-    await engine.record_tool_outcome(
-        namespace=namespace, session=event.session, call=outcome, project=project
-    )
+    await engine.session(namespace, event.session, project=project).record_tool_outcome(call=outcome)
     await engine.hook_events.record(
         namespace=namespace, host=host, session=event.session, digest=digest, event=event.name
     )

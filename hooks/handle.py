@@ -61,12 +61,8 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
         # itself, while the host may send the same event again (a second compaction) with more
         # to read.
         case EventKind.SESSION_START:
-            context = await start_context(
-                engine,
-                namespace=settings.namespace,
-                max_tokens=settings.recall_tokens,
-                project=event_project(event),
-            )
+            scope = engine.namespace(settings.namespace, project=event_project(event))
+            context = await start_context(scope, settings.recall_tokens)
             return HookAnswer(context=context)
         case EventKind.CATCH_UP:
             if not event.transcript:
@@ -101,13 +97,11 @@ async def handle(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
 
 
 async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> HookAnswer:
-    namespace, session, project = settings.namespace, event.session, event_project(event)
+    scope = engine.session(settings.namespace, event.session, project=event_project(event))
     match event.kind:
         case EventKind.PRE_TOOL:
             try:
-                check = await engine.check_tool_call(
-                    namespace=namespace,
-                    session=session,
+                check = await scope.check_tool_call(
                     tool=event.tool,
                     args=event.tool_input,
                     guards_config=settings.guards,
@@ -124,47 +118,27 @@ async def _apply(engine: Engine, event: HookEvent, settings: HookSettings) -> Ho
             if not event.prompt.strip():
                 return HookAnswer()
             # Ingesting the user's message starts the turn: budgets and repeats count afresh.
-            ingested = await engine.ingest(
-                namespace=namespace,
-                session=session,
-                messages=[IngestMessage(role=Role.USER, content=event.prompt)],
-                project=project,
-            )
+            ingested = await scope.ingest(messages=[IngestMessage(role=Role.USER, content=event.prompt)])
             kept = None
             own_pages = set(ingested.page_ids)
             if (fact := fact_about_user(event.prompt)) is not None:
                 # The fact is the prompt's own words: said to be kept, not recalled back.
-                note = await keep_for_user(
-                    engine, namespace=namespace, session=session, project=project, fact=fact
-                )
+                note = await keep_for_user(scope, fact)
                 own_pages.add(note)
                 kept = CONFIRMATION
             context = await recall(
-                engine,
-                namespace=namespace,
-                session=session,
-                query=event.prompt,
-                own_pages=own_pages,
-                max_tokens=settings.recall_tokens,
-                project=project,
+                scope, query=event.prompt, own_pages=own_pages, max_tokens=settings.recall_tokens
             )
             return HookAnswer(context="\n\n".join(part for part in (kept, context) if part) or None)
         case EventKind.TOOL_DONE | EventKind.TOOL_FAILED:
-            await engine.record_tool_outcome(
-                namespace=namespace, session=session, call=_outcome(event), project=project
-            )
+            await scope.record_tool_outcome(call=_outcome(event))
             return HookAnswer()
         case EventKind.REPLY:
             reply = event.reply
             if not reply.strip():
                 reply = await _last_reply_in_transcript(event, settings.host)
             if reply.strip():
-                await engine.ingest(
-                    namespace=namespace,
-                    session=session,
-                    messages=[IngestMessage(role=Role.ASSISTANT, content=reply)],
-                    project=project,
-                )
+                await scope.ingest(messages=[IngestMessage(role=Role.ASSISTANT, content=reply)])
             return HookAnswer()
     return HookAnswer()
 

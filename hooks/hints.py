@@ -8,8 +8,8 @@ import json
 import re
 from collections.abc import Sequence
 
-from memvm.engine import Engine
 from memvm.engine.models.procedures import ErrorHint, ProceduralKnowledge
+from memvm.engine.scope import NamespaceScope, SessionScope
 from memvm.hooks.context import day, one_line
 
 # Tools looked up per context: as many as procedural knowledge reports at once.
@@ -52,18 +52,18 @@ def named_in(text: str, tools: Sequence[str]) -> list[str]:
     ]
 
 
-async def tools_in_play(engine: Engine, *, namespace: str, session: str, prompt: str) -> list[str]:
+async def tools_in_play(scope: SessionScope, prompt: str) -> list[str]:
     """The tools a prompt names, then the ones this session used lately."""
-    known = await engine.known_tools(namespace=namespace, limit=_KNOWN_TOOLS)
+    known = await scope.known_tools(limit=_KNOWN_TOOLS)
     if not known:
         return []
-    used = await engine.session_tools(namespace=namespace, session=session, limit=MAX_TOOLS)
+    used = await scope.session_tools(limit=MAX_TOOLS)
     return list(dict.fromkeys([*named_in(prompt, known), *used]))[:MAX_TOOLS]
 
 
-async def hints_for(engine: Engine, *, namespace: str, tools: Sequence[str] | None) -> list[str]:
+async def hints_for(scope: NamespaceScope, tools: Sequence[str] | None) -> list[str]:
     """Hint lines for `tools`; None means the tools the namespace used most recently."""
     if tools is not None and not tools:
         return []
-    knowledge = await engine.procedural_knowledge(namespace=namespace, tools=tools)
+    knowledge = await scope.procedural_knowledge(tools=tools)
     return hint_lines(knowledge)

@@ -1,9 +1,9 @@
 """Context for a prompt: the stored pages most related to it and the recorded outcomes of the
 tools in play, framed as data, within a token cap."""
 
-from memvm.engine import Engine
 from memvm.engine.models.pages import PageType
 from memvm.engine.models.recall import SearchHit
+from memvm.engine.scope import SessionScope
 from memvm.hooks.context import Section, day, kind, one_line, pack
 from memvm.hooks.hints import TITLE as HINTS_TITLE
 from memvm.hooks.hints import hints_for, tools_in_play
@@ -34,25 +34,14 @@ def _worth_showing(hit: SearchHit, session: str, own_pages: set[str]) -> bool:
     return not (hit.session == session and hit.type is PageType.TRANSCRIPT)
 
 
-async def recall(
-    engine: Engine,
-    *,
-    namespace: str,
-    session: str,
-    query: str,
-    own_pages: set[str],
-    max_tokens: int,
-    project: str | None = None,
-) -> str | None:
-    """The related pages of `project` (and those kept for every project) and tool hints as one
-    block of context, or None when nothing is related."""
+async def recall(scope: SessionScope, *, query: str, own_pages: set[str], max_tokens: int) -> str | None:
+    """The related pages of the scope's project (and those kept for every project) and tool hints
+    as one block of context, or None when nothing is related."""
     if not query.strip() or max_tokens <= 0:
         return None
-    found = await engine.search(
-        namespace=namespace, session=session, query=query, limit=_CANDIDATES, project=project
-    )
-    pages = [_line(hit) for hit in found.results if _worth_showing(hit, session, own_pages)]
-    tools = await tools_in_play(engine, namespace=namespace, session=session, prompt=query)
-    hints = await hints_for(engine, namespace=namespace, tools=tools)
+    found = await scope.search(query=query, limit=_CANDIDATES)
+    pages = [_line(hit) for hit in found.results if _worth_showing(hit, scope.session, own_pages)]
+    tools = await tools_in_play(scope, query)
+    hints = await hints_for(scope, tools)
     sections = [Section(_PAGES_TITLE, pages), Section(HINTS_TITLE, hints, reserve=_HINTS_SHARE)]
-    return pack(engine.counter, _HEADER, sections, max_tokens)
+    return pack(scope.engine.counter, _HEADER, sections, max_tokens)

@@ -67,10 +67,10 @@ async def _said_digest(engine: Engine, namespace: str, event: HookEvent) -> str:
     if not text.strip():
         return event.digest  # nothing said (a reply left to the transcript): its own event
     stored = engine.redaction.text(text)
-    latest = await engine.session_transcript(namespace=namespace, session=event.session, limit=_TAIL)
+    latest = await engine.session(namespace, event.session).session_transcript(limit=_TAIL)
     if latest and latest[-1].role is role and latest[-1].content.strip() == stored.strip():
         return event.digest  # sent again: the same event
-    count = await engine.transcript_pages(namespace=namespace, session=event.session)
+    count = await engine.session(namespace, event.session).transcript_pages()
     return _numbered(event.digest, count)
 
 

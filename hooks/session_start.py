@@ -3,8 +3,8 @@ recently used in the namespace, and what the tools used most recently failed wit
 fixed. Framed as data, within the same token cap as a prompt's recall; nothing when nothing is
 stored."""
 
-from memvm.engine import Engine
 from memvm.engine.models.recall import StandingNote
+from memvm.engine.scope import NamespaceScope
 from memvm.hooks.context import Section, day, kind, one_line, pack
 from memvm.hooks.hints import TITLE as HINTS_TITLE
 from memvm.hooks.hints import hints_for
@@ -28,16 +28,15 @@ def _line(note: StandingNote) -> str:
     return f"- {shown} | {day(note.created_at)} | {one_line(note.abstract)}"
 
 
-async def start_context(
-    engine: Engine, *, namespace: str, max_tokens: int, project: str | None = None
-) -> str | None:
-    """The block of context for a new session in `project`, or None when nothing is stored."""
+async def start_context(scope: NamespaceScope, max_tokens: int) -> str | None:
+    """The block of context for a new session in the scope's project, or None when nothing is
+    stored."""
     if max_tokens <= 0:
         return None
-    notes = await engine.standing_notes(namespace=namespace, limit=_CANDIDATES, project=project)
-    hints = await hints_for(engine, namespace=namespace, tools=None)
+    notes = await scope.standing_notes(limit=_CANDIDATES)
+    hints = await hints_for(scope, None)
     sections = [
         Section(_NOTES_TITLE, [_line(note) for note in notes]),
         Section(HINTS_TITLE, hints, reserve=_HINTS_SHARE),
     ]
-    return pack(engine.counter, _HEADER, sections, max_tokens)
+    return pack(scope.engine.counter, _HEADER, sections, max_tokens)

@@ -8,8 +8,8 @@ the user's own note, recalled everywhere; anything else is remembered, as always
 
 import re
 
-from memvm.engine import Engine
 from memvm.engine.models.pages import NewPage, PageType
+from memvm.engine.scope import SessionScope
 
 # "remember (that) I…", "please remember my…", "keep in mind I'm…", "note that I…": the request
 # must open the prompt and the fact must be about the speaker, so "remember that the API is v2"
@@ -34,16 +34,11 @@ def fact_about_user(prompt: str) -> str | None:
     return fact[:_MAX_FACT_CHARS] or None
 
 
-async def keep_for_user(
-    engine: Engine, *, namespace: str, session: str, project: str | None, fact: str
-) -> str:
+async def keep_for_user(scope: SessionScope, fact: str) -> str:
     """Keep `fact` as the user's note for every project (the same fact twice is one page); its
     page id."""
-    kept = await engine.remember(
-        namespace=namespace,
-        session=session,
+    kept = await scope.remember(
         page=NewPage(content=fact, type=PageType.PREFERENCE, provenance="user", importance=0.7),
-        project=project,
         everywhere=True,
     )
     return kept.page_id

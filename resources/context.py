@@ -1,7 +1,7 @@
 """The packed working set (<VM:CONTEXT>) and the developer message built around it."""
 
-from memvm.engine import Engine
 from memvm.engine.models.working_set import WorkingSetView
+from memvm.engine.scope import SessionScope
 from memvm.resources.manifest import MANIFEST_CLOSE, MANIFEST_OPEN, build_manifest, cap_manifest
 from memvm.resources.rules import RuleMode, rules_text
 from pydantic import BaseModel
@@ -25,17 +25,12 @@ def render_context(view: WorkingSetView) -> str:
 
 
 async def render_developer_message(
-    engine: Engine,
-    *,
-    namespace: str,
-    session: str,
-    mode: RuleMode,
-    system_prompt: str | None = None,
-    project: str | None = None,
+    scope: SessionScope, *, mode: RuleMode, system_prompt: str | None = None
 ) -> DeveloperMessage:
     """System prompt (optional), rules, manifest and context; passive mode sends the context alone."""
+    engine = scope.engine
     # One snapshot for the manifest and the context, so the two never disagree.
-    memory = await engine.memory_map(namespace=namespace, session=session, project=project)
+    memory = await scope.memory_map()
     sections = [system_prompt] if system_prompt else []
     if mode is not RuleMode.PASSIVE:
         manifest = cap_manifest(build_manifest(memory), engine)

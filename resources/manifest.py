@@ -12,6 +12,7 @@ from typing import Any
 from memvm.engine import Engine
 from memvm.engine.models.working_set import MemoryMap
 from memvm.engine.paging.framing import neutralise
+from memvm.engine.scope import SessionScope
 
 MANIFEST_OPEN = "<VM:MANIFEST_JSON>"
 MANIFEST_CLOSE = "</VM:MANIFEST_JSON>"
@@ -96,6 +97,6 @@ def _droppable(entries: list[dict[str, Any]], pinned_too: bool) -> int:
     return next((n for n, entry in enumerate(reversed(entries)) if entry.get("pinned")), len(entries))
 
 
-async def render_manifest(engine: Engine, *, namespace: str, session: str, project: str | None = None) -> str:
-    memory = await engine.memory_map(namespace=namespace, session=session, project=project)
-    return cap_manifest(build_manifest(memory), engine)
+async def render_manifest(scope: SessionScope) -> str:
+    memory = await scope.memory_map()
+    return cap_manifest(build_manifest(memory), scope.engine)

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context
 from memvm.engine import Engine
+from memvm.engine.scope import NamespaceScope, SessionScope
 from memvm.server.subscriptions import NamespacedBus, Subscriptions
 from memvm.server.tokens import token_namespace
 
@@ -42,6 +43,20 @@ class Runtime:
 
     def session(self, requested: str | None) -> str:
         return requested or self.default_session
+
+    def scope(self, requested_session: str | None = None) -> SessionScope:
+        """Where a request acts: its namespace, the session it names (else the process's), the
+        process's project; an ad-hoc session's calls are charged to the process's own session."""
+        return self.engine.session(
+            self.namespace,
+            self.session(requested_session),
+            project=self.project,
+            host_session=self.default_session,
+        )
+
+    def namespace_scope(self) -> NamespaceScope:
+        """The request's namespace as a whole, as this process's project sees it."""
+        return self.engine.namespace(self.namespace, project=self.project)
 
 
 class RuntimeHolder:

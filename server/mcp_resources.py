@@ -35,31 +35,21 @@ def followable(uri: str) -> bool:
 
 
 async def _manifest(runtime: Runtime, session: str) -> str:
-    return await render_manifest(
-        runtime.engine, namespace=runtime.namespace, session=session, project=runtime.project
-    )
+    return await render_manifest(runtime.scope(session))
 
 
 async def _working_set(runtime: Runtime, session: str) -> str:
-    view = await runtime.engine.working_set(namespace=runtime.namespace, session=session)
+    view = await runtime.scope(session).working_set()
     return render_context(view)
 
 
 async def _context(runtime: Runtime, session: str) -> str:
-    message = await render_developer_message(
-        runtime.engine,
-        namespace=runtime.namespace,
-        session=session,
-        mode=RuleMode.STRICT,
-        project=runtime.project,
-    )
+    message = await render_developer_message(runtime.scope(session), mode=RuleMode.STRICT)
     return message.text
 
 
 async def _page(runtime: Runtime, page_id: str) -> str:
-    page = await runtime.engine.get_page(
-        namespace=runtime.namespace, page_id=page_id, project=runtime.project
-    )
+    page = await runtime.namespace_scope().get_page(page_id=page_id)
     return json.dumps(
         {
             "page_id": page.page_id,

@@ -107,13 +107,9 @@ async def complete(
     typed = argument.value
     values: list[str] = []
     if isinstance(ref, ResourceTemplateReference) and argument.name == "session":
-        values = await runtime.engine.session_names(
-            namespace=runtime.namespace, prefix=typed, limit=MAX_COMPLETIONS + 1
-        )
+        values = await runtime.namespace_scope().session_names(prefix=typed, limit=MAX_COMPLETIONS + 1)
     elif isinstance(ref, ResourceTemplateReference) and argument.name == "page_id":
-        values = await runtime.engine.page_ids(
-            namespace=runtime.namespace, prefix=typed, limit=MAX_COMPLETIONS + 1
-        )
+        values = await runtime.namespace_scope().page_ids(prefix=typed, limit=MAX_COMPLETIONS + 1)
     elif isinstance(ref, PromptReference) and argument.name == "mode":
         values = [mode.value for mode in RuleMode if mode.value.startswith(typed)]
     return Completion(values=values[:MAX_COMPLETIONS], has_more=len(values) > MAX_COMPLETIONS)

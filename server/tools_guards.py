@@ -22,14 +22,7 @@ async def bind_value(
     reference.
     """
     runtime = ctx.request_context.lifespan_context
-    return await runtime.engine.bind_value(
-        namespace=runtime.namespace,
-        session=runtime.session(session),
-        tool=tool,
-        args=args,
-        value=value,
-        name=name,
-    )
+    return await runtime.scope(session).bind_value(tool=tool, args=args, value=value, name=name)
 
 
 async def check_ungrounded(
@@ -43,9 +36,7 @@ async def check_ungrounded(
     in (null while one is unknown).
     """
     runtime = ctx.request_context.lifespan_context
-    return await runtime.engine.check_ungrounded(
-        namespace=runtime.namespace, session=runtime.session(session), args=args
-    )
+    return await runtime.scope(session).check_ungrounded(args=args)
 
 
 async def check_tool_call(
@@ -61,13 +52,7 @@ async def check_tool_call(
     check but a block counts toward the budget.
     """
     runtime = ctx.request_context.lifespan_context
-    return await runtime.engine.check_tool_call(
-        namespace=runtime.namespace,
-        session=runtime.session(session),
-        tool=tool,
-        args=args,
-        host_session=runtime.default_session,
-    )
+    return await runtime.scope(session).check_tool_call(tool=tool, args=args)
 
 
 def tools() -> list[Tool]:

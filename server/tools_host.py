@@ -42,11 +42,8 @@ async def ingest(
     Each user message starts a new turn. Returns the new page ids and the current turn.
     """
     runtime = ctx.request_context.lifespan_context
-    result = await runtime.engine.ingest(
-        namespace=runtime.namespace,
-        session=runtime.session(session),
-        messages=[IngestMessage(role=m.role, content=m.content, name=m.name) for m in messages],
-        project=runtime.project,
+    result = await runtime.scope(session).ingest(
+        messages=[IngestMessage(role=m.role, content=m.content, name=m.name) for m in messages]
     )
     await working_set_changed(ctx, runtime.session(session))
     return result
@@ -55,7 +52,7 @@ async def ingest(
 async def begin_turn(ctx: ToolContext, session: SessionName = None) -> TurnResult:
     """Start a new turn: the page-fault allowance resets. Returns the turn number and faults left."""
     runtime = ctx.request_context.lifespan_context
-    result = await runtime.engine.begin_turn(namespace=runtime.namespace, session=runtime.session(session))
+    result = await runtime.scope(session).begin_turn()
     await manifest_changed(ctx, runtime.session(session))
     return result
 
@@ -67,13 +64,7 @@ async def pin_page(
 ) -> PageState:
     """Pin a page (kept in the working set, never evicted) or unpin it. Returns the page's state."""
     runtime = ctx.request_context.lifespan_context
-    state = await runtime.engine.pin_page(
-        namespace=runtime.namespace,
-        session=runtime.default_session,
-        page_id=page_id,
-        pinned=pinned,
-        project=runtime.project,
-    )
+    state = await runtime.scope().pin_page(page_id=page_id, pinned=pinned)
     await working_set_changed(ctx, runtime.default_session)
     return state
 
@@ -90,14 +81,7 @@ async def build_context(
     together stay within the configured budget.
     """
     runtime = ctx.request_context.lifespan_context
-    return await render_developer_message(
-        runtime.engine,
-        namespace=runtime.namespace,
-        session=runtime.session(session),
-        mode=mode,
-        system_prompt=system_prompt,
-        project=runtime.project,
-    )
+    return await render_developer_message(runtime.scope(session), mode=mode, system_prompt=system_prompt)
 
 
 def tools() -> list[Tool]:

@@ -59,14 +59,7 @@ async def page_fault(
     `level`, or at none (null, empty content) when no level fits; `reason` says why.
     """
     runtime = ctx.request_context.lifespan_context
-    result = await runtime.engine.page_fault(
-        namespace=runtime.namespace,
-        session=runtime.session(session),
-        page_id=page_id,
-        target_level=Level(target_level),
-        host_session=runtime.default_session,
-        project=runtime.project,
-    )
+    result = await runtime.scope(session).page_fault(page_id=page_id, target_level=Level(target_level))
     if not result.already_mapped:
         await working_set_changed(ctx, runtime.session(session))
     return result
@@ -89,15 +82,8 @@ async def search_pages(
     finds that page. Then page_fault the pages you need.
     """
     runtime = ctx.request_context.lifespan_context
-    return await runtime.engine.search(
-        namespace=runtime.namespace,
-        session=runtime.session(session),
-        query=query,
-        limit=limit,
-        page_type=type,
-        modality=modality,
-        scope=scope,
-        project=runtime.project,
+    return await runtime.scope(session).search(
+        query=query, limit=limit, page_type=type, modality=modality, scope=scope
     )
 
 
@@ -129,9 +115,7 @@ async def remember(
     history, never searched). Returns the page id, whether it was new, its version, its tokens per level.
     """
     runtime = ctx.request_context.lifespan_context
-    result = await runtime.engine.remember(
-        namespace=runtime.namespace,
-        session=runtime.session(session),
+    result = await runtime.scope(session).remember(
         page=NewPage(
             content=content,
             type=PageType(type),
@@ -142,7 +126,6 @@ async def remember(
         ),
         key=key,
         ttl_seconds=ttl_seconds,
-        project=runtime.project,
         everywhere=True if scope == "user" else None,
     )
     if pin or not result.created:
@@ -157,9 +140,7 @@ async def forget(page_id: PageId, ctx: ToolContext) -> ForgetResult:
     every working set, with the values bound from it; its text is then taken out of the database's
     files (`purged`). Find its page id with search_pages first."""
     runtime = ctx.request_context.lifespan_context
-    result = await runtime.engine.forget(
-        namespace=runtime.namespace, session=runtime.default_session, page_id=page_id, project=runtime.project
-    )
+    result = await runtime.scope().forget(page_id=page_id)
     await working_set_changed(ctx, runtime.default_session)
     return result
 

@@ -43,9 +43,7 @@ async def record_tool_outcome(
     results look stuck.
     """
     runtime = ctx.request_context.lifespan_context
-    recorded = await runtime.engine.record_tool_outcome(
-        namespace=runtime.namespace,
-        session=runtime.session(session),
+    recorded = await runtime.scope(session).record_tool_outcome(
         call=ToolOutcome(
             tool=tool,
             args=args,
@@ -55,9 +53,7 @@ async def record_tool_outcome(
             error_message=error_message,
             duration_ms=duration_ms,
             goal=goal,
-        ),
-        host_session=runtime.default_session,
-        project=runtime.project,
+        )
     )
     if recorded.page_id is not None:  # a large result became a page the manifest may list
         await manifest_changed(ctx, runtime.session(session))
@@ -82,8 +78,8 @@ async def get_procedural_hints(
     holds the same, structured.
     """
     runtime = ctx.request_context.lifespan_context
-    knowledge = await runtime.engine.procedural_knowledge(
-        namespace=runtime.namespace, tools=tools, goal=goal, error_type=error_type
+    knowledge = await runtime.namespace_scope().procedural_knowledge(
+        tools=tools, goal=goal, error_type=error_type
     )
     return render_hints(knowledge, runtime.engine.counter, max_tokens)
 

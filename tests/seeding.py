@@ -76,9 +76,7 @@ def notes(
         for n, content in enumerate(contents):
             key = keys[n] if keys is not None else None
             page = note(content, **fields)
-            await engine.remember(
-                namespace=namespace, session=session, page=page, key=key, ttl_seconds=ttl_seconds
-            )
+            await engine.session(namespace, session).remember(page=page, key=key, ttl_seconds=ttl_seconds)
 
     return remember
 
@@ -91,7 +89,7 @@ def transcript(*contents: str, namespace: str = NS, session: str = "s", batch: i
             messages = [
                 IngestMessage(role=Role.USER, content=text) for text in contents[start : start + batch]
             ]
-            await engine.ingest(namespace=namespace, session=session, messages=messages)
+            await engine.session(namespace, session).ingest(messages=messages)
 
     return ingest
 
@@ -101,9 +99,7 @@ def bindings(*values: Any, tool: str, namespace: str = NS, session: str = "s1") 
 
     async def bind(engine: Engine) -> None:
         for i, value in enumerate(values):
-            await engine.bind_value(
-                namespace=namespace, session=session, tool=tool, args={"i": i}, value=value
-            )
+            await engine.session(namespace, session).bind_value(tool=tool, args={"i": i}, value=value)
 
     return bind
 
@@ -117,10 +113,10 @@ def chat_with_note(first_prompt: str, reply: str, *, namespace: str = NS) -> Fil
             IngestMessage(role=Role.USER, content=first_prompt),
             IngestMessage(role=Role.ASSISTANT, content=reply),
         ]
-        await engine.ingest(namespace=namespace, session="s1", messages=messages)
+        await engine.session(namespace, "s1").ingest(messages=messages)
         page = NewPage(content="Deploys go through argo.", type=PageType.NOTE, provenance="user")
-        await engine.remember(namespace=namespace, session="s1", page=page, key="deploy-note")
-        await engine.page_fault(namespace=namespace, session="s1", page_id="deploy-note")
+        await engine.session(namespace, "s1").remember(page=page, key="deploy-note")
+        await engine.session(namespace, "s1").page_fault(page_id="deploy-note")
 
     return chat
 
@@ -132,29 +128,24 @@ def every_table(namespaces: Iterable[str]) -> Fill:
 
     async def everything(engine: Engine) -> None:
         for ns in namespaces:
-            s = {"namespace": ns, "session": f"{ns}-trip"}
-            await engine.ingest(
-                **s,
+            s = engine.session(ns, f"{ns}-trip")
+            await s.ingest(
                 messages=[
                     user(f"Book {ns} a table for 4 at 19:30, budget 1,800 — naïve café ✓"),
                     assistant('Looking for a table.\nQuotes "inside" and a tab\tnow.'),
                 ],
             )
-            stored = await engine.remember(**s, page=note(long_text(f"{ns} boiler", 30), importance=0.3))
-            await engine.remember(**s, page=note("The user prefers window seats."), key="seats")
+            stored = await s.remember(page=note(long_text(f"{ns} boiler", 30), importance=0.3))
+            await s.remember(page=note("The user prefers window seats."), key="seats")
             # A rewrite keeps the first as a superseded version; a page that expires in a month.
-            await engine.remember(**s, page=note("The user prefers window seats, aisle if not."), key="seats")
-            await engine.remember(
-                **s, page=note("Gate code 4471 for the trip."), key="gate", ttl_seconds=30 * 86_400
-            )
-            await engine.page_fault(**s, page_id=stored.page_id, target_level=Level.REDUCED)
-            await engine.pin_page(**s, page_id=stored.page_id, pinned=True)
-            await engine.bind_value(
-                **s, tool="fx_rate", args={"pair": "EURUSD"}, value=1.0862, name="eur_usd"
-            )
-            await engine.bind_value(**s, tool="menu", args={}, value={"starters": [4.5, 7.25]})
-            await engine.check_tool_call(**s, tool="pay", args={"usd": 123.456})
-            await engine.check_ungrounded(**s, args={"amount": 99})
+            await s.remember(page=note("The user prefers window seats, aisle if not."), key="seats")
+            await s.remember(page=note("Gate code 4471 for the trip."), key="gate", ttl_seconds=30 * 86_400)
+            await s.page_fault(page_id=stored.page_id, target_level=Level.REDUCED)
+            await s.pin_page(page_id=stored.page_id, pinned=True)
+            await s.bind_value(tool="fx_rate", args={"pair": "EURUSD"}, value=1.0862, name="eur_usd")
+            await s.bind_value(tool="menu", args={}, value={"starters": [4.5, 7.25]})
+            await s.check_tool_call(tool="pay", args={"usd": 123.456})
+            await s.check_ungrounded(args={"amount": 99})
             failed = ToolOutcome(
                 tool="book_table",
                 args={"party": 4, "time": "7:30pm"},
@@ -163,7 +154,7 @@ def every_table(namespaces: Iterable[str]) -> Fill:
                 error_message="time must be HH:MM",
                 duration_ms=12.5,
             )
-            await engine.record_tool_outcome(**s, call=failed)
+            await s.record_tool_outcome(call=failed)
             fixed = ToolOutcome(
                 tool="book_table",
                 args={"party": 4, "time": "19:30"},
@@ -171,9 +162,14 @@ def every_table(namespaces: Iterable[str]) -> Fill:
                 result=1.0 / 3.0,
                 goal="book dinner",
             )
-            await engine.record_tool_outcome(**s, call=fixed)
+            await s.record_tool_outcome(call=fixed)
             await engine.hook_events.record(
-                **s, host="claude-code", digest=f"{ns}-event", event="PreToolUse", answer="denied"
+                namespace=s.namespace,
+                session=s.session,
+                host="claude-code",
+                digest=f"{ns}-event",
+                event="PreToolUse",
+                answer="denied",
             )
 
     return everything

@@ -21,32 +21,26 @@ pytestmark = pytest.mark.anyio
 
 async def test_flaw_everything_lost_on_restart(open_engine):
     engine = await open_engine()
-    stored = await engine.remember(namespace=NS, session="s", page=note("durable fact about otters"))
+    stored = await engine.session(NS, "s").remember(page=note("durable fact about otters"))
     await engine.close()
     reopened = await open_engine()
-    found = await reopened.search(namespace=NS, session="s", query="otters")
+    found = await reopened.session(NS, "s").search(query="otters")
     assert [hit.page_id for hit in found.results] == [stored.page_id]
 
 
 async def test_flaw_target_level_has_no_effect(engine):
-    stored = await engine.remember(namespace=NS, session="s", page=note(long_text("ferry", 16)))
-    abstract = await engine.page_fault(
-        namespace=NS, session="s", page_id=stored.page_id, target_level=Level.ABSTRACT
-    )
-    await engine.begin_turn(namespace=NS, session="s")
-    full = await engine.page_fault(namespace=NS, session="s", page_id=stored.page_id, target_level=Level.FULL)
+    stored = await engine.session(NS, "s").remember(page=note(long_text("ferry", 16)))
+    abstract = await engine.session(NS, "s").page_fault(page_id=stored.page_id, target_level=Level.ABSTRACT)
+    await engine.session(NS, "s").begin_turn()
+    full = await engine.session(NS, "s").page_fault(page_id=stored.page_id, target_level=Level.FULL)
     assert abstract.tokens <= 48 < full.tokens
     assert abstract.content != full.content
 
 
 async def test_flaw_refault_charged_again_and_counted_twice(engine):
-    stored = await engine.remember(namespace=NS, session="s", page=note(long_text("canal", 4)))
-    first = await engine.page_fault(
-        namespace=NS, session="s", page_id=stored.page_id, target_level=Level.FULL
-    )
-    second = await engine.page_fault(
-        namespace=NS, session="s", page_id=stored.page_id, target_level=Level.FULL
-    )
+    stored = await engine.session(NS, "s").remember(page=note(long_text("canal", 4)))
+    first = await engine.session(NS, "s").page_fault(page_id=stored.page_id, target_level=Level.FULL)
+    second = await engine.session(NS, "s").page_fault(page_id=stored.page_id, target_level=Level.FULL)
     assert second.faults_left == first.faults_left
     assert second.working_set_tokens == first.working_set_tokens
 
@@ -54,28 +48,20 @@ async def test_flaw_refault_charged_again_and_counted_twice(engine):
 async def test_flaw_fault_reports_success_when_the_page_could_not_be_mapped(open_engine):
     engine = await open_engine(budget_tokens=1_000, reserved_tokens=940)
     # A pinned page holds the room no level of the next page fits in.
-    await engine.remember(namespace=NS, session="s", page=note(long_text("weir", 20), pinned=True))
-    before = (await engine.working_set(namespace=NS, session="s")).entries
-    stored = await engine.remember(namespace=NS, session="s", page=note(long_text("dam", 20)))
-    result = await engine.page_fault(
-        namespace=NS, session="s", page_id=stored.page_id, target_level=Level.FULL
-    )
+    await engine.session(NS, "s").remember(page=note(long_text("weir", 20), pinned=True))
+    before = (await engine.session(NS, "s").working_set()).entries
+    stored = await engine.session(NS, "s").remember(page=note(long_text("dam", 20)))
+    result = await engine.session(NS, "s").page_fault(page_id=stored.page_id, target_level=Level.FULL)
     assert result.mapped is False and result.reason and result.content == ""
-    assert (await engine.working_set(namespace=NS, session="s")).entries == before
+    assert (await engine.session(NS, "s").working_set()).entries == before
 
 
 async def test_flaw_search_stops_at_the_first_limit_hits_before_sorting(engine):
     for i in range(40):  # half of them say it in passing: a word on every page would weigh nothing
         topic = "volcanoes" if i % 2 == 0 else "glaciers"
-        await engine.remember(
-            namespace=NS, session="s", page=note(f"Item {i}: a passing word about {topic}.")
-        )
-    best = await engine.remember(
-        namespace=NS,
-        session="s",
-        page=note("Volcanoes: volcanoes erupt, volcanoes."),
-    )
-    result = await engine.search(namespace=NS, session="s", query="volcanoes", limit=3)
+        await engine.session(NS, "s").remember(page=note(f"Item {i}: a passing word about {topic}."))
+    best = await engine.session(NS, "s").remember(page=note("Volcanoes: volcanoes erupt, volcanoes."))
+    result = await engine.session(NS, "s").search(query="volcanoes", limit=3)
     assert result.results[0].page_id == best.page_id
 
 
@@ -83,8 +69,8 @@ async def test_flaw_budget_ignores_manifest_and_rules_and_the_prompt_grows_witho
     engine = await Engine.open(db_path, with_reserve(EngineConfig(budget_tokens=3_000)), clock=clock)
     try:
         batch = [IngestMessage(role=Role.USER, content=long_text(f"subject{i}", 2)) for i in range(400)]
-        await engine.ingest(namespace=NS, session="s", messages=batch)
-        message = await render_developer_message(engine, namespace=NS, session="s", mode=RuleMode.STRICT)
+        await engine.session(NS, "s").ingest(messages=batch)
+        message = await render_developer_message(engine.session(NS, "s"), mode=RuleMode.STRICT)
         assert message.tokens <= 3_000
         assert len(message.text) < 3_000 * 8
     finally:
@@ -92,10 +78,8 @@ async def test_flaw_budget_ignores_manifest_and_rules_and_the_prompt_grows_witho
 
 
 async def test_flaw_every_transcript_line_rendered_as_the_user(engine):
-    await engine.ingest(
-        namespace=NS, session="s", messages=[user("Is it raining?"), assistant("Yes, since noon.")]
-    )
-    lines = [entry.line for entry in (await engine.working_set(namespace=NS, session="s")).entries]
+    await engine.session(NS, "s").ingest(messages=[user("Is it raining?"), assistant("Yes, since noon.")])
+    lines = [entry.line for entry in (await engine.session(NS, "s").working_set()).entries]
     assert lines == ["U msg_000001: Is it raining?", "A msg_000002: Yes, since noon."]
 
 
@@ -109,7 +93,7 @@ async def test_flaw_memory_grows_with_pages_and_eviction_frees_none(open_engine)
             batch = [
                 IngestMessage(role=Role.ASSISTANT, content=f"{start + offset + i} {text}") for i in range(100)
             ]
-            await engine.ingest(namespace=NS, session="s", messages=batch)
+            await engine.session(NS, "s").ingest(messages=batch)
 
     await add(200, 0)  # warm caches and statements first
     gc.collect()
@@ -121,14 +105,14 @@ async def test_flaw_memory_grows_with_pages_and_eviction_frees_none(open_engine)
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert (await engine.memory_map(namespace=NS, session="s")).counts["pages"] == 1_200
+    assert (await engine.session(NS, "s").memory_map()).counts["pages"] == 1_200
     # The predecessor held ~5 KB per page in RAM (5 MB here); memvm's pages live on disk.
     assert grown < 512 * 1024
 
 
 async def test_flaw_the_ungrounded_warning_lists_every_binding(engine):
     # Ten thousand bindings, written in one transaction by the same code bind_value uses.
-    await engine.ingest(namespace=NS, session="s", messages=[user("Reconcile the ledger.")])
+    await engine.session(NS, "s").ingest(messages=[user("Reconcile the ledger.")])
     async with engine.db.write() as conn:
         for index in range(10_000):
             await bind(
@@ -144,19 +128,19 @@ async def test_flaw_the_ungrounded_warning_lists_every_binding(engine):
             )
     # A session keeps its newest 1,000 values (MAX_BINDINGS_PER_SESSION): $v9001 to $v10000.
     args = {"rows": [{"amount": 10_000 + index} for index in range(9_000, 10_000, 5)], "stray": 123_456}
-    result = await engine.check_ungrounded(namespace=NS, session="s", args=args)
+    result = await engine.session(NS, "s").check_ungrounded(args=args)
     assert len(result.ungrounded) == 201
     assert result.ungrounded[0].suggestion == "$v9001"
     assert len(result.message.encode()) < 1_000  # the predecessor's was 79 KB at 10k bindings
-    call = await engine.check_tool_call(namespace=NS, session="s", tool="post", args=args)
+    call = await engine.session(NS, "s").check_tool_call(tool="post", args=args)
     assert sum(len(reason.message) for reason in call.reasons) < 2_000
 
 
 async def test_flaw_a_per_tool_cap_of_zero_blocks_every_tool(open_engine):
     engine = await open_engine(guards=GuardConfig(default_tool_cap=0, tool_caps={"send": 0}))
-    await engine.ingest(namespace=NS, session="s", messages=[user("Send the notes.")])
+    await engine.session(NS, "s").ingest(messages=[user("Send the notes.")])
     results = [
-        await engine.check_tool_call(namespace=NS, session="s", tool=tool, args={"part": f"p{i}"})
+        await engine.session(NS, "s").check_tool_call(tool=tool, args={"part": f"p{i}"})
         for tool in ("send", "archive")
         for i in range(3)
     ]
@@ -164,9 +148,9 @@ async def test_flaw_a_per_tool_cap_of_zero_blocks_every_tool(open_engine):
 
 
 async def test_flaw_literals_checked_only_at_the_top_level(engine):
-    await engine.ingest(namespace=NS, session="s", messages=[user("Order the usual.")])
+    await engine.session(NS, "s").ingest(messages=[user("Order the usual.")])
     args = {"order": {"lines": [{"sku": "tea", "qty": 12}, {"sku": "mugs", "price": "8.50"}]}}
-    result = await engine.check_ungrounded(namespace=NS, session="s", args=args)
+    result = await engine.session(NS, "s").check_ungrounded(args=args)
     assert [item.path for item in result.ungrounded] == ["order.lines[0].qty", "order.lines[1].price"]
 
 
@@ -175,7 +159,7 @@ async def test_flaw_success_argument_hints_are_never_filled(engine):
         call = ToolOutcome(
             tool="weather", args={"city": city, "units": "metric"}, outcome=Outcome.SUCCESS, goal="pack"
         )
-        await engine.record_tool_outcome(namespace=NS, session="s", call=call)
-    (weather,) = (await engine.procedural_knowledge(namespace=NS, tools=["weather"], goal="pack")).tools
+        await engine.session(NS, "s").record_tool_outcome(call=call)
+    (weather,) = (await engine.namespace(NS).procedural_knowledge(tools=["weather"], goal="pack")).tools
     hints = {(hint.arg, hint.value): hint.count for hint in weather.success_hints}
     assert hints == {("units", "metric"): 3, ("city", "Oslo"): 2, ("city", "Bergen"): 1}

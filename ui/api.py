@@ -88,7 +88,7 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
     async def page(request: Request, engine: Engine, namespace: str) -> Any:
         if request.path_params["page_id"].endswith(_CHANGES):
             return JSONResponse({"error": "This address changes a page: POST to it."}, status_code=405)
-        found = await engine.get_page(namespace=namespace, page_id=request.path_params["page_id"])
+        found = await engine.namespace(namespace).get_page(page_id=request.path_params["page_id"])
         levels = dict(zip(("full", "reduced", "abstract", "reference"), found.levels, strict=True))
         return {
             **found.model_dump(mode="json", exclude={"levels", "rowid"}),
@@ -105,9 +105,7 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
             return {"results": [], "limit": SEARCH_LIMIT}
         # A session filter searches that session's pages (search_pages' scope=session).
         session = query.get("session") or None
-        found = await engine.search(
-            namespace=namespace,
-            session=session or VIEWER,
+        found = await engine.session(namespace, session or VIEWER).search(
             query=text,
             limit=SEARCH_LIMIT,
             page_type=_page_type(query.get("type")),
@@ -121,7 +119,7 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
 
     async def context(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         session = request.path_params["session"]
-        memory = await engine.memory_map(namespace=namespace, session=session)
+        memory = await engine.session(namespace, session).memory_map()
         working = memory.view
         by_level = {str(level): 0 for level in range(4)}
         for entry in working.entries:
@@ -136,12 +134,12 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
             "free_tokens": max(0, working.budget_tokens - working.reserved_tokens - working.page_tokens),
             "entries": [entry.model_dump(mode="json") for entry in working.entries],
             "context": render_context(working),
-            "manifest": await render_manifest(engine, namespace=namespace, session=session),
+            "manifest": await render_manifest(engine.session(namespace, session)),
         }
 
     async def tools(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         screen = await engine.view(namespace).tools(before=_before(request))
-        knowledge = await engine.procedural_knowledge(namespace=namespace)
+        knowledge = await engine.namespace(namespace).procedural_knowledge()
         return {**_listed("tools", screen), "knowledge": knowledge.model_dump(mode="json")}
 
     async def version(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
@@ -153,12 +151,8 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
         if not isinstance(pinned, bool):
             raise Refused('Send {"pinned": true} or {"pinned": false}.')
         # Pinned for the namespace, mapped into no session: every session's manifest lists it first.
-        state = await engine.pin_page(
-            namespace=namespace,
-            session=VIEWER,
-            page_id=request.path_params["page_id"],
-            pinned=pinned,
-            place=False,
+        state = await engine.session(namespace, VIEWER).pin_page(
+            page_id=request.path_params["page_id"], pinned=pinned, place=False
         )
         return state.model_dump(mode="json")
 
@@ -166,9 +160,7 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
         body = await _json(request)
         if body.get("confirm") is not True:
             raise Refused('Forgetting cannot be undone: send {"confirm": true}.')
-        done = await engine.forget(
-            namespace=namespace, session=VIEWER, page_id=request.path_params["page_id"]
-        )
+        done = await engine.session(namespace, VIEWER).forget(page_id=request.path_params["page_id"])
         return done.model_dump(mode="json")
 
     async def edit(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
@@ -181,7 +173,7 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
         if not isinstance(was, str):
             raise Refused("Send the fingerprint of the text you started from as was.")
         page_id = request.path_params["page_id"]
-        found = await engine.get_page(namespace=namespace, page_id=page_id)
+        found = await engine.namespace(namespace).get_page(page_id=page_id)
         if found.type not in REMEMBERED_TYPES:
             raise Refused("Only remembered notes can be edited; transcripts and tool results are records.")
         new = NewPage(
@@ -197,13 +189,8 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
         ttl = None if found.expires_at is None else max(1.0, found.expires_at - engine.clock.now())
         # Called as the view's own session: the page keeps its session, whose activity is its own.
         try:
-            await engine.remember(
-                namespace=namespace,
-                session=VIEWER,
-                page=new,
-                key=page_id,
-                unless_changed_from=was,
-                ttl_seconds=ttl,
+            await engine.session(namespace, VIEWER).remember(
+                page=new, key=page_id, unless_changed_from=was, ttl_seconds=ttl
             )
         except PageChanged as exc:
             raise Conflict(

@@ -58,7 +58,7 @@ async def fill(engine: Engine, corpus: Corpus, pages: int) -> float:
             IngestMessage(role=Role.USER if i % 2 == 0 else Role.ASSISTANT, content=corpus.message())
             for i in range(first, min(pages, first + BATCH))
         ]
-        await engine.ingest(namespace=NS, session=f"conv-{first // CONVERSATION}", messages=messages)
+        await engine.session(NS, f"conv-{first // CONVERSATION}").ingest(messages=messages)
         if first and first % (pages // 5) == 0:
             print(f"    {first:,} pages, {first / (time.perf_counter() - start):,.0f}/s", file=sys.stderr)
     return time.perf_counter() - start
@@ -74,14 +74,14 @@ async def timings(target: str, pages: int, samples: int, bulk: bool) -> dict[str
         durations = []
         for query in queries:
             started = time.perf_counter()
-            await engine.search(namespace=NS, session="agent", query=query, limit=10)
+            await engine.session(NS, "agent").search(query=query, limit=10)
             durations.append(time.perf_counter() - started)
         search = summary(durations)
         durations = []
         for n in range(samples):
             page = NewPage(content=corpus.message(), type=PageType.NOTE, provenance="model")
             started = time.perf_counter()
-            await engine.remember(namespace=NS, session="agent", page=page, key=f"note-{n}")
+            await engine.session(NS, "agent").remember(page=page, key=f"note-{n}")
             durations.append(time.perf_counter() - started)
         single = summary(durations)
     finally:

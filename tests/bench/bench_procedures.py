@@ -40,7 +40,7 @@ async def fill(engine: Engine, calls: int) -> None:
             error_message=rng.choice(ERRORS).format(n=rng.randint(1, 60)) if failed else None,
             duration_ms=rng.uniform(5, 900),
         )
-        await engine.record_tool_outcome(namespace=NS, session=f"bulk-{index // SESSION_CALLS}", call=call)
+        await engine.session(NS, f"bulk-{index // SESSION_CALLS}").record_tool_outcome(call=call)
         if (index + 1) % max(1, calls // 10) == 0:
             rate = (index + 1) / (time.perf_counter() - started)
             print(f"  {index + 1:,} calls logged, {rate:,.0f}/s", file=sys.stderr)
@@ -58,7 +58,7 @@ async def record_tail(engine: Engine, calls: int) -> None:
             error_message=f"invalid date '{index}/05'" if failed else None,
             duration_ms=rng.uniform(5, 900),
         )
-        await engine.record_tool_outcome(namespace=NS, session="live", call=call)
+        await engine.session(NS, "live").record_tool_outcome(call=call)
 
 
 async def timed(runs: int, action) -> list[float]:

@@ -65,14 +65,12 @@ async def run(pages: int, forgets: int, folder: Path, url: str | None) -> None:
         index = 0
         while not done.is_set():
             started = time.perf_counter()
-            await engine.remember(
-                namespace=NS,
-                session="beside",
+            await engine.session(NS, "beside").remember(
                 page=NewPage(
                     content=f"a note written beside the forget, {index}",
                     type=PageType.NOTE,
                     provenance="model",
-                ),
+                )
             )
             waits.append(time.perf_counter() - started)
             wal = anyio.Path(f"{copy}-wal")
@@ -87,7 +85,7 @@ async def run(pages: int, forgets: int, folder: Path, url: str | None) -> None:
             for number in range(forgets):
                 page_id = f"msg_{1 + number * (pages // max(1, forgets)):06d}"
                 started = time.perf_counter()
-                result = await engine.forget(namespace=NS, session="agent", page_id=page_id)
+                result = await engine.session(NS, "agent").forget(page_id=page_id)
                 took = time.perf_counter() - started
                 print(f"  forget {page_id}: {took:.2f} s, purged={result.purged}")
             done.set()

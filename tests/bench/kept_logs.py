@@ -60,9 +60,9 @@ async def run(rows: int, calls: int, bound: int | None, db_url: str | None) -> N
         engine = await Engine.open(db_url or Path(folder) / "memvm.db")
         try:
             for namespace in (FULL, EMPTY):
-                await engine.begin_turn(namespace=namespace, session="s")
+                await engine.session(namespace, "s").begin_turn()
             warm = ToolOutcome(tool="warm", args={}, outcome=Outcome.SUCCESS)
-            await engine.record_tool_outcome(namespace="warm", session="s", call=warm)  # first-call costs
+            await engine.session("warm", "s").record_tool_outcome(call=warm)  # first-call costs
             started = time.perf_counter()
             async with engine.db.write(FULL) as conn:
                 await conn.execute(_FILL_CALLS, (rows, FULL))
@@ -73,7 +73,7 @@ async def run(rows: int, calls: int, bound: int | None, db_url: str | None) -> N
                 for namespace in (FULL, EMPTY):
                     call = ToolOutcome(tool=f"tool_{index % 40}", args={"id": index}, outcome=Outcome.SUCCESS)
                     start = time.perf_counter()
-                    await engine.record_tool_outcome(namespace=namespace, session="s", call=call)
+                    await engine.session(namespace, "s").record_tool_outcome(call=call)
                     times[namespace].append((time.perf_counter() - start) * 1000)
             async with engine.db.read(FULL) as conn:
                 kept = await conn.one(_COUNT, (FULL,))

@@ -91,16 +91,12 @@ async def current(path: Path, pages: int, chars: int) -> tuple[float, float]:
     engine = await Engine.open(path, EngineConfig(max_page_tokens=10_000_000))
     body = text(chars)
     for n in range(pages):
-        await engine.remember(
-            namespace="big",
-            session="s",
-            page=NewPage(content=f"{n} {body}", type=PageType.NOTE, provenance="model"),
+        await engine.session("big", "s").remember(
+            page=NewPage(content=f"{n} {body}", type=PageType.NOTE, provenance="model")
         )
     for n in range(50):
-        await engine.remember(
-            namespace="other",
-            session="s",
-            page=NewPage(content=f"walrus note {n}", type=PageType.NOTE, provenance="model"),
+        await engine.session("other", "s").remember(
+            page=NewPage(content=f"walrus note {n}", type=PageType.NOTE, provenance="model")
         )
     timings: list[float] = []
     took = 0.0
@@ -109,14 +105,14 @@ async def current(path: Path, pages: int, chars: int) -> tuple[float, float]:
     async def manifest() -> None:
         nonlocal took
         started = time.perf_counter()
-        await engine.memory_map(namespace="big", session="s")
+        await engine.session("big", "s").memory_map()
         took = time.perf_counter() - started
         done.set()
 
     async def searching() -> None:
         while not done.is_set():
             started = time.perf_counter()
-            await engine.search(namespace="other", session="s", query="walrus")
+            await engine.session("other", "s").search(query="walrus")
             timings.append(time.perf_counter() - started)
 
     async with anyio.create_task_group() as group:

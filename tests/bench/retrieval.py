@@ -212,11 +212,11 @@ class EngineMemory:
             IngestMessage(role=role, content=text or " ", name=speaker[:64])
             for _, role, speaker, text in turns
         ]
-        return (await self.engine.ingest(namespace=NS, session=session, messages=messages)).page_ids
+        return (await self.engine.session(NS, session).ingest(messages=messages)).page_ids
 
     async def search(self, text: str, at: float | None = None) -> list[str]:
         self._at(at)
-        found = await self.engine.search(namespace=NS, session="bench", query=text, limit=DEPTH)
+        found = await self.engine.session(NS, "bench").search(query=text, limit=DEPTH)
         return [hit.page_id for hit in found.results]
 
 

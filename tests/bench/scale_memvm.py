@@ -59,7 +59,7 @@ async def fill(engine: Engine, corpus: Corpus, pages: int) -> float:
             )
             for i in range(count)
         ]
-        await engine.ingest(namespace=NS, session=session, messages=messages)
+        await engine.session(NS, session).ingest(messages=messages)
         written += count
         if written >= next_report:
             elapsed = time.perf_counter() - start
@@ -90,12 +90,8 @@ async def fill_bulk(engine: Engine, corpus: Corpus, pages: int) -> float:
             )
             for index in range(first, min(pages, first + CONVERSATION))
         ]
-        await engine.write_history(
-            namespace=NS,
-            session=f"conv-{first // CONVERSATION}",
-            source="bench",
-            title=None,
-            messages=messages,
+        await engine.session(NS, f"conv-{first // CONVERSATION}").write_history(
+            source="bench", title=None, messages=messages
         )
         written = first + len(messages)
         if written >= next_report:
@@ -115,52 +111,42 @@ async def run(pages: int, samples: int, target: str, bulk: bool) -> dict[str, An
         ops: dict[str, dict[str, float]] = {}
 
         async def ingest_one(_: int) -> None:
-            await engine.ingest(
-                namespace=NS,
-                session=AGENT,
-                messages=[IngestMessage(role=Role.USER, content=corpus.message())],
+            await engine.session(NS, AGENT).ingest(
+                messages=[IngestMessage(role=Role.USER, content=corpus.message())]
             )
 
         async def page_fault(index: int) -> None:
             if index % 3 == 0:  # three faults a turn, the default allowance
-                await engine.begin_turn(namespace=NS, session=AGENT)
+                await engine.session(NS, AGENT).begin_turn()
             page_id = f"msg_{rng.randint(1, pages):06d}"
-            await engine.page_fault(
-                namespace=NS, session=AGENT, page_id=page_id, target_level=Level(rng.randrange(4))
-            )
+            await engine.session(NS, AGENT).page_fault(page_id=page_id, target_level=Level(rng.randrange(4)))
 
         async def search(_: int) -> None:
-            await engine.search(namespace=NS, session=AGENT, query=corpus.query(), limit=5)
+            await engine.session(NS, AGENT).search(query=corpus.query(), limit=5)
 
         async def build_context(_: int) -> None:
-            await render_developer_message(engine, namespace=NS, session=AGENT, mode=RuleMode.STRICT)
+            await render_developer_message(engine.session(NS, AGENT), mode=RuleMode.STRICT)
 
         async def bind_value(index: int) -> None:
-            await engine.bind_value(
-                namespace=NS,
-                session=AGENT,
-                tool="get_rate",
-                args={"pair": f"EUR/USD-{index}"},
-                value=round(rng.uniform(0.5, 2.0), 5),
+            await engine.session(NS, AGENT).bind_value(
+                tool="get_rate", args={"pair": f"EUR/USD-{index}"}, value=round(rng.uniform(0.5, 2.0), 5)
             )
 
         arguments = {"amount": 1234.5, "order": {"lines": [{"qty": 3, "price": "$19.99"}]}, "note": "pay $v1"}
 
         async def check_ungrounded(_: int) -> None:
-            await engine.check_ungrounded(namespace=NS, session=AGENT, args=arguments)
+            await engine.session(NS, AGENT).check_ungrounded(args=arguments)
 
         async def check_tool_call(index: int) -> None:
             if index % 10 == 0:
-                await engine.begin_turn(namespace=NS, session=AGENT)
-            await engine.check_tool_call(
-                namespace=NS, session=AGENT, tool="convert", args={"amount": "$v1", "to": "EUR", "fee": index}
+                await engine.session(NS, AGENT).begin_turn()
+            await engine.session(NS, AGENT).check_tool_call(
+                tool="convert", args={"amount": "$v1", "to": "EUR", "fee": index}
             )
 
         async def record_tool_outcome(index: int) -> None:
             failed = rng.random() < 0.2
-            await engine.record_tool_outcome(
-                namespace=NS,
-                session=AGENT,
+            await engine.session(NS, AGENT).record_tool_outcome(
                 call=ToolOutcome(
                     tool=rng.choice(TOOL_NAMES),
                     args={"id": index % 50, "mode": rng.choice(["fast", "safe"])},
@@ -168,11 +154,11 @@ async def run(pages: int, samples: int, target: str, bulk: bool) -> dict[str, An
                     result=None if failed else {"ok": True, "value": index},
                     error_message=f"timeout after {index % 30}s" if failed else None,
                     duration_ms=rng.uniform(5, 500),
-                ),
+                )
             )
 
         async def procedural_hints(_: int) -> None:
-            knowledge = await engine.procedural_knowledge(namespace=NS, tools=rng.sample(TOOL_NAMES, 2))
+            knowledge = await engine.namespace(NS).procedural_knowledge(tools=rng.sample(TOOL_NAMES, 2))
             render_hints(knowledge, engine.counter, 500)
 
         calls = [

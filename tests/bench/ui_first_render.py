@@ -63,7 +63,7 @@ async def _fill(db: Path, pages: int) -> None:
                 )
                 for n in range(start, min(pages, start + batch))
             ]
-            await engine.ingest(namespace="default", session=f"s{start // 5000}", messages=messages)
+            await engine.session("default", f"s{start // 5000}").ingest(messages=messages)
     finally:
         await engine.close()
 

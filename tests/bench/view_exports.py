@@ -61,7 +61,7 @@ async def fill(db: str, pages: int) -> None:
                     IngestMessage(role=Role.USER if i % 2 == 0 else Role.ASSISTANT, content=corpus.message())
                     for i in range(first, min(count, first + BATCH))
                 ]
-                await engine.ingest(namespace=namespace, session=f"s{first // 1000}", messages=messages)
+                await engine.session(namespace, f"s{first // 1000}").ingest(messages=messages)
     finally:
         await engine.close()
 

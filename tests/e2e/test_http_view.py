@@ -22,7 +22,7 @@ def test_each_token_sees_its_own_namespace_in_the_view(db_url, tokens, transport
                 ("bob", "Bob deploys through flux."),
             ):
                 note = NewPage(content=text, type=PageType.NOTE, provenance="user")
-                await engine.remember(namespace=namespace, session="s1", page=note, key=namespace)
+                await engine.session(namespace, "s1").remember(page=note, key=namespace)
         finally:
             await engine.close()
 

@@ -25,7 +25,7 @@ async def real_database(path: Path) -> bytes:
     """A memvm file with a few hundred pages, checkpointed into the main file."""
     engine = await Engine.open(path)
     for i in range(300):
-        await engine.remember(namespace=NS, session="s", page=note(f"fact {i} about the orchard " * 8))
+        await engine.session(NS, "s").remember(page=note(f"fact {i} about the orchard " * 8))
     await engine.close()
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -19,20 +19,20 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_searches_racing_rewrites_and_forgets_of_their_page_never_fail(engine):
-    await engine.remember(namespace=NS, session="s", page=note("a lighthouse on the cape"), key="k")
+    await engine.session(NS, "s").remember(page=note("a lighthouse on the cape"), key="k")
     searches = 0
 
     async def rewrite() -> None:
         for round_ in range(150):
             if round_ % 3 == 2:
-                await engine.forget(namespace=NS, session="s", page_id="k")
+                await engine.session(NS, "s").forget(page_id="k")
             text = f"the lighthouse keeper, version {round_}"
-            await engine.remember(namespace=NS, session="s", page=note(text), key="k")
+            await engine.session(NS, "s").remember(page=note(text), key="k")
 
     async def search() -> None:
         nonlocal searches
         for _ in range(300):
-            found = await engine.search(namespace=NS, session="s", query="lighthouse keeper")
+            found = await engine.session(NS, "s").search(query="lighthouse keeper")
             assert all(hit.page_id == "k" for hit in found.results)
             searches += 1
 
@@ -45,11 +45,11 @@ async def test_searches_racing_rewrites_and_forgets_of_their_page_never_fail(eng
 
 
 async def test_reads_inside_one_read_transaction_see_one_snapshot(engine):
-    await engine.remember(namespace=NS, session="s", page=note("first"))
+    await engine.session(NS, "s").remember(page=note("first"))
     count = "SELECT count(*) FROM pages WHERE namespace = ?"
     async with engine.db.read(None) as conn:
         (before,) = await conn.one(count, (NS,))
-        await engine.remember(namespace=NS, session="s", page=note("second"))
+        await engine.session(NS, "s").remember(page=note("second"))
         (during,) = await conn.one(count, (NS,))
     async with engine.db.read(None) as conn:
         (after,) = await conn.one(count, (NS,))
@@ -68,7 +68,7 @@ async def test_a_write_cancelled_half_way_leaves_nothing_and_the_next_write_succ
 
     with anyio.move_on_after(0.5):
         await hold_open_write()
-    stored = await engine.remember(namespace=NS, session="s", page=note("after the cancel"))
+    stored = await engine.session(NS, "s").remember(page=note("after the cancel"))
     async with engine.db.read(None) as conn:
         assert await conn.one("SELECT 1 FROM sessions WHERE session = 'half'") is None
         assert await conn.one("SELECT 1 FROM pages WHERE page_id = ?", (stored.page_id,)) is not None
@@ -78,13 +78,11 @@ async def test_tool_calls_cancelled_at_random_moments_never_break_the_next_one(e
     rng = random.Random(7)
     for attempt in range(60):
         with anyio.move_on_after(rng.uniform(0, 0.02)):
-            await engine.remember(
-                namespace=NS, session="s", page=note(f"note {attempt} " * 50, type=PageType.CLAIM)
-            )
+            await engine.session(NS, "s").remember(page=note(f"note {attempt} " * 50, type=PageType.CLAIM))
         with anyio.move_on_after(rng.uniform(0, 0.02)):
-            await engine.search(namespace=NS, session="s", query=f"note {attempt}")
-    final = await engine.remember(namespace=NS, session="s", page=note("the last word"))
-    found = await engine.search(namespace=NS, session="s", query="last word")
+            await engine.session(NS, "s").search(query=f"note {attempt}")
+    final = await engine.session(NS, "s").remember(page=note("the last word"))
+    found = await engine.session(NS, "s").search(query="last word")
     assert found.results[0].page_id == final.page_id
     async with engine.db.read(None) as conn:
         if engine.db.backend == "sqlite":
@@ -112,11 +110,11 @@ async def test_a_write_cancelled_while_it_waits_for_the_lock_does_not_keep_the_l
     release.start()
     try:
         with anyio.move_on_after(0.02):
-            await engine.remember(namespace=NS, session="s", page=note("cancelled"))
+            await engine.session(NS, "s").remember(page=note("cancelled"))
     finally:
         release.join()
         other.close()
-    stored = await engine.remember(namespace=NS, session="s", page=note("next"))
+    stored = await engine.session(NS, "s").remember(page=note("next"))
     with sqlite3.connect(db_path) as check:
         check.execute("PRAGMA busy_timeout=5000")
         assert (

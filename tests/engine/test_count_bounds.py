@@ -16,17 +16,17 @@ async def test_a_session_keeps_its_newest_bound_values_and_the_oldest_become_unk
 ):
     monkeypatch.setattr(bindings, "MAX_BINDINGS_PER_SESSION", 5)
     refs = [
-        (await engine.bind_value(namespace=NS, session="s", tool="t", args={"i": i}, value=1000 + i)).ref
+        (await engine.session(NS, "s").bind_value(tool="t", args={"i": i}, value=1000 + i)).ref
         for i in range(8)
     ]
     assert refs == [f"$v{i}" for i in range(1, 9)]
     assert db_rows(db_url, "SELECT seq FROM bindings WHERE session = 's' ORDER BY seq") == [
         (seq,) for seq in range(4, 9)
     ]
-    checked = await engine.check_ungrounded(namespace=NS, session="s", args={"a": "$v1", "b": "$v8"})
+    checked = await engine.session(NS, "s").check_ungrounded(args={"a": "$v1", "b": "$v8"})
     assert checked.missing_refs == ["$v1"]
     # Numbers never repeat: the next value is $v9, not a freed one.
-    again = await engine.bind_value(namespace=NS, session="s", tool="t", args={"i": 9}, value=2000)
+    again = await engine.session(NS, "s").bind_value(tool="t", args={"i": 9}, value=2000)
     assert again.ref == "$v9"
 
 
@@ -35,9 +35,9 @@ async def test_past_its_session_bound_a_namespace_refuses_a_new_session_and_keep
 ):
     monkeypatch.setattr(sessions, "MAX_SESSIONS_PER_NAMESPACE", 3)
     for name in ("a", "b", "c"):
-        await engine.remember(namespace=NS, session=name, page=note(f"note of {name}"))
+        await engine.session(NS, name).remember(page=note(f"note of {name}"))
     with pytest.raises(InvalidArgument, match="at most 3 sessions"):
-        await engine.remember(namespace=NS, session="d", page=note("one session too many"))
+        await engine.session(NS, "d").remember(page=note("one session too many"))
     # The sessions it has go on, and so does another namespace.
-    assert (await engine.remember(namespace=NS, session="a", page=note("more of a"))).created
-    assert (await engine.remember(namespace="other", session="d", page=note("elsewhere"))).created
+    assert (await engine.session(NS, "a").remember(page=note("more of a"))).created
+    assert (await engine.session("other", "d").remember(page=note("elsewhere"))).created

@@ -30,14 +30,14 @@ def kept_newest(written: list[int], kept: list[int], rows: int, slack: int) -> N
 
 async def test_the_mutation_log_keeps_each_namespaces_newest_changes(open_engine, db_url, clock, monkeypatch):
     engine = await open_engine(budget_tokens=100_000)
-    await engine.remember(namespace="other", session="s", page=note("a page of another tenant"))
+    await engine.session("other", "s").remember(page=note("a page of another tenant"))
     before = db_rows(db_url, "SELECT seq FROM mutation_log WHERE namespace = 'other'")
     bound(monkeypatch, "mutation_log", rows=6, check_every=4)
     for i in range(12):
         clock.advance(1)
-        page = await engine.remember(namespace=NS, session="s", page=note(long_text(f"topic{i}", 4)))
-        await engine.page_fault(namespace=NS, session="s", page_id=page.page_id, target_level=Level.FULL)
-        await engine.begin_turn(namespace=NS, session="s")  # a fresh fault allowance
+        page = await engine.session(NS, "s").remember(page=note(long_text(f"topic{i}", 4)))
+        await engine.session(NS, "s").page_fault(page_id=page.page_id, target_level=Level.FULL)
+        await engine.session(NS, "s").begin_turn()  # a fresh fault allowance
     kept = [
         seq
         for (seq,) in db_rows(db_url, "SELECT seq FROM mutation_log WHERE namespace = ? ORDER BY seq", (NS,))
@@ -52,8 +52,8 @@ async def test_the_tool_call_log_and_what_it_taught_keep_their_newest(
     open_engine, db_url, clock, monkeypatch
 ):
     engine = await open_engine()
-    await engine.record_tool_outcome(
-        namespace="other", session="s", call=ToolOutcome(tool="fetch", args={"q": 1}, outcome=Outcome.SUCCESS)
+    await engine.session("other", "s").record_tool_outcome(
+        call=ToolOutcome(tool="fetch", args={"q": 1}, outcome=Outcome.SUCCESS)
     )
     bound(monkeypatch, "tool_calls", rows=5, check_every=3)
     bound(monkeypatch, "tool_stats", rows=2, check_every=3)
@@ -63,15 +63,13 @@ async def test_the_tool_call_log_and_what_it_taught_keep_their_newest(
         clock.advance(1)
         # Each tool fails, then is fixed by the next call: the fix points back at the failure.
         outcome = Outcome.FAILURE if i % 2 else Outcome.SUCCESS
-        await engine.record_tool_outcome(
-            namespace=NS,
-            session="s",
+        await engine.session(NS, "s").record_tool_outcome(
             call=ToolOutcome(
                 tool=f"tool{(i + 1) // 2}",
                 args={"n": i},
                 outcome=outcome,
                 error_message=f"failure {i}" if outcome is Outcome.FAILURE else None,
-            ),
+            )
         )
     calls = db_rows(
         db_url, "SELECT call_id, fixes, fixed_by FROM tool_calls WHERE namespace = ? ORDER BY call_id", (NS,)
@@ -92,8 +90,8 @@ async def test_the_tool_call_log_and_what_it_taught_keep_their_newest(
     assert len(db_rows(db_url, "SELECT 1 FROM success_values WHERE namespace = ?", (NS,))) <= 3
     # Another tenant's log is not touched, and the namespace's call ids go on.
     assert db_rows(db_url, "SELECT call_id FROM tool_calls WHERE namespace = 'other'") == [(1,)]
-    again = await engine.record_tool_outcome(
-        namespace=NS, session="s", call=ToolOutcome(tool="fetch", args={}, outcome=Outcome.SUCCESS)
+    again = await engine.session(NS, "s").record_tool_outcome(
+        call=ToolOutcome(tool="fetch", args={}, outcome=Outcome.SUCCESS)
     )
     assert again.call_id == 13
     # The text the quota counts went down with the rows (storage/log_limits.py).
@@ -106,13 +104,8 @@ async def test_a_turn_keeps_its_newest_calls_let_through(open_engine, db_url, mo
     bound(monkeypatch, "guard_calls", rows=4, check_every=2)
     open_guards = GuardConfig(discovery_budget=0, execution_budget=0, loop_window=0, runaway_repeats=0)
     for i in range(10):
-        checked = await engine.check_tool_call(
-            namespace=NS,
-            session="s",
-            tool=f"tool{i}",
-            args={"q": "x"},
-            guards_config=open_guards,
-            will_run=True,
+        checked = await engine.session(NS, "s").check_tool_call(
+            tool=f"tool{i}", args={"q": "x"}, guards_config=open_guards, will_run=True
         )
         assert checked.verdict.value == "allow"
     tools = [

@@ -153,15 +153,13 @@ async def test_no_write_path_stores_a_secret(engine, db_path):
     secrets = [secret for _, secret in SECRETS] + [secret for _, _, secret in IN_CONTEXT]
     payloads = [secret for _, secret in SECRETS] + [text for text, _, _ in IN_CONTEXT]
     for index, payload in enumerate(payloads):
-        await engine.remember(
-            namespace=NS, session="s", page=note(f"note {index}: {payload}", summary=f"key {payload}")
+        await engine.session(NS, "s").remember(
+            page=note(f"note {index}: {payload}", summary=f"key {payload}")
         )
-        await engine.ingest(
-            namespace=NS, session="s", messages=[IngestMessage(role=Role.USER, content=f"use {payload}")]
+        await engine.session(NS, "s").ingest(
+            messages=[IngestMessage(role=Role.USER, content=f"use {payload}")]
         )
-        await engine.record_tool_outcome(
-            namespace=NS,
-            session="s",
+        await engine.session(NS, "s").record_tool_outcome(
             call=ToolOutcome(
                 tool="deploy",
                 args={"token": payload, "step": index},
@@ -170,15 +168,13 @@ async def test_no_write_path_stores_a_secret(engine, db_path):
                 error_type="AuthError",
                 error_message=f"bad token {payload}",
                 goal=f"deploy with {payload}",
-            ),
+            )
         )
-        await engine.bind_value(
-            namespace=NS, session="s", tool="vault", args={"id": index}, value={"secret": payload}
-        )
+        await engine.session(NS, "s").bind_value(tool="vault", args={"id": index}, value={"secret": payload})
     stored = await _stored(db_path)
     assert [secret for secret in secrets if secret in stored] == []
     assert stored.count("[REDACTED:") >= 6 * len(secrets)
-    found = await engine.search(namespace=NS, session="s", query=SECRETS[5][1])
+    found = await engine.session(NS, "s").search(query=SECRETS[5][1])
     assert found.results == [] or all(SECRETS[5][1] not in hit.snippet for hit in found.results)
 
 
@@ -205,13 +201,11 @@ async def test_the_write_functions_redact_by_themselves_whoever_calls_them(engin
 
 async def test_remember_reports_each_kind_it_replaced_once_and_not_markers_the_writer_wrote(engine):
     secret = SECRETS[5][1]
-    written = await engine.remember(
-        namespace=NS,
-        session="s",
-        page=note(f"token {secret}, again {secret}; [REDACTED:password] was already here"),
+    written = await engine.session(NS, "s").remember(
+        page=note(f"token {secret}, again {secret}; [REDACTED:password] was already here")
     )
     assert written.redacted == ["github_token"]
-    plain = await engine.remember(namespace=NS, session="s", page=note("[REDACTED:password] quoted"))
+    plain = await engine.session(NS, "s").remember(page=note("[REDACTED:password] quoted"))
     assert plain.redacted == []
 
 
@@ -219,7 +213,7 @@ async def test_remember_reports_each_kind_it_replaced_once_and_not_markers_the_w
 async def test_redaction_can_be_turned_off(open_engine, db_path):
     engine = await open_engine(EngineConfig(redact_secrets=False))
     secret = SECRETS[5][1]
-    await engine.remember(namespace=NS, session="s", page=note(f"keep {secret}"))
+    await engine.session(NS, "s").remember(page=note(f"keep {secret}"))
     assert secret in await _stored(db_path)
 
 
@@ -255,16 +249,14 @@ def test_a_field_named_for_a_secret_loses_its_value_whatever_its_shape():
 @pytest.mark.sqlite_only
 async def test_speaker_names_error_types_guard_reasons_and_hook_answers_are_stored_redacted(engine, db_path):
     secret = SECRETS[5][1]
-    await engine.ingest(
-        namespace=NS, session="s", messages=[IngestMessage(role=Role.USER, content="hello", name=secret)]
+    await engine.session(NS, "s").ingest(
+        messages=[IngestMessage(role=Role.USER, content="hello", name=secret)]
     )
-    await engine.record_tool_outcome(
-        namespace=NS,
-        session="s",
-        call=ToolOutcome(tool="deploy", args={}, outcome=Outcome.FAILURE, error_type=f"Auth {secret}"),
+    await engine.session(NS, "s").record_tool_outcome(
+        call=ToolOutcome(tool="deploy", args={}, outcome=Outcome.FAILURE, error_type=f"Auth {secret}")
     )
     # The guard's reason quotes the argument's path, here a secret.
-    checked = await engine.check_tool_call(namespace=NS, session="s", tool="pay", args={secret: 12.5})
+    checked = await engine.session(NS, "s").check_tool_call(tool="pay", args={secret: 12.5})
     assert secret in " ".join(reason.message for reason in checked.reasons)
     await engine.hook_events.record(
         namespace=NS,
@@ -283,11 +275,11 @@ async def test_a_key_or_alias_that_looks_like_a_secret_is_refused_and_kept_with_
     secret = SECRETS[5][1]
     engine = await open_engine()
     with pytest.raises(InvalidArgument, match="github_token"):
-        await engine.remember(namespace=NS, session="s", page=note("the deploy token"), key=secret)
+        await engine.session(NS, "s").remember(page=note("the deploy token"), key=secret)
     with pytest.raises(InvalidArgument, match="github_token"):
-        await engine.bind_value(namespace=NS, session="s", tool="t", args={}, value=1, name=secret)
+        await engine.session(NS, "s").bind_value(tool="t", args={}, value=1, name=secret)
     keeping = await open_engine(EngineConfig(redact_secrets=False))
-    stored = await keeping.remember(namespace=NS, session="s", page=note("the deploy token"), key=secret)
+    stored = await keeping.session(NS, "s").remember(page=note("the deploy token"), key=secret)
     assert stored.page_id == secret
 
 
@@ -493,8 +485,8 @@ def test_ordinary_commands_code_and_prose_are_left_as_written(text):
 
 async def test_remember_names_the_kind_of_each_typed_secret_and_stores_none(engine):
     for case, text, secret, kind in TYPED:
-        written = await engine.remember(namespace=NS, session="s", page=note(text))
-        page = await engine.get_page(namespace=NS, page_id=written.page_id)
+        written = await engine.session(NS, "s").remember(page=note(text))
+        page = await engine.namespace(NS).get_page(page_id=written.page_id)
         assert (written.redacted, secret in page.levels[0]) == ([kind], False), case
 
 

@@ -18,14 +18,14 @@ BOUND_S = 5.0  # generous: before, the search for "house" took 14 s and the one 
 async def test_another_tenants_bulk_neither_slows_nor_blocks_a_tenants_search(open_engine, report_figure):
     engine = await open_engine(EngineConfig())
     for n in range(BULK_PAGES):  # each its own page: the same text again would be the page holding it
-        await engine.remember(namespace="alice", session="s", page=note(f"{BULK_TEXT}{n}"))
-    await engine.remember(namespace="bob", session="s", page=note("My house is blue."))
-    assert (await engine.search(namespace="alice", session="s", query="house")).total_pages == BULK_PAGES
+        await engine.session("alice", "s").remember(page=note(f"{BULK_TEXT}{n}"))
+    await engine.session("bob", "s").remember(page=note("My house is blue."))
+    assert (await engine.session("alice", "s").search(query="house")).total_pages == BULK_PAGES
     took: dict[str, float] = {}
 
     async def search(namespace: str, query: str, name: str) -> None:
         started = time.perf_counter()
-        found = await engine.search(namespace=namespace, session="s", query=query)
+        found = await engine.session(namespace, "s").search(query=query)
         took[name] = time.perf_counter() - started
         assert found.results, name
 

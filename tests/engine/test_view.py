@@ -36,9 +36,7 @@ async def walk(engine: Engine, read: Callable[..., Awaitable[view.Screen[Any]]],
 async def test_sessions_tied_in_time_page_apart_each_once(engine: Engine):
     names = [f"s{i:02d}" for i in range(ROWS)] + ["a/b", "z/"]
     for name in names:
-        await engine.ingest(
-            namespace=NS, session=name, messages=[IngestMessage(role=Role.USER, content="hi")]
-        )
+        await engine.session(NS, name).ingest(messages=[IngestMessage(role=Role.USER, content="hi")])
     seen = [row.session for row in await walk(engine, view.sessions)]
     assert seen == sorted(names, reverse=True)
 
@@ -47,7 +45,7 @@ async def test_tools_tied_in_time_page_apart_each_once(engine: Engine):
     tools = [f"tool_{i:02d}" for i in range(ROWS)]
     for tool in tools:
         call = ToolOutcome(tool=tool, args={}, outcome=Outcome.SUCCESS, result="ok")
-        await engine.record_tool_outcome(namespace=NS, session="s", call=call)
+        await engine.session(NS, "s").record_tool_outcome(call=call)
     seen = [row.tool for row in await walk(engine, view.tools)]
     assert seen == sorted(tools, reverse=True)
 
@@ -56,10 +54,10 @@ async def test_pages_mutations_bindings_and_verdicts_page_newest_first(open_engi
     engine = await open_engine(max_faults_per_turn=ROWS)
     for i in range(ROWS):
         note = NewPage(content=f"note number {i}", type=PageType.NOTE, provenance="user")
-        await engine.remember(namespace=NS, session="s", page=note, key=f"note-{i:02d}")
-        await engine.page_fault(namespace=NS, session="s", page_id=f"note-{i:02d}")
-        await engine.bind_value(namespace=NS, session="s", tool="price", args={"i": i}, value=1000 + i)
-        await engine.check_tool_call(namespace=NS, session="s", tool="book", args={"seat": i})
+        await engine.session(NS, "s").remember(page=note, key=f"note-{i:02d}")
+        await engine.session(NS, "s").page_fault(page_id=f"note-{i:02d}")
+        await engine.session(NS, "s").bind_value(tool="price", args={"i": i}, value=1000 + i)
+        await engine.session(NS, "s").check_tool_call(tool="book", args={"seat": i})
 
     pages = [row.page_id for row in await walk(engine, view.pages)]
     assert pages == [f"note-{i:02d}" for i in reversed(range(ROWS))]
@@ -74,7 +72,7 @@ async def test_pages_mutations_bindings_and_verdicts_page_newest_first(open_engi
 
 async def test_a_screen_is_at_most_two_hundred_rows_and_says_more_follow(engine: Engine):
     messages = [IngestMessage(role=Role.USER, content=f"line {i}") for i in range(view.MAX_ROWS + 1)]
-    await engine.ingest(namespace=NS, session="s", messages=messages)
+    await engine.session(NS, "s").ingest(messages=messages)
     async with engine.db.read(NS) as conn:
         screen = await view.pages(conn, NS, limit=10_000)
         rest = await view.pages(conn, NS, before=screen.next, limit=10_000)
@@ -92,9 +90,7 @@ async def test_a_cursor_not_given_by_a_screen_is_refused(engine: Engine, before:
 
 
 async def test_a_large_bound_value_is_cut_to_what_a_row_shows(engine: Engine):
-    await engine.bind_value(
-        namespace=NS, session="s", tool="fetch", args={"q": "x" * 2000}, value="v" * 100_000
-    )
+    await engine.session(NS, "s").bind_value(tool="fetch", args={"q": "x" * 2000}, value="v" * 100_000)
     async with engine.db.read(NS) as conn:
         (row,) = (await view.bindings(conn, NS, "s")).rows
     # Stored as JSON: the string's quotes are counted too.

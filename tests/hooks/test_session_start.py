@@ -28,9 +28,7 @@ def remember(db: Path, *notes: tuple[str, bool]) -> list[str]:
             ids = []
             for text, pinned in notes:
                 page = NewPage(content=text, type=PageType.NOTE, provenance="model", pinned=pinned)
-                ids.append(
-                    (await engine.remember(namespace="default", session="planning", page=page)).page_id
-                )
+                ids.append((await engine.session("default", "planning").remember(page=page)).page_id)
             return ids
         finally:
             await engine.close()

@@ -44,7 +44,7 @@ def search(db: str, namespace: str, query: str) -> list[str]:
     async def go() -> list[str]:
         engine = await Engine.open(db)
         try:
-            found = await engine.search(namespace=namespace, session="s", query=query)
+            found = await engine.session(namespace, "s").search(query=query)
         finally:
             await engine.close()
         return [result.page_id for result in found.results]
@@ -410,7 +410,7 @@ def test_a_reimport_keeps_the_pin_and_importance_the_user_gave(tmp_path, capsys)
     async def pin() -> None:
         engine = await Engine.open(db)
         try:
-            await engine.pin_page(namespace="default", session="s", page_id="entity:Anthropic", pinned=True)
+            await engine.session("default", "s").pin_page(page_id="entity:Anthropic", pinned=True)
         finally:
             await engine.close()
 

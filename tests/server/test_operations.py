@@ -48,10 +48,10 @@ def filled(filled_once: Path, tmp_path: Path) -> Path:
 async def answers_of(db: Path | str) -> tuple:
     """What the tools answer from `db`: search, a working set, procedures and a fault."""
     async with opened(db) as engine:
-        found = await engine.search(namespace="acme", session="acme-trip", query="window seats")
-        view = await engine.working_set(namespace="acme", session="acme-trip")
-        knowledge = await engine.procedural_knowledge(namespace="acme", tools=["book_table"])
-        fault = await engine.page_fault(namespace="acme", session="acme-trip", page_id="seats")
+        found = await engine.session("acme", "acme-trip").search(query="window seats")
+        view = await engine.session("acme", "acme-trip").working_set()
+        knowledge = await engine.namespace("acme").procedural_knowledge(tools=["book_table"])
+        fault = await engine.session("acme", "acme-trip").page_fault(page_id="seats")
         return (
             [(r.page_id, round(r.score, 9)) for r in found.results],
             view.model_dump(),

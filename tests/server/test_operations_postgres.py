@@ -49,9 +49,7 @@ def test_an_import_into_postgresql_searches_and_serves_like_the_original(filled,
     async def write_after() -> str:
         engine = await Engine.open(url)
         try:  # the identity counters moved past the imported rows
-            return (
-                await engine.remember(namespace="acme", session="later", page=note("after import"))
-            ).page_id
+            return (await engine.session("acme", "later").remember(page=note("after import"))).page_id
         finally:
             await engine.close()
 

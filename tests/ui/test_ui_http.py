@@ -244,8 +244,8 @@ async def test_guard_verdicts_are_listed_with_their_reasons(tmp_path):
 
     async def book_three_times(engine: Engine) -> None:
         for _ in range(3):
-            await engine.check_tool_call(
-                namespace=NS, session="s1", tool="book_table", args={"party": 4}, will_run=True
+            await engine.session(NS, "s1").check_tool_call(
+                tool="book_table", args={"party": 4}, will_run=True
             )
 
     await write(db, chat_with_note("book a table for four", "Which time?"), book_three_times)
@@ -296,7 +296,7 @@ async def test_read_only_shows_memory_and_refuses_every_change(tmp_path):
 async def test_an_edit_keeps_the_notes_expiry_and_shows_what_it_replaced(served):
     async with opened(served.db) as engine:
         page = note("Door code 1234 this week.")
-        stored = await engine.remember(namespace=NS, session="s", page=page, key="door", ttl_seconds=3600)
+        stored = await engine.session(NS, "s").remember(page=page, key="door", ttl_seconds=3600)
     expires_at = stored.expires_at
     async with served.client(served.token) as user:
         opened_page = (await user.get("/api/pages/door")).json()

@@ -128,12 +128,8 @@ async def write_conversations(
     for talk, kept in checked:
         if not kept:
             continue
-        written = await engine.write_history(
-            namespace=namespace,
-            session=talk.session,
-            source=source,
-            title=talk.title,
-            messages=kept,
+        written = await engine.session(namespace, talk.session).write_history(
+            source=source, title=talk.title, messages=kept
         )
         counts.already_there += written.already_there
     return counts

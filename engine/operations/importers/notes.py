@@ -95,7 +95,7 @@ async def write_notes(
 
 async def _existing(engine: Engine, namespace: str, key: str) -> Page | None:
     try:
-        return await engine.get_page(namespace=namespace, page_id=key)
+        return await engine.namespace(namespace).get_page(page_id=key)
     except PageNotFound:
         return None
 
@@ -138,12 +138,8 @@ async def _write(
         provenance=note.provenance,
         metadata=note.metadata,
     )
-    result = await engine.remember(
-        namespace=namespace,
-        session=session,
-        page=page,
-        key=note.key,
-        ttl_seconds=None if expires_at is None else expires_at - now,
+    result = await engine.session(namespace, session).remember(
+        page=page, key=note.key, ttl_seconds=None if expires_at is None else expires_at - now
     )
     return NoteOutcome.CREATED if result.created else NoteOutcome.REWRITTEN
 

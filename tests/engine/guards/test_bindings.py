@@ -7,13 +7,8 @@ pytestmark = pytest.mark.anyio
 
 
 async def bind(engine, value, *, tool="calc", args=None, name=None, session="s"):
-    return await engine.bind_value(
-        namespace=NS,
-        session=session,
-        tool=tool,
-        args=args if args is not None else {"x": repr(value)},
-        value=value,
-        name=name,
+    return await engine.session(NS, session).bind_value(
+        tool=tool, args=args if args is not None else {"x": repr(value)}, value=value, name=name
     )
 
 
@@ -42,7 +37,7 @@ async def test_the_type_of_each_bound_value_is_recorded(engine, value, kind):
 async def test_a_name_becomes_an_alias_that_moves_to_the_latest_value(engine):
     first = await bind(engine, 10, name="total")
     second = await bind(engine, 20, name="$total")
-    resolved = await engine.check_ungrounded(namespace=NS, session="s", args={"amount": "$total"})
+    resolved = await engine.session(NS, "s").check_ungrounded(args={"amount": "$total"})
     assert first.aliases == ["$total"] and second.aliases == ["$total"]
     assert resolved.resolved_args == {"amount": 20}
 
@@ -70,12 +65,12 @@ async def test_bindings_and_aliases_survive_a_restart(open_engine):
     await bind(engine, 99.5, name="price")
     await engine.close()
     reopened = await open_engine()
-    result = await reopened.check_ungrounded(namespace=NS, session="s", args={"a": "$v1", "b": "$price"})
+    result = await reopened.session(NS, "s").check_ungrounded(args={"a": "$v1", "b": "$price"})
     assert result.resolved_args == {"a": 99.5, "b": 99.5}
     assert (await bind(reopened, "next")).ref == "$v2"
 
 
 async def test_bindings_of_one_namespace_are_invisible_to_another(engine):
-    await engine.bind_value(namespace="alice", session="s", tool="t", args={}, value=5, name="secret")
-    result = await engine.check_ungrounded(namespace="bob", session="s", args={"a": "$secret", "b": "$v1"})
+    await engine.session("alice", "s").bind_value(tool="t", args={}, value=5, name="secret")
+    result = await engine.session("bob", "s").check_ungrounded(args={"a": "$secret", "b": "$v1"})
     assert result.missing_refs == ["$secret", "$v1"]

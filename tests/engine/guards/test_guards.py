@@ -15,18 +15,18 @@ pytestmark = pytest.mark.anyio
 async def guarded(open_engine, **guards):
     engine = await open_engine(guards=GuardConfig(**guards))
     # A session whose user messages are on record, as with a host that ingests the conversation.
-    await engine.ingest(namespace=NS, session="s", messages=[user("Plan the trip, please.")])
+    await engine.session(NS, "s").ingest(messages=[user("Plan the trip, please.")])
     return engine
 
 
 async def check(engine, tool, args=None, session="s"):
-    return await engine.check_tool_call(namespace=NS, session=session, tool=tool, args=args or {})
+    return await engine.session(NS, session).check_tool_call(tool=tool, args=args or {})
 
 
 async def ran(engine, tool, args, session="s"):
     """The call ran: its outcome is recorded (with no result to bind)."""
     call = ToolOutcome(tool=tool, args=args, outcome=Outcome.SUCCESS)
-    await engine.record_tool_outcome(namespace=NS, session=session, call=call)
+    await engine.session(NS, session).record_tool_outcome(call=call)
 
 
 def rules(result):
@@ -83,7 +83,7 @@ async def test_a_repeated_call_is_answered_from_its_bound_result(open_engine):
     engine = await guarded(open_engine)
     args = {"from": "EUR", "to": "USD"}
     assert (await check(engine, "fx_rate", args)).verdict.value == "allow"
-    await engine.bind_value(namespace=NS, session="s", tool="fx_rate", args=args, value=1.0862)
+    await engine.session(NS, "s").bind_value(tool="fx_rate", args=args, value=1.0862)
     again = await check(engine, "fx_rate", {"to": "USD", "from": "EUR"})
     assert rules(again) == [("repeat", "block")]
     assert (again.cached_result, again.cached_ref) == (1.0862, "$v1")
@@ -111,8 +111,8 @@ async def test_checking_a_call_again_before_it_ran_gives_the_same_verdict_and_co
 
 async def test_a_hooks_pre_tool_check_is_the_call_itself_so_a_second_is_a_repeat(open_engine):
     engine = await guarded(open_engine, grace=1)
-    hook = {"namespace": NS, "session": "s", "tool": "get_stock", "args": {"sku": "A1"}, "will_run": True}
-    verdicts = [(await engine.check_tool_call(**hook)).verdict.value for _ in range(3)]
+    hook = {"tool": "get_stock", "args": {"sku": "A1"}, "will_run": True}
+    verdicts = [(await engine.session(NS, "s").check_tool_call(**hook)).verdict.value for _ in range(3)]
     assert verdicts == ["allow", "warn", "block"]
 
 
@@ -127,7 +127,7 @@ async def test_a_polling_tool_is_exempt_from_repeat_loop_and_cache(open_engine):
     engine = await guarded(
         open_engine, polling_tools=frozenset({"job_status"}), loop_window=4, loop_max_calls=2
     )
-    await engine.bind_value(namespace=NS, session="s", tool="job_status", args={"id": "j1"}, value="running")
+    await engine.session(NS, "s").bind_value(tool="job_status", args={"id": "j1"}, value="running")
     results = [await check(engine, "job_status", {"id": "j1"}) for _ in range(6)]
     assert [r.verdict.value for r in results] == ["allow"] * 6
     assert all(r.cached_result is None for r in results)
@@ -145,7 +145,7 @@ async def test_a_polling_tool_still_counts_against_the_budget(open_engine):
 async def test_a_tool_returning_the_same_number_over_and_over_has_run_away(open_engine):
     engine = await guarded(open_engine, runaway_repeats=3, grace=0)
     for step in range(3):
-        await engine.bind_value(namespace=NS, session="s", tool="optimize", args={"step": step}, value=0.5)
+        await engine.session(NS, "s").bind_value(tool="optimize", args={"step": step}, value=0.5)
     result = await check(engine, "optimize", {"step": 3})
     assert rules(result) == [("runaway", "block")]
     assert "0.5 the last 3 times" in result.reasons[0].message
@@ -153,7 +153,7 @@ async def test_a_tool_returning_the_same_number_over_and_over_has_run_away(open_
 
 async def test_a_degenerate_result_is_a_runaway(open_engine):
     engine = await guarded(open_engine, grace=0)
-    await engine.bind_value(namespace=NS, session="s", tool="ratio", args={"a": "x"}, value="NaN")
+    await engine.session(NS, "s").bind_value(tool="ratio", args={"a": "x"}, value="NaN")
     assert rules(await check(engine, "ratio", {"a": "y"})) == [("runaway", "block")]
 
 
@@ -193,7 +193,7 @@ async def test_without_user_messages_on_record_an_invented_number_only_warns(ope
 
 async def test_a_copied_bound_value_warns_with_its_reference_but_never_blocks(open_engine):
     engine = await guarded(open_engine, grace=0)
-    await engine.bind_value(namespace=NS, session="s", tool="fx", args={"eur": 1}, value=271.5)
+    await engine.session(NS, "s").bind_value(tool="fx", args={"eur": 1}, value=271.5)
     results = [await check(engine, f"pay{i}", {"usd": 271.5}) for i in range(3)]
     assert [rules(r) for r in results] == [[("copied_value", "warn")]] * 3
     assert "$v1" in results[0].reasons[0].message
@@ -208,7 +208,7 @@ async def test_an_unknown_reference_always_blocks_and_is_not_counted(open_engine
 
 async def test_references_are_resolved_before_the_call_is_identified(open_engine):
     engine = await guarded(open_engine)
-    await engine.bind_value(namespace=NS, session="s", tool="fx", args={"eur": 1}, value=271.5)
+    await engine.session(NS, "s").bind_value(tool="fx", args={"eur": 1}, value=271.5)
     first = await check(engine, "pay", {"usd": "$v1"})
     assert first.resolved_args == {"usd": 271.5}
     await ran(engine, "pay", {"usd": 271.5})  # the call as it ran, with the value in place
@@ -219,7 +219,7 @@ async def test_a_new_turn_gives_a_fresh_allowance(open_engine):
     engine = await guarded(open_engine, execution_budget=1, grace=0)
     await check(engine, "book", {"id": "a"})
     assert (await check(engine, "book", {"id": "b"})).verdict.value == "block"
-    await engine.begin_turn(namespace=NS, session="s")
+    await engine.session(NS, "s").begin_turn()
     fresh = await check(engine, "book", {"id": "b"})
     assert fresh.verdict.value == "allow" and fresh.budget.used == 1
 
@@ -227,7 +227,7 @@ async def test_a_new_turn_gives_a_fresh_allowance(open_engine):
 async def test_counters_and_warnings_survive_a_restart(open_engine):
     config = EngineConfig(guards=GuardConfig(execution_budget=2, grace=1))
     engine = await open_engine(config)
-    await engine.ingest(namespace=NS, session="s", messages=[user("go")])
+    await engine.session(NS, "s").ingest(messages=[user("go")])
     await check(engine, "book", {"id": "a"})
     await check(engine, "book", {"id": "b"})
     assert rules(await check(engine, "book", {"id": "c"})) == [("budget", "warn")]
@@ -248,7 +248,7 @@ async def test_the_strict_preset_blocks_at_the_first_violation_and_relaxed_warns
 async def test_the_call_log_keeps_only_the_current_and_previous_turn(open_engine, db_url):
     engine = await guarded(open_engine)
     for turn in range(5):
-        await engine.begin_turn(namespace=NS, session="s")
+        await engine.session(NS, "s").begin_turn()
         await check(engine, "book", {"turn": str(turn)})
     turns = {row[0] for row in db_rows(db_url, "SELECT turn FROM guard_calls")}
     assert len(turns) <= 2
@@ -294,7 +294,7 @@ async def test_a_session_keeps_its_latest_verdicts_with_their_reasons(open_engin
 
 async def test_a_model_with_memvm_tools_is_pointed_at_cached_result_and_bind_value(open_engine):
     engine = await guarded(open_engine)
-    await engine.bind_value(namespace=NS, session="s", tool="fx_rate", args={"to": "USD"}, value=1.0862)
+    await engine.session(NS, "s").bind_value(tool="fx_rate", args={"to": "USD"}, value=1.0862)
     again = await check(engine, "fx_rate", {"to": "USD"})
     invented = await check(engine, "transfer", {"amount": 740})
     copied = await check(engine, "convert", {"rate": 1.0862})
@@ -305,7 +305,7 @@ async def test_a_model_with_memvm_tools_is_pointed_at_cached_result_and_bind_val
 
 async def test_a_model_without_memvm_tools_is_told_its_repeat_is_answered_below(open_engine):
     engine = await guarded(open_engine, memvm_tools=False)
-    await engine.bind_value(namespace=NS, session="s", tool="fx_rate", args={"to": "USD"}, value=1.0862)
+    await engine.session(NS, "s").bind_value(tool="fx_rate", args={"to": "USD"}, value=1.0862)
     again = await check(engine, "fx_rate", {"to": "USD"})
     assert rules(again) == [("repeat", "block")]
     assert again.cached_result == 1.0862  # for the caller to show after the reasons

@@ -33,8 +33,8 @@ async def test_an_event_is_found_by_the_beginning_of_its_digest_in_its_namespace
 async def test_a_call_s_recorded_outcomes_are_counted_whatever_its_key_order_or_secrets(engine):
     key = "sk_live_" + "Ab1" * 8
     for args in ({"a": 1, "token": key}, {"token": key, "a": 1}, {"a": 2, "token": key}):
-        await engine.record_tool_outcome(
-            namespace=NS, session="s", call=ToolOutcome(tool="pay", args=args, outcome=Outcome.SUCCESS)
+        await engine.session(NS, "s").record_tool_outcome(
+            call=ToolOutcome(tool="pay", args=args, outcome=Outcome.SUCCESS)
         )
     count = engine.hook_events.outcomes_recorded
     assert await count(namespace=NS, session="s", tool="pay", args={"token": key, "a": 1}) == 2

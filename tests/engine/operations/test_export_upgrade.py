@@ -52,5 +52,5 @@ async def test_an_export_from_schema_6_imports_into_todays_layout(open_engine, t
     assert json.loads(reexported[0])["schema"] == SCHEMA_VERSION
     assert diagnose(db_path).healthy
     engine = await open_engine()
-    found = await engine.search(namespace="a", session="s", query="Gina")
+    found = await engine.session("a", "s").search(query="Gina")
     assert [hit.page_id for hit in found.results] == ["msg_000001"]

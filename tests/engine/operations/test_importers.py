@@ -60,9 +60,9 @@ def iso(text: str) -> float:
 async def test_entities_become_notes_that_search_finds_with_their_relations(engine):
     counts = await run_import(engine, "server-memory", FIXTURES / "memory.json")
     assert counts.summary() == "3 entities, 2 relations: 3 written, 0 unchanged"
-    found = await engine.search(namespace=NS, session="s", query="fluent Spanish")
+    found = await engine.session(NS, "s").search(query="fluent Spanish")
     assert found.results[0].page_id == "entity:John_Smith"
-    john = await engine.get_page(namespace=NS, page_id="entity:John_Smith")
+    john = await engine.namespace(NS).get_page(page_id="entity:John_Smith")
     assert john.type is PageType.NOTE
     assert john.content(Level.FULL).splitlines() == [
         "John_Smith (person)",
@@ -73,9 +73,9 @@ async def test_entities_become_notes_that_search_finds_with_their_relations(engi
         "- John_Smith attends Lisbon trip 2025",
     ]
     # The other end of a relation says it too, and a name with spaces gets a key of the pattern.
-    trip = await engine.get_page(namespace=NS, page_id=LISBON)
+    trip = await engine.namespace(NS).get_page(page_id=LISBON)
     assert "John_Smith attends Lisbon trip 2025" in trip.content(Level.FULL)
-    found = await engine.search(namespace=NS, session="s", query="who works at Anthropic")
+    found = await engine.session(NS, "s").search(query="who works at Anthropic")
     assert {r.page_id for r in found.results} >= {"entity:John_Smith", "entity:Anthropic"}
 
 
@@ -92,7 +92,7 @@ async def test_a_second_graph_import_changes_nothing_and_a_changed_entity_is_rew
     )
     changed = await run_import(engine, "server-memory", grown)
     assert (changed.written, changed.unchanged) == (1, 2)
-    trip = await engine.get_page(namespace=NS, page_id=LISBON)
+    trip = await engine.namespace(NS).get_page(page_id=LISBON)
     assert trip.content(Level.FULL).endswith("- Dinner at 9\n- John_Smith attends Lisbon trip 2025")
     # What the entity said before is its superseded version, not a page search could return.
     assert trip.version == 2 and "Dinner at 9" not in trip.versions[0].content
@@ -119,9 +119,9 @@ async def test_a_chatgpt_conversation_becomes_a_session_of_its_current_thread(en
     assert [at for _, at, _ in transcript(db_url, "chatgpt-6a1f0c2e-0000-4000-8000-000000000002")] == [
         1714600000.0
     ]
-    found = await engine.search(namespace=NS, session="s", query="starter smells like acetone")
+    found = await engine.session(NS, "s").search(query="starter smells like acetone")
     assert found.results[0].role is Role.USER and found.results[0].session == CHATGPT_SESSION
-    assert (await engine.working_set(namespace=NS, session=CHATGPT_SESSION)).entries == []
+    assert (await engine.session(NS, CHATGPT_SESSION).working_set()).entries == []
 
 
 async def test_a_second_chatgpt_import_adds_nothing_and_a_grown_one_adds_its_new_message(
@@ -179,7 +179,7 @@ async def test_a_claude_conversation_keeps_its_text_blocks_roles_and_dates(engin
         ("user", iso("2025-03-10T18:00:05"), "Translate 'good evening' into Portuguese."),
         ("assistant", iso("2025-03-10T18:00:05"), "Boa noite."),
     ]
-    found = await engine.search(namespace=NS, session="s", query="early blight tomatoes")
+    found = await engine.session(NS, "s").search(query="early blight tomatoes")
     assert found.results[0].session == CLAUDE_SESSION
     again = await run_import(engine, "claude", FIXTURES / "claude.json")
     assert again.summary() == "2 conversations, 4 messages (4 already there)"
@@ -207,7 +207,7 @@ async def test_a_claude_message_keeps_the_text_extracted_from_its_attached_files
     [(role, _, text)] = transcript(db_url, "claude-conv-1")
     assert role == "user"
     assert text == "What does this say about the budget?\n\nAttached budget.txt:\nQ3 travel budget: 4,200 EUR"
-    found = await engine.search(namespace=NS, session="s", query="travel budget")
+    found = await engine.session(NS, "s").search(query="travel budget")
     assert [hit.session for hit in found.results] == ["claude-conv-1"]
 
 
@@ -217,15 +217,15 @@ async def test_a_claude_message_keeps_the_text_extracted_from_its_attached_files
 async def test_markdown_notes_get_keys_from_their_paths_or_their_front_matter(engine):
     counts = await run_import(engine, "markdown", FIXTURES / "notes")
     assert counts.summary() == "3 notes: 3 written, 0 unchanged"  # .obsidian/ is not notes
-    groceries = await engine.get_page(namespace=NS, page_id="groceries")
+    groceries = await engine.namespace(NS).get_page(page_id="groceries")
     assert groceries.content(Level.FULL) == "Oat milk, rye flour, and a new banneton for the sourdough."
     # Another app's front matter stays in the note; memvm's own gives the key, type and pin.
-    plan = await engine.get_page(namespace=NS, page_id=ALPHA)
+    plan = await engine.namespace(NS).get_page(page_id=ALPHA)
     assert plan.content(Level.FULL).startswith("---\ntitle: Alpha plan\n")
-    seats = await engine.get_page(namespace=NS, page_id="prefs.seating")
+    seats = await engine.namespace(NS).get_page(page_id="prefs.seating")
     assert (seats.type, seats.pinned) == (PageType.PREFERENCE, True)
     assert seats.content(Level.FULL) == "The user prefers window seats on trains and aisle seats on planes."
-    found = await engine.search(namespace=NS, session="s", query="alpha launch suppliers")
+    found = await engine.session(NS, "s").search(query="alpha launch suppliers")
     assert found.results[0].page_id == ALPHA
     again = await run_import(engine, "markdown", FIXTURES / "notes")
     assert (again.written, again.unchanged) == (0, 3)
@@ -253,7 +253,7 @@ async def test_a_changed_note_is_rewritten_under_its_key_and_an_empty_one_skippe
     (notes / "blank.md").write_text("\n", encoding="utf-8")
     counts = await run_import(engine, "markdown", notes / "groceries.md")
     assert counts.summary() == "1 notes: 1 written, 0 unchanged"
-    assert (await engine.get_page(namespace=NS, page_id="groceries")).content(
+    assert (await engine.namespace(NS).get_page(page_id="groceries")).content(
         Level.FULL
     ) == "Oat milk and eggs."
     counts = await run_import(engine, "markdown", notes)
@@ -261,12 +261,8 @@ async def test_a_changed_note_is_rewritten_under_its_key_and_an_empty_one_skippe
 
 
 async def test_a_markdown_export_imports_back_as_the_same_keys_types_and_texts(engine, tmp_path):
-    await engine.remember(
-        namespace=NS, session="s", page=note("Tea, no sugar.\n\nAnd milk."), key="drinks:tea"
-    )
-    claim = await engine.remember(
-        namespace=NS, session="s", page=note("Meets on Tuesdays", type=PageType.CLAIM)
-    )
+    await engine.session(NS, "s").remember(page=note("Tea, no sugar.\n\nAnd milk."), key="drinks:tea")
+    claim = await engine.session(NS, "s").remember(page=note("Meets on Tuesdays", type=PageType.CLAIM))
     await run_import(engine, "markdown", FIXTURES / "notes")
     await run_import(engine, "claude", FIXTURES / "claude.json")
     out = tmp_path / "export"
@@ -285,8 +281,8 @@ async def test_a_markdown_export_imports_back_as_the_same_keys_types_and_texts(e
     copied = await run_import(engine, "markdown", out / "notes", namespace="copy")
     assert copied.written == 5
     for name in ("drinks:tea", claim.page_id, "groceries", "prefs.seating", ALPHA):
-        original = await engine.get_page(namespace=NS, page_id=name)
-        copy = await engine.get_page(namespace="copy", page_id=name)
+        original = await engine.namespace(NS).get_page(page_id=name)
+        copy = await engine.namespace("copy").get_page(page_id=name)
         assert (copy.content(Level.FULL), copy.type, copy.pinned) == (
             original.content(Level.FULL),
             original.type,
@@ -295,7 +291,7 @@ async def test_a_markdown_export_imports_back_as_the_same_keys_types_and_texts(e
 
 
 async def test_a_markdown_export_refuses_a_folder_with_files_unless_forced(engine, tmp_path):
-    await engine.remember(namespace=NS, session="s", page=note("kept"), key="kept")
+    await engine.session(NS, "s").remember(page=note("kept"), key="kept")
     out = tmp_path / "out"
     out.mkdir()
     (out / "mine.txt").write_text("the user's own file", encoding="utf-8")
@@ -407,9 +403,9 @@ async def test_a_note_whose_key_names_a_conversation_page_is_left_out_and_the_re
         f"{tmp_path / 'forged.md'}: its key 'msg_000001' names a transcript page of a conversation, "
         "which a note cannot replace: left out"
     ]
-    page = await engine.get_page(namespace=NS, page_id="msg_000001")
+    page = await engine.namespace(NS).get_page(page_id="msg_000001")
     assert page.type is PageType.TRANSCRIPT and "forged" not in page.content(Level.FULL)
-    assert (await engine.get_page(namespace=NS, page_id="fine")).content(Level.FULL) == "a note of its own"
+    assert (await engine.namespace(NS).get_page(page_id="fine")).content(Level.FULL) == "a note of its own"
 
 
 # expiry
@@ -418,9 +414,9 @@ async def test_a_note_whose_key_names_a_conversation_page_is_left_out_and_the_re
 async def test_a_markdown_export_leaves_out_expired_pages_and_dates_the_others_expiry(
     engine, clock, tmp_path
 ):
-    await engine.remember(namespace=NS, session="s", page=note("lasting"), key="lasting")
-    await engine.remember(namespace=NS, session="s", page=note("brief"), key="brief", ttl_seconds=60)
-    await engine.remember(namespace=NS, session="s", page=note("a week"), key="week", ttl_seconds=7 * 86_400)
+    await engine.session(NS, "s").remember(page=note("lasting"), key="lasting")
+    await engine.session(NS, "s").remember(page=note("brief"), key="brief", ttl_seconds=60)
+    await engine.session(NS, "s").remember(page=note("a week"), key="week", ttl_seconds=7 * 86_400)
     clock.advance(120)
     out = tmp_path / "export"
     done = await export_markdown(engine, namespace=NS, out=out, force=False)
@@ -431,7 +427,7 @@ async def test_a_markdown_export_leaves_out_expired_pages_and_dates_the_others_e
     # Read back, the note expires when it did; once that has passed, it is left out.
     copied = await run_import(engine, "markdown", out / "notes", namespace="copy")
     assert (copied.written, copied.expired) == (2, 0)
-    week = await engine.get_page(namespace="copy", page_id="week")
+    week = await engine.namespace("copy").get_page(page_id="week")
     assert week.expires_at == pytest.approx(clock.now() - 120 + 7 * 86_400, abs=1)
     again = await run_import(engine, "markdown", out / "notes", namespace="copy")
     assert (again.written, again.unchanged) == (0, 2)
@@ -439,7 +435,7 @@ async def test_a_markdown_export_leaves_out_expired_pages_and_dates_the_others_e
     late = await run_import(engine, "markdown", out / "notes", namespace="later")
     assert late.summary() == "2 notes: 1 written, 0 unchanged, 1 expired skipped"
     with pytest.raises(PageNotFound):
-        await engine.get_page(namespace="later", page_id="week")
+        await engine.namespace("later").get_page(page_id="week")
 
 
 def test_each_registered_format_is_named_as_its_module_names_it():

@@ -33,7 +33,7 @@ def test_an_export_read_through_the_engine_is_the_command_lines_byte_for_byte(mi
 @pytest.mark.anyio
 async def test_a_stream_hands_over_its_rows_in_batches_from_the_reads_snapshot(engine):
     for n in range(7):
-        await engine.remember(namespace="acme", session="s", page=note(f"note {n}"), key=f"k{n}")
+        await engine.session("acme", "s").remember(page=note(f"note {n}"), key=f"k{n}")
     batches = []
     async with engine.db.read("acme") as conn:
         async for batch in conn.stream(
@@ -42,5 +42,5 @@ async def test_a_stream_hands_over_its_rows_in_batches_from_the_reads_snapshot(e
             batches.append([row[0] for row in batch])
             if len(batches) == 1:
                 # Written after the read began: not in its snapshot.
-                await engine.remember(namespace="acme", session="s", page=note("late"), key="k9")
+                await engine.session("acme", "s").remember(page=note("late"), key="k9")
     assert batches == [["k0", "k1", "k2"], ["k3", "k4", "k5"], ["k6"]]

@@ -42,24 +42,24 @@ def orchard(pages: int = 30) -> Fill:
 async def test_forgotten_text_is_gone_from_the_file_and_its_wal(engine, db_path):
     secret = token()
     await fill(engine, orchard())
-    stored = await engine.remember(namespace=NS, session="s", page=note(f"the vault phrase is {secret}"))
+    stored = await engine.session(NS, "s").remember(page=note(f"the vault phrase is {secret}"))
     await fill(engine, orchard(5))
-    await engine.page_fault(namespace=NS, session="s", page_id=stored.page_id)
+    await engine.session(NS, "s").page_fault(page_id=stored.page_id)
     assert secret.encode() in stored_bytes(db_path)
-    result = await engine.forget(namespace=NS, session="s", page_id=stored.page_id)
+    result = await engine.session(NS, "s").forget(page_id=stored.page_id)
     assert result.deleted and result.purged
     assert secret.encode() not in stored_bytes(db_path)
     # The pages around it are still found: the index was merged, not dropped.
-    assert (await engine.search(namespace=NS, session="s", query="orchard 3")).results
+    assert (await engine.session(NS, "s").search(query="orchard 3")).results
 
 
 @pytest.mark.sqlite_only
 async def test_every_earlier_text_of_a_rewritten_key_is_gone_after_forget(engine, db_path):
     first, second = token(), token()
     await fill(engine, orchard(10))
-    await engine.remember(namespace=NS, session="s", page=note(f"wifi password {first}"), key="wifi")
-    await engine.remember(namespace=NS, session="s", page=note(f"wifi password {second}"), key="wifi")
-    await engine.forget(namespace=NS, session="s", page_id="wifi")
+    await engine.session(NS, "s").remember(page=note(f"wifi password {first}"), key="wifi")
+    await engine.session(NS, "s").remember(page=note(f"wifi password {second}"), key="wifi")
+    await engine.session(NS, "s").forget(page_id="wifi")
     on_disk = stored_bytes(db_path)
     assert first.encode() not in on_disk
     assert second.encode() not in on_disk
@@ -68,23 +68,23 @@ async def test_every_earlier_text_of_a_rewritten_key_is_gone_after_forget(engine
 @pytest.mark.sqlite_only
 async def test_a_forgotten_tool_result_leaves_no_bytes_in_its_bound_value(engine, db_path):
     secret = token()
-    recorded = await engine.record_tool_outcome(namespace=NS, session="s", call=tool_result(secret))
+    recorded = await engine.session(NS, "s").record_tool_outcome(call=tool_result(secret))
     assert recorded.page_id is not None and recorded.ref is not None
     assert secret.encode() in stored_bytes(db_path)
-    await engine.forget(namespace=NS, session="s", page_id=recorded.page_id)
+    await engine.session(NS, "s").forget(page_id=recorded.page_id)
     assert secret.encode() not in stored_bytes(db_path)
 
 
 async def test_forgetting_a_tool_result_forgets_the_values_bound_from_it(engine, db_url):
     secret = token()
-    await engine.begin_turn(namespace=NS, session="main")
+    await engine.session(NS, "main").begin_turn()
     # Recorded in a session the caller made up: the value is bound there and in the caller's own.
-    recorded = await engine.record_tool_outcome(
-        namespace=NS, session="side", call=tool_result(secret), host_session="main"
+    recorded = await engine.session(NS, "side", host_session="main").record_tool_outcome(
+        call=tool_result(secret)
     )
     holding = "SELECT session, seq FROM bindings WHERE value LIKE ?"
     assert len(db_rows(db_url, holding, (f"%{secret}%",))) == 2
-    await engine.forget(namespace=NS, session="main", page_id=recorded.page_id)
+    await engine.session(NS, "main").forget(page_id=recorded.page_id)
 
     assert db_rows(db_url, holding, (f"%{secret}%",)) == []
     assert db_rows(db_url, "SELECT DISTINCT value_type, value, number FROM bindings") == [
@@ -93,52 +93,48 @@ async def test_forgetting_a_tool_result_forgets_the_values_bound_from_it(engine,
     assert db_rows(db_url, "SELECT count(*) FROM result_numbers") == [(0,)]
     assert db_rows(db_url, "SELECT result_page_id, ref FROM tool_calls") == [(None, recorded.ref)]
     # The reference resolves to nothing; its number is not given to the next value.
-    check = await engine.check_ungrounded(namespace=NS, session="side", args={"rows": recorded.ref})
+    check = await engine.session(NS, "side").check_ungrounded(args={"rows": recorded.ref})
     assert check.missing_refs == [recorded.ref]
-    again = await engine.bind_value(namespace=NS, session="side", tool="t", args={}, value=12)
+    again = await engine.session(NS, "side").bind_value(tool="t", args={}, value=12)
     assert again.ref != recorded.ref
     assert (
-        await engine.check_tool_call(
-            namespace=NS, session="side", tool="export_customers", args={"region": "north"}
-        )
+        await engine.session(NS, "side").check_tool_call(tool="export_customers", args={"region": "north"})
     ).cached_result is None
 
 
 async def test_a_part_of_a_forgotten_result_bound_under_a_name_is_forgotten_too(engine, db_url):
     secret = token()
     call = tool_result(secret)
-    recorded = await engine.record_tool_outcome(namespace=NS, session="s", call=call)
+    recorded = await engine.session(NS, "s").record_tool_outcome(call=call)
     part = {"note": f"account code {secret}"}
-    named = await engine.bind_value(
-        namespace=NS, session="s", tool=call.tool, args=call.args, value=part, name="account_row"
+    named = await engine.session(NS, "s").bind_value(
+        tool=call.tool, args=call.args, value=part, name="account_row"
     )
     assert named.ref != recorded.ref
-    await engine.forget(namespace=NS, session="s", page_id=recorded.page_id)
+    await engine.session(NS, "s").forget(page_id=recorded.page_id)
     assert db_rows(db_url, "SELECT count(*) FROM bindings WHERE value LIKE ?", (f"%{secret}%",)) == [(0,)]
-    check = await engine.check_tool_call(
-        namespace=NS, session="s", tool="send", args={"text": "$account_row"}
-    )
+    check = await engine.session(NS, "s").check_tool_call(tool="send", args={"text": "$account_row"})
     assert secret not in str(check.resolved_args)
 
 
 async def test_forgetting_a_user_message_takes_back_the_numbers_only_it_held(engine, db_url):
-    said = await engine.ingest(
-        namespace=NS, session="s", messages=[user("Book 4 seats for 918273."), user("Make it 4 seats.")]
+    said = await engine.session(NS, "s").ingest(
+        messages=[user("Book 4 seats for 918273."), user("Make it 4 seats.")]
     )
-    await engine.forget(namespace=NS, session="s", page_id=said.page_ids[0])
+    await engine.session(NS, "s").forget(page_id=said.page_ids[0])
     numbers = db_rows(db_url, "SELECT number FROM user_numbers WHERE session = 's' ORDER BY number")
     assert numbers == [(4.0,)]
 
 
 async def test_forget_purges_on_both_backends_and_leaves_other_rows(engine, db_url):
     secret = token()
-    kept = await engine.remember(namespace=NS, session="s", page=note("the orchard gate code is 1234"))
-    gone = await engine.remember(namespace=NS, session="s", page=note(f"temporary phrase {secret}"))
-    result = await engine.forget(namespace=NS, session="s", page_id=gone.page_id)
+    kept = await engine.session(NS, "s").remember(page=note("the orchard gate code is 1234"))
+    gone = await engine.session(NS, "s").remember(page=note(f"temporary phrase {secret}"))
+    result = await engine.session(NS, "s").forget(page_id=gone.page_id)
     assert result.purged
     assert db_rows(db_url, "SELECT count(*) FROM page_texts WHERE content LIKE ?", (f"%{secret}%",)) == [(0,)]
     assert db_rows(db_url, "SELECT page_id FROM pages") == [(kept.page_id,)]
-    assert (await engine.search(namespace=NS, session="s", query=secret)).results == []
+    assert (await engine.session(NS, "s").search(query=secret)).results == []
 
 
 @pytest.mark.sqlite_only
@@ -146,10 +142,8 @@ async def test_gc_takes_an_expired_pages_text_and_its_versions_out_of_the_file(e
     first, second = token(), token()
     await fill(engine, orchard(10))
     page = note(f"door code {first}")
-    await engine.remember(namespace=NS, session="s", page=page, key="door", ttl_seconds=60)
-    await engine.remember(
-        namespace=NS, session="s", page=note(f"door code {second}"), key="door", ttl_seconds=60
-    )
+    await engine.session(NS, "s").remember(page=page, key="door", ttl_seconds=60)
+    await engine.session(NS, "s").remember(page=note(f"door code {second}"), key="door", ttl_seconds=60)
     assert first.encode() in stored_bytes(db_path) and second.encode() in stored_bytes(db_path)
     clock.advance(61)
     assert await engine.collect_expired() == 1
@@ -161,11 +155,11 @@ async def test_gc_takes_an_expired_pages_text_and_its_versions_out_of_the_file(e
 async def test_gc_purges_an_expired_page_a_write_deleted_on_its_way(engine, clock, db_path):
     secret = token()
     await fill(engine, orchard(10))
-    await engine.remember(namespace=NS, session="s", page=note(f"gate code {secret}"), ttl_seconds=60)
+    await engine.session(NS, "s").remember(page=note(f"gate code {secret}"), ttl_seconds=60)
     clock.advance(61)
     # The next write deletes the expired page on its way, without a purge: its text stays in the
     # index's segments and the WAL until one.
-    await engine.remember(namespace=NS, session="s", page=note("the pump starts at dawn"))
+    await engine.session(NS, "s").remember(page=note("the pump starts at dawn"))
     assert db_rows(str(db_path), "SELECT count(*) FROM purge_owed") == [(1,)]
     assert await engine.collect_expired() == 0
     assert secret.encode() not in stored_bytes(db_path)
@@ -173,9 +167,7 @@ async def test_gc_purges_an_expired_page_a_write_deleted_on_its_way(engine, cloc
 
 
 async def test_concurrent_forgets_run_one_purge_at_a_time_and_share_them(engine, db_url):
-    pages = [
-        await engine.remember(namespace=NS, session="s", page=note(f"throwaway {token()}")) for _ in range(12)
-    ]
+    pages = [await engine.session(NS, "s").remember(page=note(f"throwaway {token()}")) for _ in range(12)]
     purges, running, most_at_once = 0, 0, 0
     run_one = engine.db._purge_now
 
@@ -192,7 +184,7 @@ async def test_concurrent_forgets_run_one_purge_at_a_time_and_share_them(engine,
     results = []
 
     async def forget(page_id: str) -> None:
-        results.append(await engine.forget(namespace=NS, session="s", page_id=page_id))
+        results.append(await engine.session(NS, "s").forget(page_id=page_id))
 
     async with anyio.create_task_group() as group:
         for page in pages:

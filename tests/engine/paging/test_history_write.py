@@ -23,15 +23,15 @@ CONVERSATION = [
 
 
 async def write(engine, messages, session="chat-1"):
-    return await engine.write_history(
-        namespace=NS, session=session, source="test", title="Croatia trip", messages=messages
+    return await engine.session(NS, session).write_history(
+        source="test", title="Croatia trip", messages=messages
     )
 
 
 async def test_history_pages_keep_their_dates_roles_and_order(engine, clock):
     written = await write(engine, CONVERSATION)
     assert written.already_there == 0 and len(written.page_ids) == 2
-    pages = [await engine.get_page(namespace=NS, page_id=page_id) for page_id in written.page_ids]
+    pages = [await engine.namespace(NS).get_page(page_id=page_id) for page_id in written.page_ids]
     assert [(p.role, p.created_at, p.type) for p in pages] == [
         (Role.USER, MAY_1, PageType.TRANSCRIPT),
         (Role.ASSISTANT, MAY_1 + 40, PageType.TRANSCRIPT),
@@ -42,16 +42,16 @@ async def test_history_pages_keep_their_dates_roles_and_order(engine, clock):
 
 async def test_history_is_searchable_and_mapped_into_no_working_set(engine):
     written = await write(engine, CONVERSATION)
-    found = await engine.search(namespace=NS, session="elsewhere", query="catamaran Split")
+    found = await engine.session(NS, "elsewhere").search(query="catamaran Split")
     assert found.results[0].page_id == written.page_ids[1]
-    assert (await engine.working_set(namespace=NS, session="chat-1")).entries == []
+    assert (await engine.session(NS, "chat-1").working_set()).entries == []
 
 
 async def test_writing_the_same_messages_again_adds_nothing(engine):
     await write(engine, CONVERSATION)
     again = await write(engine, CONVERSATION)
     assert again.page_ids == [] and again.already_there == 2
-    assert (await engine.search(namespace=NS, session="s", query="ferry")).total_pages == 2
+    assert (await engine.session(NS, "s").search(query="ferry")).total_pages == 2
 
 
 async def test_a_conversation_that_grew_adds_only_its_new_message(engine):
@@ -60,7 +60,7 @@ async def test_a_conversation_that_grew_adds_only_its_new_message(engine):
         engine, [*CONVERSATION, said("m3", Role.USER, "And back in the evening?", MAY_1 + 600)]
     )
     assert len(grown.page_ids) == 1 and grown.already_there == 2
-    page = await engine.get_page(namespace=NS, page_id=grown.page_ids[0])
+    page = await engine.namespace(NS).get_page(page_id=grown.page_ids[0])
     assert page.content(0) == "And back in the evening?" and page.created_at == MAY_1 + 600
 
 
@@ -73,7 +73,7 @@ async def test_the_same_source_id_in_another_session_is_another_message(engine):
 async def test_secrets_in_history_are_redacted_before_they_are_stored(engine):
     key = "sk-ant-api03-" + "A" * 40
     written = await write(engine, [said("m9", Role.USER, f"my key is {key}", MAY_1)])
-    page = await engine.get_page(namespace=NS, page_id=written.page_ids[0])
+    page = await engine.namespace(NS).get_page(page_id=written.page_ids[0])
     assert page.content(0) == "my key is [REDACTED:anthropic_key]"
     assert all(key not in text for text in page.levels)
 

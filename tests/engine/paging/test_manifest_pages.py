@@ -23,8 +23,8 @@ async def test_page_rows_hold_no_long_text_so_a_manifest_over_large_pages_stays_
         :CHARS_EACH
     ]
     for n in range(PAGES):
-        await engine.remember(namespace="big", session="s", page=note(f"{n} {text}"))
-    await engine.remember(namespace=NS, session="s", page=note("A small walrus note."))
+        await engine.session("big", "s").remember(page=note(f"{n} {text}"))
+    await engine.session(NS, "s").remember(page=note("A small walrus note."))
     with sqlite3.connect(db_path) as conn:
         # A row longer than a database page spills into overflow pages, which every read of a
         # column stored after the text walked through: the page rows must have none.
@@ -44,14 +44,14 @@ async def test_page_rows_hold_no_long_text_so_a_manifest_over_large_pages_stays_
         nonlocal manifest_s
         started = time.perf_counter()
         for _ in range(5):
-            found = await engine.memory_map(namespace="big", session="s")
+            found = await engine.session("big", "s").memory_map()
             assert found.counts["pages"] == PAGES
         manifest_s = (time.perf_counter() - started) / 5
 
     async def other_tenant() -> None:
         for _ in range(10):
             started = time.perf_counter()
-            found = await engine.search(namespace=NS, session="s", query="walrus")
+            found = await engine.session(NS, "s").search(query="walrus")
             searches.append(time.perf_counter() - started)
             assert [hit.snippet for hit in found.results] == ["A small walrus note."]
 

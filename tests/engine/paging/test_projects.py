@@ -15,23 +15,23 @@ WEBSITE = "/home/ana/src/website"
 
 
 async def _found(engine, query: str, project: str | None) -> dict[str, str | None]:
-    result = await engine.search(namespace=NS, session="s", query=query, limit=10, project=project)
+    result = await engine.session(NS, "s", project=project).search(query=query, limit=10)
     return {hit.page_id: hit.project for hit in result.results}
 
 
 async def test_a_projects_page_is_found_there_and_not_in_another_project(engine):
-    deploy = await engine.remember(
-        namespace=NS, session="s", page=note("deploy billing with fly deploy --app bill"), project=BILLING
+    deploy = await engine.session(NS, "s", project=BILLING).remember(
+        page=note("deploy billing with fly deploy --app bill")
     )
     assert deploy.page_id in await _found(engine, "how do I deploy", BILLING)
     assert await _found(engine, "how do I deploy", WEBSITE) == {}
 
 
 async def test_a_reader_with_no_project_finds_every_project_and_is_told_which(engine):
-    deploy = await engine.remember(
-        namespace=NS, session="s", page=note("deploy billing with fly deploy"), project=BILLING
+    deploy = await engine.session(NS, "s", project=BILLING).remember(
+        page=note("deploy billing with fly deploy")
     )
-    everywhere = await engine.remember(namespace=NS, session="s", page=note("deploy nothing on Fridays"))
+    everywhere = await engine.session(NS, "s").remember(page=note("deploy nothing on Fridays"))
     found = await _found(engine, "deploy", None)
     assert found == {deploy.page_id: BILLING, everywhere.page_id: None}
     # Within its own project a page says nothing of where it came from.
@@ -39,81 +39,73 @@ async def test_a_reader_with_no_project_finds_every_project_and_is_told_which(en
 
 
 async def test_a_note_kept_for_every_project_is_found_in_each(engine):
-    dog = await engine.remember(
-        namespace=NS,
-        session="s",
-        page=note("we adopted a beagle called Rex", type=PageType.PREFERENCE),
-        project=BILLING,
-        everywhere=True,
+    dog = await engine.session(NS, "s", project=BILLING).remember(
+        page=note("we adopted a beagle called Rex", type=PageType.PREFERENCE), everywhere=True
     )
     for project in (BILLING, WEBSITE, None):
         assert (await _found(engine, "beagle", project)) == {dog.page_id: None}
 
 
 async def test_listing_without_a_query_leaves_other_projects_out(engine):
-    mine = await engine.remember(namespace=NS, session="s", page=note("website uses astro"), project=WEBSITE)
-    await engine.remember(
-        namespace=NS, session="s", page=note("billing uses django", pin=True), project=BILLING
-    )
-    listed = await engine.search(namespace=NS, session="s", query="", limit=10, project=WEBSITE)
+    mine = await engine.session(NS, "s", project=WEBSITE).remember(page=note("website uses astro"))
+    await engine.session(NS, "s", project=BILLING).remember(page=note("billing uses django", pin=True))
+    listed = await engine.session(NS, "s", project=WEBSITE).search(query="", limit=10)
     assert [hit.page_id for hit in listed.results] == [mine.page_id]
 
 
 async def test_another_projects_page_cannot_be_faulted_pinned_or_forgotten_by_id(engine):
-    page = await engine.remember(namespace=NS, session="s", page=note("billing secret plan"), project=BILLING)
+    page = await engine.session(NS, "s", project=BILLING).remember(page=note("billing secret plan"))
     with pytest.raises(PageNotFound):
-        await engine.page_fault(namespace=NS, session="s", page_id=page.page_id, project=WEBSITE)
+        await engine.session(NS, "s", project=WEBSITE).page_fault(page_id=page.page_id)
     with pytest.raises(PageNotFound):
-        await engine.pin_page(namespace=NS, session="s", page_id=page.page_id, pinned=True, project=WEBSITE)
+        await engine.session(NS, "s", project=WEBSITE).pin_page(page_id=page.page_id, pinned=True)
     with pytest.raises(PageNotFound):
-        await engine.forget(namespace=NS, session="s", page_id=page.page_id, project=WEBSITE)
+        await engine.session(NS, "s", project=WEBSITE).forget(page_id=page.page_id)
     with pytest.raises(PageNotFound):
-        await engine.get_page(namespace=NS, page_id=page.page_id, project=WEBSITE)
-    faulted = await engine.page_fault(namespace=NS, session="s", page_id=page.page_id, project=BILLING)
+        await engine.namespace(NS, project=WEBSITE).get_page(page_id=page.page_id)
+    faulted = await engine.session(NS, "s", project=BILLING).page_fault(page_id=page.page_id)
     assert faulted.content
 
 
 async def test_the_same_text_in_two_projects_is_two_pages_and_in_one_project_one(engine):
-    first = await engine.remember(namespace=NS, session="s", page=note("run make test"), project=BILLING)
-    again = await engine.remember(namespace=NS, session="s", page=note("run make test"), project=BILLING)
-    other = await engine.remember(namespace=NS, session="s", page=note("run make test"), project=WEBSITE)
+    first = await engine.session(NS, "s", project=BILLING).remember(page=note("run make test"))
+    again = await engine.session(NS, "s", project=BILLING).remember(page=note("run make test"))
+    other = await engine.session(NS, "s", project=WEBSITE).remember(page=note("run make test"))
     assert again.page_id == first.page_id and not again.created
     assert other.page_id != first.page_id and other.created
 
 
 async def test_a_key_held_by_another_project_is_refused_and_a_rewrite_keeps_the_page_where_it_was(engine):
-    await engine.remember(namespace=NS, session="s", page=note("v1 of the plan"), key="plan", project=BILLING)
+    await engine.session(NS, "s", project=BILLING).remember(page=note("v1 of the plan"), key="plan")
     with pytest.raises(KeyInOtherProject, match="another project"):
-        await engine.remember(
-            namespace=NS, session="s", page=note("the site plan"), key="plan", project=WEBSITE
-        )
+        await engine.session(NS, "s", project=WEBSITE).remember(page=note("the site plan"), key="plan")
     # A reader with no project (an operator's import, a desktop host) may rewrite it; it stays billing's.
-    await engine.remember(namespace=NS, session="s", page=note("v2 of the plan"), key="plan")
-    page = await engine.get_page(namespace=NS, page_id="plan", project=BILLING)
+    await engine.session(NS, "s").remember(page=note("v2 of the plan"), key="plan")
+    page = await engine.namespace(NS, project=BILLING).get_page(page_id="plan")
     assert page.project == BILLING and page.levels[0] == "v2 of the plan"
 
 
 async def test_transcripts_and_tool_results_belong_to_the_project_they_were_captured_in(engine):
-    ingested = await engine.ingest(
-        namespace=NS, session="s", messages=[user("the staging database is pg-7")], project=BILLING
+    ingested = await engine.session(NS, "s", project=BILLING).ingest(
+        messages=[user("the staging database is pg-7")]
     )
-    page = await engine.get_page(namespace=NS, page_id=ingested.page_ids[0])
+    page = await engine.namespace(NS).get_page(page_id=ingested.page_ids[0])
     assert page.project == BILLING
     assert await _found(engine, "staging database", WEBSITE) == {}
 
 
 async def test_standing_notes_and_the_manifest_leave_other_projects_out(engine):
-    mine = await engine.remember(
-        namespace=NS, session="s", page=note("website deploys from main", pin=True), project=WEBSITE
+    mine = await engine.session(NS, "s", project=WEBSITE).remember(
+        page=note("website deploys from main", pin=True)
     )
-    theirs = await engine.remember(
-        namespace=NS, session="s", page=note("billing deploys from prod", pin=True), project=BILLING
+    theirs = await engine.session(NS, "s", project=BILLING).remember(
+        page=note("billing deploys from prod", pin=True)
     )
-    standing = await engine.standing_notes(namespace=NS, limit=10, project=WEBSITE)
+    standing = await engine.namespace(NS, project=WEBSITE).standing_notes(limit=10)
     assert [item.page_id for item in standing] == [mine.page_id]
-    memory = await engine.memory_map(namespace=NS, session="fresh", project=WEBSITE)
+    memory = await engine.session(NS, "fresh", project=WEBSITE).memory_map()
     assert theirs.page_id not in {page.page_id for page in memory.available}
-    everything = await engine.standing_notes(namespace=NS, limit=10)
+    everything = await engine.namespace(NS).standing_notes(limit=10)
     assert {item.page_id: item.project for item in everything} == {
         mine.page_id: WEBSITE,
         theirs.page_id: BILLING,

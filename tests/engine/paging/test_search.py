@@ -38,11 +38,11 @@ FTS_PROBES = [
 
 
 async def test_fts_syntax_in_a_query_is_searched_as_words_never_as_operators(engine):
-    await engine.remember(namespace=NS, session="s", page=note("alpha beta gamma near content"))
+    await engine.session(NS, "s").remember(page=note("alpha beta gamma near content"))
     for probe in FTS_PROBES:
-        result = await engine.search(namespace=NS, session="s", query=probe, limit=5)
+        result = await engine.session(NS, "s").search(query=probe, limit=5)
         assert result.total_pages == 1
-    hit = await engine.search(namespace=NS, session="s", query="alpha OR", limit=5)
+    hit = await engine.session(NS, "s").search(query="alpha OR", limit=5)
     assert [r.page_id for r in hit.results] == ["note_000001"]
 
 
@@ -61,64 +61,58 @@ def test_the_match_expression_quotes_every_term(text):
 
 
 async def test_stopwords_are_dropped_and_stemming_matches_word_forms(engine):
-    await engine.remember(namespace=NS, session="s", page=note("She was running marathons every spring."))
+    await engine.session(NS, "s").remember(page=note("She was running marathons every spring."))
     assert query_terms("what is the run") == ["run"]
-    result = await engine.search(namespace=NS, session="s", query="the runner runs")
+    result = await engine.session(NS, "s").search(query="the runner runs")
     assert [r.page_id for r in result.results] == ["note_000001"]
 
 
 async def test_ranking_is_global_not_the_first_matches_found(engine):
     # Fifty weak matches stored first, then the one page that is about the query.
     for i in range(50):
-        await engine.remember(
-            namespace=NS, session="s", page=note(f"Meeting {i} mentioned the garden briefly.")
-        )
-    best = await engine.remember(
-        namespace=NS,
-        session="s",
-        page=note("Garden plan: tomatoes in the garden beds, garden hose, garden shed."),
+        await engine.session(NS, "s").remember(page=note(f"Meeting {i} mentioned the garden briefly."))
+    best = await engine.session(NS, "s").remember(
+        page=note("Garden plan: tomatoes in the garden beds, garden hose, garden shed.")
     )
-    result = await engine.search(namespace=NS, session="s", query="garden tomatoes", limit=5)
+    result = await engine.session(NS, "s").search(query="garden tomatoes", limit=5)
     assert result.results[0].page_id == best.page_id
     assert [r.score for r in result.results] == sorted((r.score for r in result.results), reverse=True)
 
 
 async def test_an_exact_page_id_ranks_first(engine):
-    target = await engine.remember(namespace=NS, session="s", page=note("unrelated words only"))
-    await engine.remember(
-        namespace=NS, session="s", page=note(f"this page talks about {target.page_id} a lot")
-    )
-    result = await engine.search(namespace=NS, session="s", query=target.page_id)
+    target = await engine.session(NS, "s").remember(page=note("unrelated words only"))
+    await engine.session(NS, "s").remember(page=note(f"this page talks about {target.page_id} a lot"))
+    result = await engine.session(NS, "s").search(query=target.page_id)
     assert result.results[0].page_id == target.page_id
     assert result.results[0].score == EXACT_ID_SCORE
 
 
 async def test_search_never_crosses_namespaces(engine):
-    await engine.remember(namespace="alice", session="s", page=note("alice's secret recipe for plum cake"))
-    other = await engine.search(namespace="bob", session="s", query="plum cake recipe")
-    by_id = await engine.search(namespace="bob", session="s", query="note_000001")
+    await engine.session("alice", "s").remember(page=note("alice's secret recipe for plum cake"))
+    other = await engine.session("bob", "s").search(query="plum cake recipe")
+    by_id = await engine.session("bob", "s").search(query="note_000001")
     assert other.results == [] and other.total_pages == 0
     assert by_id.results == []
 
 
 async def test_filters_and_session_scope(engine):
-    await engine.remember(namespace=NS, session="a", page=note("kiwi orchard notes"))
-    await engine.remember(namespace=NS, session="b", page=note("kiwi prices claim", type=PageType.CLAIM))
-    everywhere = await engine.search(namespace=NS, session="a", query="kiwi")
-    only_a = await engine.search(namespace=NS, session="a", query="kiwi", scope=SearchScope.SESSION)
-    claims = await engine.search(namespace=NS, session="a", query="kiwi", page_type=PageType.CLAIM)
+    await engine.session(NS, "a").remember(page=note("kiwi orchard notes"))
+    await engine.session(NS, "b").remember(page=note("kiwi prices claim", type=PageType.CLAIM))
+    everywhere = await engine.session(NS, "a").search(query="kiwi")
+    only_a = await engine.session(NS, "a").search(query="kiwi", scope=SearchScope.SESSION)
+    claims = await engine.session(NS, "a").search(query="kiwi", page_type=PageType.CLAIM)
     assert {r.session for r in everywhere.results} == {"a", "b"}
     assert {r.session for r in only_a.results} == {"a"}
     assert [r.type for r in claims.results] == [PageType.CLAIM]
 
 
 async def test_hits_report_tokens_per_level_and_mapping(engine):
-    stored = await engine.remember(namespace=NS, session="s", page=note("walnut harvest in October"))
-    await engine.page_fault(namespace=NS, session="s", page_id=stored.page_id)
-    hit = (await engine.search(namespace=NS, session="s", query="walnut")).results[0]
+    stored = await engine.session(NS, "s").remember(page=note("walnut harvest in October"))
+    await engine.session(NS, "s").page_fault(page_id=stored.page_id)
+    hit = (await engine.session(NS, "s").search(query="walnut")).results[0]
     assert hit.tokens == stored.tokens
     assert hit.mapped and hit.level == 2
-    elsewhere = (await engine.search(namespace=NS, session="other", query="walnut")).results[0]
+    elsewhere = (await engine.session(NS, "other").search(query="walnut")).results[0]
     assert not elsewhere.mapped and elsewhere.level is None
 
 
@@ -127,15 +121,13 @@ def said(name: str, content: str) -> IngestMessage:
 
 
 async def test_a_speakers_name_finds_their_lines(engine):
-    await engine.ingest(
-        namespace=NS,
-        session="s",
+    await engine.session(NS, "s").ingest(
         messages=[
             said("Caroline", "I painted a sunrise over the lake."),
             said("Melanie", "I painted my fence."),
-        ],
+        ]
     )
-    found = await engine.search(namespace=NS, session="s", query="What did Caroline paint?")
+    found = await engine.session(NS, "s").search(query="What did Caroline paint?")
     assert found.results[0].snippet == "I painted a sunrise over the lake."
 
 
@@ -159,20 +151,18 @@ async def test_a_weak_match_beside_a_strong_one_in_its_session_ranks_higher(open
     # of another session that BM25 alone would put first (it is shorter).
     async def order(tuning: SearchTuning) -> list[str]:
         engine = await open_engine(search=tuning)
-        found = await engine.search(namespace=NS, session="s", query="plumber fix kitchen", limit=3)
+        found = await engine.session(NS, "s").search(query="plumber fix kitchen", limit=3)
         await engine.close()
         return [hit.snippet for hit in found.results]
 
     engine = await open_engine()
-    await engine.ingest(
-        namespace=NS,
-        session="house",
+    await engine.session(NS, "house").ingest(
         messages=[
             user("Which plumber came to fix things?"),
             user("The one from the corner shop, he sorted the kitchen sink in an hour."),
-        ],
+        ]
     )
-    await engine.ingest(namespace=NS, session="other", messages=[user("Kitchen lights.")])
+    await engine.session(NS, "other").ingest(messages=[user("Kitchen lights.")])
     alone = {"neighbour_weight": 0.0, "session_weight": 0.0}
     assert (await order(SearchTuning(**alone)))[1] == "Kitchen lights."
     assert (await order(SearchTuning(session_weight=0.0)))[1].startswith("The one from the corner shop")
@@ -182,10 +172,10 @@ async def test_a_weak_match_beside_a_strong_one_in_its_session_ranks_higher(open
 async def test_the_neighbour_bonus_shrinks_for_pages_that_stand_on_their_own(open_engine):
     engine = await open_engine()
     long_answer = "The one from the corner shop sorted the kitchen sink. " + long_text("errands", 12)
-    await engine.ingest(
-        namespace=NS, session="house", messages=[user("Which plumber came to fix things?"), user(long_answer)]
+    await engine.session(NS, "house").ingest(
+        messages=[user("Which plumber came to fix things?"), user(long_answer)]
     )
-    await engine.ingest(namespace=NS, session="other", messages=[user("Kitchen lights.")])
+    await engine.session(NS, "other").ingest(messages=[user("Kitchen lights.")])
 
     async def scores(tuning: SearchTuning) -> dict[str, float]:
         hits = await search_tuned(engine, "plumber fix kitchen", tuning, limit=3)
@@ -200,20 +190,14 @@ async def test_the_neighbour_bonus_shrinks_for_pages_that_stand_on_their_own(ope
 async def test_a_second_round_finds_a_page_through_the_words_of_the_best_matches(engine):
     # "violin" is asked; the best match also says "orchestra" and "rehearsal", and a page that
     # never says "violin" but shares those is found only by the second round.
-    await engine.remember(
-        namespace=NS,
-        session="a",
-        page=note("My violin needs new strings before the orchestra rehearsal."),
-        key="asked",
+    await engine.session(NS, "a").remember(
+        page=note("My violin needs new strings before the orchestra rehearsal."), key="asked"
     )
-    await engine.remember(
-        namespace=NS,
-        session="b",
-        page=note("The orchestra rehearsal moved to Thursday evening."),
-        key="related",
+    await engine.session(NS, "b").remember(
+        page=note("The orchestra rehearsal moved to Thursday evening."), key="related"
     )
     for n in range(8):
-        await engine.remember(namespace=NS, session=f"c{n}", page=note(f"Groceries list number {n}: bread."))
+        await engine.session(NS, f"c{n}").remember(page=note(f"Groceries list number {n}: bread."))
     one_round = await search_tuned(engine, "violin", SearchTuning())
     assert [hit.page_id for hit in one_round] == ["asked"]
     two_rounds = await search_tuned(engine, "violin", SearchTuning(feedback_pages=1, feedback_terms=5))
@@ -224,10 +208,10 @@ async def test_a_second_round_finds_a_page_through_the_words_of_the_best_matches
 async def test_bm25_length_normalisation_decides_between_a_short_and_a_long_match(engine):
     short = "Kayak trip."
     long = "Kayak trip with " + long_text("river", 6) + " kayak again."
-    await engine.remember(namespace=NS, session="s", page=note(short), key="short")
-    await engine.remember(namespace=NS, session="s", page=note(long), key="long")
+    await engine.session(NS, "s").remember(page=note(short), key="short")
+    await engine.session(NS, "s").remember(page=note(long), key="long")
     for n in range(4):
-        await engine.remember(namespace=NS, session=f"o{n}", page=note(f"Unrelated note {n}."))
+        await engine.session(NS, f"o{n}").remember(page=note(f"Unrelated note {n}."))
     plain = {"neighbour_weight": 0.0, "session_weight": 0.0}
     normalised = await search_tuned(engine, "kayak", SearchTuning(**plain))
     assert [hit.page_id for hit in normalised] == ["short", "long"]
@@ -245,7 +229,7 @@ async def test_each_pages_score_is_bm25_over_its_counts_and_the_namespaces_stati
     }
     counts = {"a": {"kayak": 1, "lake": 1}, "b": {"kayak": 2, "canoe": 1, "lake": 1}, "c": {"canoe": 1}}
     for key, text in texts.items():
-        await engine.remember(namespace=NS, session="s", page=note(text), key=key)
+        await engine.session(NS, "s").remember(page=note(text), key=key)
     tuning = SearchTuning(neighbour_weight=0.0, session_weight=0.0)
     hits = await search_tuned(engine, "kayak lake canoe", tuning)
     async with engine.db.read(None) as conn:
@@ -286,16 +270,14 @@ async def test_a_query_in_the_first_person_prefers_what_the_user_said():
 
 
 async def test_pronouns_lift_the_pages_of_the_role_they_name(engine):
-    await engine.ingest(
-        namespace=NS,
-        session="s",
+    await engine.session(NS, "s").ingest(
         messages=[
             user("My cat is called Miso."),
             assistant("A cat called Miso, lovely; cats like that name."),
-        ],
+        ]
     )
-    mine = await engine.search(namespace=NS, session="s", query="what is my cat called")
-    yours = await engine.search(namespace=NS, session="s", query="what did you say about the cat called Miso")
+    mine = await engine.session(NS, "s").search(query="what is my cat called")
+    yours = await engine.session(NS, "s").search(query="what did you say about the cat called Miso")
     assert mine.results[0].role is Role.USER
     assert yours.results[0].role is Role.ASSISTANT
 
@@ -307,7 +289,7 @@ async def test_files_from_before_the_speaker_index_get_it_when_migrated(open_eng
     add_page(old, NS, "s", "msg_000001", "Opened a dance studio.", name="Gina")
     old.close()
     migrated = await open_engine()
-    found = await migrated.search(namespace=NS, session="s", query="Gina")
+    found = await migrated.session(NS, "s").search(query="Gina")
     assert [hit.snippet for hit in found.results] == ["Opened a dance studio."]
 
 
@@ -317,15 +299,13 @@ async def test_in_a_large_namespace_common_terms_count_only_on_the_pages_of_rare
     monkeypatch.setattr(tiers, "EXACT_PAGES", 5)
     monkeypatch.setattr(tiers, "POSTINGS", 3)
     for n in range(6):
-        await engine.remember(
-            namespace=NS, session="s", page=note(f"The weather report number {n}, weather again.")
-        )
-    await engine.remember(namespace=NS, session="z1", page=note("A zeppelin flew over."), key="airship")
-    await engine.remember(namespace=NS, session="z2", page=note("A zeppelin in bad weather."), key="both")
-    found = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=5)
+        await engine.session(NS, "s").remember(page=note(f"The weather report number {n}, weather again."))
+    await engine.session(NS, "z1").remember(page=note("A zeppelin flew over."), key="airship")
+    await engine.session(NS, "z2").remember(page=note("A zeppelin in bad weather."), key="both")
+    found = await engine.session(NS, "s").search(query="weather zeppelin", limit=5)
     assert [hit.page_id for hit in found.results] == ["both", "airship"]
     monkeypatch.setattr(tiers, "EXACT_PAGES", 2_000)  # ranked on every page: the weather pages too
-    exact = await engine.search(namespace=NS, session="s", query="weather zeppelin", limit=5)
+    exact = await engine.session(NS, "s").search(query="weather zeppelin", limit=5)
     assert len(exact.results) == 5 and exact.results[0].page_id == "both"
 
 
@@ -333,16 +313,14 @@ async def test_a_match_in_a_session_that_matches_well_outranks_an_equal_one_else
     engine = await open_engine()
     # The garage's "tent" line is shorter, so BM25 alone puts it first; only the camping session
     # also matches the rest of the query.
-    await engine.ingest(
-        namespace=NS,
-        session="camping",
+    await engine.session(NS, "camping").ingest(
         messages=[
             user("We booked the lakeside campsite for the weekend."),
             user("Bring the tent."),
             user("ok"),
-        ],
+        ]
     )
-    await engine.ingest(namespace=NS, session="garage", messages=[user("Tent sold."), user("ok"), user("ok")])
+    await engine.session(NS, "garage").ingest(messages=[user("Tent sold."), user("ok"), user("ok")])
 
     async def first_tent(tuning: SearchTuning) -> str:
         hits = await search_tuned(engine, "lakeside campsite tent", tuning)
@@ -366,7 +344,7 @@ async def test_a_speaker_the_query_names_lifts_that_speakers_pages(open_engine):
         *[said("Caroline", f"The weather was lovely on day {n}.") for n in range(3)],
         *[said("Melanie", f"The dog slept all of day {n}.") for n in range(3)],
     ]
-    await engine.ingest(namespace=NS, session="s", messages=lines)
+    await engine.session(NS, "s").ingest(messages=lines)
 
     async def first(tuning: SearchTuning) -> str:
         hits = await search_tuned(engine, "What did Caroline paint?", tuning, limit=2)
@@ -392,23 +370,23 @@ def test_clitics_leave_no_stray_terms_in_a_query():
 
 
 async def test_a_possessive_finds_its_owner_not_every_page_with_an_apostrophe(engine):
-    owner = await engine.remember(namespace=NS, session="s", page=note("Melanie's hobby is pottery."))
+    owner = await engine.session(NS, "s").remember(page=note("Melanie's hobby is pottery."))
     for text in ("That's fine.", "Let's go there.", "It's late and she's tired.", "What's next?"):
-        await engine.remember(namespace=NS, session="s", page=note(text))
-    found = await engine.search(namespace=NS, session="s", query="Melanie's hobby", limit=5)
+        await engine.session(NS, "s").remember(page=note(text))
+    found = await engine.session(NS, "s").search(query="Melanie's hobby", limit=5)
     assert [hit.page_id for hit in found.results] == [owner.page_id]
 
 
 async def test_a_remembered_key_is_searchable_by_its_words(engine):
-    await engine.remember(namespace=NS, session="s", page=note("Black, no sugar."), key="coffee-order")
-    await engine.remember(namespace=NS, session="s", page=note("The order of the meeting items."))
-    found = await engine.search(namespace=NS, session="s", query="coffee", limit=5)
+    await engine.session(NS, "s").remember(page=note("Black, no sugar."), key="coffee-order")
+    await engine.session(NS, "s").remember(page=note("The order of the meeting items."))
+    found = await engine.session(NS, "s").search(query="coffee", limit=5)
     assert [hit.page_id for hit in found.results] == ["coffee-order"]
 
 
 async def test_generated_ids_are_not_searched_as_words(engine):
-    await engine.remember(namespace=NS, session="s", page=note("a line about lunch"))
-    found = await engine.search(namespace=NS, session="s", query="note", limit=5)
+    await engine.session(NS, "s").remember(page=note("a line about lunch"))
+    found = await engine.session(NS, "s").search(query="note", limit=5)
     assert found.results == []
 
 
@@ -421,14 +399,14 @@ async def test_scores_in_one_namespace_do_not_move_when_another_namespace_writes
         "otters eat fish and crabs",
     ]
     for line in lines:
-        await engine.remember(namespace="alice", session="s", page=note(line))
+        await engine.session("alice", "s").remember(page=note(line))
     queries = ["otters river", "vault code", "blue", "fish crabs otters", "cathedral"]
 
     async def ranked() -> list[list[tuple[str, float]]]:
         return [
             [
                 (hit.page_id, hit.score)
-                for hit in (await engine.search(namespace="alice", session="s", query=q, limit=5)).results
+                for hit in (await engine.session("alice", "s").search(query=q, limit=5)).results
             ]
             for q in queries
         ]
@@ -436,38 +414,38 @@ async def test_scores_in_one_namespace_do_not_move_when_another_namespace_writes
     before = await ranked()
     for index in range(60):
         text = f"otters vault blue river {index} otters otters cathedral fish"
-        await engine.remember(namespace="mallory", session="s", page=note(text))
+        await engine.session("mallory", "s").remember(page=note(text))
     after = await ranked()
     assert after == before
     assert all(results for results in before)
 
 
 async def test_a_namespace_of_a_few_pages_ranks_the_better_match_first(engine):
-    best = await engine.remember(namespace=NS, session="s", page=note("a red apple pie"))
-    await engine.remember(namespace=NS, session="s", page=note("a green apple"))
-    await engine.remember(namespace=NS, session="s", page=note("a red car in the street"))
-    found = await engine.search(namespace=NS, session="s", query="red apple", limit=5)
+    best = await engine.session(NS, "s").remember(page=note("a red apple pie"))
+    await engine.session(NS, "s").remember(page=note("a green apple"))
+    await engine.session(NS, "s").remember(page=note("a red car in the street"))
+    found = await engine.session(NS, "s").search(query="red apple", limit=5)
     assert found.results[0].page_id == best.page_id
     assert all(hit.score > 0.05 for hit in found.results)
     scores = [hit.score for hit in found.results]
     assert scores == sorted(scores, reverse=True) and scores[0] > scores[1]
-    alone = await engine.search(namespace=NS, session="s", query="pie", limit=5)
+    alone = await engine.session(NS, "s").search(query="pie", limit=5)
     assert alone.results[0].score > 0.05
 
 
 async def test_an_empty_result_says_why_and_what_to_try(engine):
-    empty = await engine.search(namespace=NS, session="s", query="anything")
+    empty = await engine.session(NS, "s").search(query="anything")
     assert empty.results == [] and "Nothing is stored" in empty.message
-    await engine.remember(namespace=NS, session="s", page=note("the garden gate is green"))
-    missing = await engine.search(namespace=NS, session="s", query="submarine")
+    await engine.session(NS, "s").remember(page=note("the garden gate is green"))
+    missing = await engine.session(NS, "s").search(query="submarine")
     assert missing.results == []
     assert "No page matches" in missing.message and "manifest" in missing.message
     assert "Drop" not in missing.message
-    filtered = await engine.search(namespace=NS, session="s", query="garden", page_type=PageType.CLAIM)
+    filtered = await engine.session(NS, "s").search(query="garden", page_type=PageType.CLAIM)
     assert filtered.results == [] and "Drop type" in filtered.message
-    stopwords = await engine.search(namespace=NS, session="s", query="what is the")
+    stopwords = await engine.session(NS, "s").search(query="what is the")
     assert stopwords.results == [] and "no word to search for" in stopwords.message
-    found = await engine.search(namespace=NS, session="s", query="garden")
+    found = await engine.session(NS, "s").search(query="garden")
     assert found.results and found.message is None
 
 
@@ -476,18 +454,16 @@ async def test_a_query_of_common_terms_only_ranks_the_newest_pages_holding_all_o
     monkeypatch.setattr(tiers, "POSTINGS", 3)
     monkeypatch.setattr(tiers, "CANDIDATES", 4)
     for n in range(6):
-        await engine.remember(
-            namespace=NS, session="s", page=note(f"The ferry number {n} is late."), key=f"late-{n}"
-        )
+        await engine.session(NS, "s").remember(page=note(f"The ferry number {n} is late."), key=f"late-{n}")
     for n in range(6):
-        await engine.remember(
-            namespace=NS, session="s", page=note(f"The ferry {n} left the harbour."), key=f"harbour-{n}"
+        await engine.session(NS, "s").remember(
+            page=note(f"The ferry {n} left the harbour."), key=f"harbour-{n}"
         )
     # "ferry" (12 pages) and "harbour" (6) are both past the budget: the newest 4 holding both.
-    found = await engine.search(namespace=NS, session="s", query="ferry harbour", limit=10)
+    found = await engine.session(NS, "s").search(query="ferry harbour", limit=10)
     assert {hit.page_id for hit in found.results} == {f"harbour-{n}" for n in range(2, 6)}
     # No page holds all three words: then the newest holding two of them, pair by pair.
-    mixed = await engine.search(namespace=NS, session="s", query="ferry late harbour", limit=5)
+    mixed = await engine.session(NS, "s").search(query="ferry late harbour", limit=5)
     newest = {f"late-{n}" for n in range(2, 6)} | {f"harbour-{n}" for n in range(2, 6)}
     assert len(mixed.results) == 5 and {hit.page_id for hit in mixed.results} <= newest
 
@@ -495,28 +471,26 @@ async def test_a_query_of_common_terms_only_ranks_the_newest_pages_holding_all_o
 async def test_in_a_large_namespace_a_query_of_words_on_no_page_finds_nothing(engine, monkeypatch):
     monkeypatch.setattr(tiers, "EXACT_PAGES", 5)
     for n in range(6):
-        await engine.remember(namespace=NS, session="s", page=note(f"The ferry number {n} is late."))
-    missing = await engine.search(namespace=NS, session="s", query="submarine periscope")
+        await engine.session(NS, "s").remember(page=note(f"The ferry number {n} is late."))
+    missing = await engine.session(NS, "s").search(query="submarine periscope")
     assert missing.results == [] and "No page matches" in (missing.message or "")
     # One word on no page beside one on every page: the common word alone is ranked.
-    found = await engine.search(namespace=NS, session="s", query="submarine ferry")
+    found = await engine.session(NS, "s").search(query="submarine ferry")
     assert len(found.results) == 5
 
 
 async def test_pinned_only_finds_a_pinned_page_ranked_below_the_limit(engine):
     for i in range(60):
-        await engine.remember(
-            namespace=NS, session="s", page=note(f"deploy deploy deploy rollout {i}"), key=f"loud-{i}"
+        await engine.session(NS, "s").remember(
+            page=note(f"deploy deploy deploy rollout {i}"), key=f"loud-{i}"
         )
-    await engine.remember(
-        namespace=NS, session="s", page=note("one quiet deploy note among many words"), key="quiet"
-    )
-    await engine.pin_page(namespace=NS, session="s", page_id="quiet", pinned=True, place=False)
-    everything = await engine.search(namespace=NS, session="s", query="deploy", limit=50)
+    await engine.session(NS, "s").remember(page=note("one quiet deploy note among many words"), key="quiet")
+    await engine.session(NS, "s").pin_page(page_id="quiet", pinned=True, place=False)
+    everything = await engine.session(NS, "s").search(query="deploy", limit=50)
     assert "quiet" not in [hit.page_id for hit in everything.results]
-    pinned = await engine.search(namespace=NS, session="s", query="deploy", limit=50, pinned_only=True)
+    pinned = await engine.session(NS, "s").search(query="deploy", limit=50, pinned_only=True)
     assert [hit.page_id for hit in pinned.results] == ["quiet"]
-    nothing = await engine.search(namespace=NS, session="s", query="rollout", limit=5, pinned_only=True)
+    nothing = await engine.session(NS, "s").search(query="rollout", limit=5, pinned_only=True)
     assert nothing.results == [] and "pinned only" in nothing.message
 
 
@@ -526,16 +500,16 @@ async def test_a_query_naming_a_time_lifts_the_pages_written_then(open_engine, c
     plain = {"neighbour_weight": 0.0, "session_weight": 0.0}
     untimed = await open_engine(search=SearchTuning(**plain, time_boost=0.0))
     timed = await open_engine(search=SearchTuning(**plain, time_boost=1.0))
-    await timed.remember(namespace=NS, session="s", page=note("I want to buy a kettle."), key="kettle")
+    await timed.session(NS, "s").remember(page=note("I want to buy a kettle."), key="kettle")
     clock.advance(30 * 86_400)
     smoker = "Went out to buy a smoker at the hardware store downtown, after work, with my neighbour."
-    await timed.remember(namespace=NS, session="s", page=note(smoker), key="smoker")
+    await timed.session(NS, "s").remember(page=note(smoker), key="smoker")
     for n in range(4):
-        await timed.remember(namespace=NS, session="s", page=note(f"Unrelated note {n}."))
+        await timed.session(NS, "s").remember(page=note(f"Unrelated note {n}."))
     clock.advance(10 * 86_400)
 
     async def first(engine) -> str:
-        found = await engine.search(namespace=NS, session="s", query="What did I buy 10 days ago?")
+        found = await engine.session(NS, "s").search(query="What did I buy 10 days ago?")
         return found.results[0].page_id
 
     assert await first(untimed) == "kettle"
@@ -544,20 +518,18 @@ async def test_a_query_naming_a_time_lifts_the_pages_written_then(open_engine, c
 
 async def test_an_empty_query_lists_pinned_pages_then_the_newest_within_the_filters(engine, clock):
     for name in ("first", "second", "third"):
-        await engine.remember(namespace=NS, session="s1", page=note(f"the {name} note"), key=name)
-    await engine.remember(
-        namespace=NS, session="s1", page=note("an old pinned note", pinned=True), key="kept"
-    )
-    await engine.remember(namespace=NS, session="s1", page=note("short lived"), key="brief", ttl_seconds=5)
-    await engine.ingest(namespace=NS, session="s2", messages=[user("hello from another session")])
+        await engine.session(NS, "s1").remember(page=note(f"the {name} note"), key=name)
+    await engine.session(NS, "s1").remember(page=note("an old pinned note", pinned=True), key="kept")
+    await engine.session(NS, "s1").remember(page=note("short lived"), key="brief", ttl_seconds=5)
+    await engine.session(NS, "s2").ingest(messages=[user("hello from another session")])
     clock.advance(10)  # the short-lived page has expired
 
-    listed = await engine.search(namespace=NS, session="s1", query="", limit=4)
+    listed = await engine.session(NS, "s1").search(query="", limit=4)
     assert [hit.page_id for hit in listed.results] == ["kept", listed.results[1].page_id, "third", "second"]
     assert listed.results[1].session == "s2" and listed.total_pages == 5
-    notes = await engine.search(namespace=NS, session="s1", query=" ", page_type=PageType.NOTE, limit=10)
+    notes = await engine.session(NS, "s1").search(query=" ", page_type=PageType.NOTE, limit=10)
     assert [hit.page_id for hit in notes.results] == ["kept", "third", "second", "first"]
-    mine = await engine.search(namespace=NS, session="s1", query="", scope=SearchScope.SESSION, limit=10)
+    mine = await engine.session(NS, "s1").search(query="", scope=SearchScope.SESSION, limit=10)
     assert {hit.session for hit in mine.results} == {"s1"}
-    empty = await engine.search(namespace="other", session="s1", query="")
+    empty = await engine.session("other", "s1").search(query="")
     assert (empty.results, empty.total_pages) == ([], 0) and empty.message

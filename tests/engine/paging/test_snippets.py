@@ -58,15 +58,15 @@ def test_a_window_cut_mid_word_drops_the_broken_words(stemmer):
 
 async def test_a_term_deep_in_a_long_page_is_shown_where_it_occurs(engine):
     filler = "lorem ipsum dolor sit amet " * 2_000  # 54,000 characters before the term
-    await engine.remember(namespace=NS, session="s", page=note(filler + "the walrus sang at noon. " + filler))
-    hit = (await engine.search(namespace=NS, session="s", query="walrus")).results[0]
+    await engine.session(NS, "s").remember(page=note(filler + "the walrus sang at noon. " + filler))
+    hit = (await engine.session(NS, "s").search(query="walrus")).results[0]
     assert "the walrus sang at noon" in hit.snippet and hit.snippet.startswith(ELLIPSIS)
 
 
 async def test_a_term_beyond_the_scanned_opening_gives_the_pages_start(engine):
     filler = "lorem ipsum dolor sit amet " * (SCAN_CHARS // 20)
-    await engine.remember(namespace=NS, session="s", page=note("Opening line. " + filler + " walrus"))
-    hit = (await engine.search(namespace=NS, session="s", query="walrus")).results[0]
+    await engine.session(NS, "s").remember(page=note("Opening line. " + filler + " walrus"))
+    hit = (await engine.session(NS, "s").search(query="walrus")).results[0]
     assert hit.snippet.startswith("Opening line. lorem ipsum")
 
 
@@ -77,13 +77,13 @@ async def test_a_page_repeating_one_word_is_searched_in_bounded_time_beside_anot
     # repetitive tool log does it by accident.
     pages, repeats = 3, 40_000
     for n in range(pages):  # three logs: the same text again would be the one page already holding it
-        await engine.remember(namespace="hostile", session="s", page=note("house " * repeats + f"run {n}"))
-    await engine.remember(namespace=NS, session="s", page=note("A small house by the lake."))
+        await engine.session("hostile", "s").remember(page=note("house " * repeats + f"run {n}"))
+    await engine.session(NS, "s").remember(page=note("A small house by the lake."))
     took: dict[str, float] = {}
 
     async def timed(name: str, namespace: str, query: str) -> None:
         started = time.perf_counter()
-        found = await engine.search(namespace=namespace, session="s", query=query)
+        found = await engine.session(namespace, "s").search(query=query)
         took[name] = time.perf_counter() - started
         took[name + "_hits"] = len(found.results)
         if name == "hostile":
@@ -104,8 +104,8 @@ async def test_a_page_repeating_one_word_is_searched_in_bounded_time_beside_anot
 
 
 async def test_one_tenants_slow_reads_leave_another_tenant_a_connection(engine):
-    await engine.remember(namespace="a", session="s", page=note("walrus notes"))
-    await engine.remember(namespace="b", session="s", page=note("walrus facts"))
+    await engine.session("a", "s").remember(page=note("walrus notes"))
+    await engine.session("b", "s").remember(page=note("walrus facts"))
     release, shared_out = anyio.Event(), anyio.Event()
     share = engine.config.read_connections // 2
     inside = 0
@@ -126,7 +126,7 @@ async def test_one_tenants_slow_reads_leave_another_tenant_a_connection(engine):
             for _ in range(engine.config.read_connections):
                 group.start_soon(slow_reader)
             await shared_out.wait()
-            found = await engine.search(namespace="b", session="s", query="walrus")
+            found = await engine.session("b", "s").search(query="walrus")
             held = inside
             release.set()
     assert [hit.snippet for hit in found.results] == ["walrus facts"]

@@ -16,20 +16,20 @@ SMALL = {"budget_tokens": 1_000, "reserved_tokens": 500}
 
 
 async def fault(engine, page_id, level, session="s"):
-    return await engine.page_fault(namespace=NS, session=session, page_id=page_id, target_level=level)
+    return await engine.session(NS, session).page_fault(page_id=page_id, target_level=level)
 
 
 async def test_mapping_demotes_others_before_unmapping_them(open_engine):
     engine = await open_engine(budget_tokens=1_000, reserved_tokens=820)
-    a = await engine.remember(namespace=NS, session="s", page=note(long_text("pump", 6)))
-    b = await engine.remember(namespace=NS, session="s", page=note(long_text("valve", 6)))
+    a = await engine.session(NS, "s").remember(page=note(long_text("pump", 6)))
+    b = await engine.session(NS, "s").remember(page=note(long_text("valve", 6)))
     await fault(engine, a.page_id, Level.FULL)
-    await engine.begin_turn(namespace=NS, session="s")
+    await engine.session(NS, "s").begin_turn()
     result = await fault(engine, b.page_id, Level.FULL)
     assert result.mapped
     assert (result.evicted[0].page_id, result.evicted[0].level_before) == (a.page_id, 0)
     assert result.evicted[0].level_after is not None  # demoted, still mapped
-    view = await engine.working_set(namespace=NS, session="s")
+    view = await engine.session(NS, "s").working_set()
     assert {e.page_id for e in view.entries} == {a.page_id, b.page_id}
     assert view.page_tokens <= engine.config.page_budget
 
@@ -37,47 +37,46 @@ async def test_mapping_demotes_others_before_unmapping_them(open_engine):
 async def test_the_working_set_never_exceeds_its_page_budget(open_engine):
     engine = await open_engine(**SMALL)
     for i in range(30):
-        await engine.ingest(namespace=NS, session="s", messages=[user(long_text(f"topic{i}", 3))])
-        view = await engine.working_set(namespace=NS, session="s")
+        await engine.session(NS, "s").ingest(messages=[user(long_text(f"topic{i}", 3))])
+        view = await engine.session(NS, "s").working_set()
         assert view.page_tokens <= engine.config.page_budget
     assert len(view.entries) < 30
 
 
 async def test_pinned_pages_are_never_demoted_or_unmapped(open_engine):
     engine = await open_engine(**SMALL)
-    pinned = await engine.remember(namespace=NS, session="s", page=note(long_text("anchor", 3)), key="anchor")
-    await engine.pin_page(namespace=NS, session="s", page_id=pinned.page_id, pinned=True)
+    pinned = await engine.session(NS, "s").remember(page=note(long_text("anchor", 3)), key="anchor")
+    await engine.session(NS, "s").pin_page(page_id=pinned.page_id, pinned=True)
     await fault(engine, pinned.page_id, Level.FULL)
     for i in range(20):
-        await engine.ingest(namespace=NS, session="s", messages=[user(long_text(f"filler{i}", 3))])
-    view = await engine.working_set(namespace=NS, session="s")
+        await engine.session(NS, "s").ingest(messages=[user(long_text(f"filler{i}", 3))])
+    view = await engine.session(NS, "s").working_set()
     assert (pinned.page_id, 0) in {(e.page_id, e.level) for e in view.entries}
 
 
 async def test_a_page_faulted_this_turn_is_not_evicted_in_the_same_turn(open_engine):
     engine = await open_engine(**SMALL)
     ids = [
-        (await engine.remember(namespace=NS, session="s", page=note(long_text(f"t{i}", 4)))).page_id
-        for i in range(3)
+        (await engine.session(NS, "s").remember(page=note(long_text(f"t{i}", 4)))).page_id for i in range(3)
     ]
     first = await fault(engine, ids[0], Level.FULL)
     assert first.mapped
     for page_id in ids[1:]:
         result = await fault(engine, page_id, Level.FULL)
         assert ids[0] not in {e.page_id for e in result.evicted}
-    view = await engine.working_set(namespace=NS, session="s")
+    view = await engine.session(NS, "s").working_set()
     assert (ids[0], 0) in {(e.page_id, e.level) for e in view.entries}
 
 
 async def test_claims_outlast_transcript_lines_of_the_same_age(open_engine):
     engine = await open_engine(budget_tokens=1_000, reserved_tokens=880)
-    claim = await engine.remember(
-        namespace=NS, session="s", page=note(long_text("claim", 2), type=PageType.CLAIM, importance=0.5)
+    claim = await engine.session(NS, "s").remember(
+        page=note(long_text("claim", 2), type=PageType.CLAIM, importance=0.5)
     )
     await fault(engine, claim.page_id, Level.FULL)
-    chat = await engine.ingest(namespace=NS, session="s", messages=[assistant(long_text("chat", 2))])
-    await engine.begin_turn(namespace=NS, session="s")
-    newcomer = await engine.remember(namespace=NS, session="s", page=note(long_text("new", 3)))
+    chat = await engine.session(NS, "s").ingest(messages=[assistant(long_text("chat", 2))])
+    await engine.session(NS, "s").begin_turn()
+    newcomer = await engine.session(NS, "s").remember(page=note(long_text("new", 3)))
     result = await fault(engine, newcomer.page_id, Level.FULL)
     touched = [e.page_id for e in result.evicted]
     assert touched and touched[0] == chat.page_ids[0]
@@ -85,11 +84,11 @@ async def test_claims_outlast_transcript_lines_of_the_same_age(open_engine):
 
 async def test_every_change_is_in_an_append_only_mutation_log(open_engine, db_url):
     engine = await open_engine(**SMALL)
-    a = await engine.remember(namespace=NS, session="s", page=note(long_text("log", 6)))
+    a = await engine.session(NS, "s").remember(page=note(long_text("log", 6)))
     await fault(engine, a.page_id, Level.ABSTRACT)
     await fault(engine, a.page_id, Level.FULL)
-    await engine.pin_page(namespace=NS, session="s", page_id=a.page_id, pinned=True)
-    await engine.forget(namespace=NS, session="s", page_id=a.page_id)
+    await engine.session(NS, "s").pin_page(page_id=a.page_id, pinned=True)
+    await engine.session(NS, "s").forget(page_id=a.page_id)
     kinds = db_rows(db_url, "SELECT kind, level_before, level_after, actor FROM mutation_log ORDER BY seq")
     assert kinds == [
         ("map", None, 2, "model"),
@@ -177,7 +176,7 @@ async def test_eviction_chooses_what_the_reference_model_chooses(open_engine, cl
         choice = rng.random()
         if choice < 0.4:
             message = user(text) if rng.random() < 0.4 else assistant(text)
-            page_ids += (await engine.ingest(namespace=NS, session="s", messages=[message])).page_ids
+            page_ids += (await engine.session(NS, "s").ingest(messages=[message])).page_ids
         else:
             page = note(
                 text,
@@ -185,9 +184,9 @@ async def test_eviction_chooses_what_the_reference_model_chooses(open_engine, cl
                 importance=rng.choice([0.1, 0.5, 0.9]),
                 pinned=rng.random() < 0.05,
             )
-            page_ids.append((await engine.remember(namespace=NS, session="s", page=page)).page_id)
+            page_ids.append((await engine.session(NS, "s").remember(page=page)).page_id)
         if rng.random() < 0.3:
-            await engine.begin_turn(namespace=NS, session="s")
+            await engine.session(NS, "s").begin_turn()
         clock.advance(rng.choice([0, 1, 5]))
     checked = 0
     for _ in range(80):
@@ -198,8 +197,8 @@ async def test_eviction_chooses_what_the_reference_model_chooses(open_engine, cl
         if page_id in mapped:
             continue
         level = Level(rng.randrange(4))
-        page = await engine.get_page(namespace=NS, page_id=page_id)
-        state = await engine.session_state(namespace=NS, session="s")
+        page = await engine.namespace(NS).get_page(page_id=page_id)
+        state = await engine.session(NS, "s").session_state()
         # The level asked for, else the finest coarser one that fits, else none.
         for fitting in range(level, Level.REFERENCE + 1):
             need = line_cost(engine.counter.count(page_line(page, Level(fitting))))
@@ -220,7 +219,7 @@ async def test_eviction_chooses_what_the_reference_model_chooses(open_engine, cl
             assert [(e.page_id, e.level_before, e.level_after) for e in result.evicted] == expected
         checked += 1
         if rng.random() < 0.3:
-            await engine.begin_turn(namespace=NS, session="s")
+            await engine.session(NS, "s").begin_turn()
         clock.advance(rng.choice([0, 2]))
     assert checked >= 20
 

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.anyio
 
 async def record(engine, tool, args, outcome="success", session="s", **fields):
     call = ToolOutcome(tool=tool, args=args, outcome=Outcome(outcome), **fields)
-    return await engine.record_tool_outcome(namespace=NS, session=session, call=call)
+    return await engine.session(NS, session).record_tool_outcome(call=call)
 
 
 def rows(db_url, sql, params=()):
@@ -24,7 +24,7 @@ async def fail(engine, tool="book", args=None, message="invalid date '12/05/2026
 
 
 async def test_a_call_is_stored_with_its_session_and_turn(engine, db_url):
-    await engine.begin_turn(namespace=NS, session="s")
+    await engine.session(NS, "s").begin_turn()
     result = await record(engine, "weather", {"city": "Oslo"}, duration_ms=42.5, goal="pack for the trip")
     assert rows(db_url, "SELECT session, turn, tool, outcome, duration_ms, goal FROM tool_calls") == [
         ("s", 1, "weather", "success", 42.5, "pack for the trip")
@@ -38,9 +38,7 @@ async def test_a_large_result_becomes_a_tool_result_page_that_faults_in(engine):
     )
     result = await record(engine, "backup_report", {"day": "mon"}, result=report)
     assert result.page_id is not None
-    fault = await engine.page_fault(
-        namespace=NS, session="s", page_id=result.page_id, target_level=Level.FULL
-    )
+    fault = await engine.session(NS, "s").page_fault(page_id=result.page_id, target_level=Level.FULL)
     assert fault.content == report and fault.type.value == "tool_result" and fault.role.value == "tool"
     assert fault.provenance == f"tool:backup_report call {result.call_id}"
 
@@ -48,9 +46,7 @@ async def test_a_large_result_becomes_a_tool_result_page_that_faults_in(engine):
 async def test_a_small_result_is_bound_and_answers_the_same_call_from_cache(engine):
     result = await record(engine, "fx_rate", {"from": "EUR", "to": "USD"}, result=1.0862)
     assert (result.ref, result.page_id) == ("$v1", None)
-    check = await engine.check_tool_call(
-        namespace=NS, session="s", tool="fx_rate", args={"to": "USD", "from": "EUR"}
-    )
+    check = await engine.session(NS, "s").check_tool_call(tool="fx_rate", args={"to": "USD", "from": "EUR"})
     assert (check.verdict.value, check.cached_result) == ("block", 1.0862)
 
 

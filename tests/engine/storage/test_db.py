@@ -83,8 +83,8 @@ async def test_in_memory_database_works_for_throwaway_runs():
     try:
         from tests.conftest import note
 
-        stored = await engine.remember(namespace="ns", session="s", page=note("throwaway fact about kiwis"))
-        found = await engine.search(namespace="ns", session="s", query="kiwis")
+        stored = await engine.session("ns", "s").remember(page=note("throwaway fact about kiwis"))
+        found = await engine.session("ns", "s").search(query="kiwis")
         assert [hit.page_id for hit in found.results] == [stored.page_id]
     finally:
         await engine.close()
@@ -128,11 +128,11 @@ async def test_a_write_waits_out_another_process_lock_by_retrying(open_engine, d
     holder.start()
     try:
         assert holder.taken.wait(10)
-        stored = await engine.remember(namespace="ns", session="s", page=note("Written after the lock."))
+        stored = await engine.session("ns", "s").remember(page=note("Written after the lock."))
     finally:
         holder.join()
     assert engine.db.busy_retries >= 3
-    page = await engine.get_page(namespace="ns", page_id=stored.page_id)
+    page = await engine.namespace("ns").get_page(page_id=stored.page_id)
     assert page.levels[0] == "Written after the lock."
 
 
@@ -145,12 +145,12 @@ async def test_a_lock_held_past_the_busy_timeout_is_storage_busy_and_writes_noth
     try:
         assert holder.taken.wait(10)
         with pytest.raises(StorageBusy):
-            await engine.remember(namespace="ns", session="s", page=note("Never written."))
+            await engine.session("ns", "s").remember(page=note("Never written."))
     finally:
         given_up.set()
         holder.join()
     assert engine.db.busy_retries >= 1
-    found = await engine.search(namespace="ns", session="s", query="Never written")
+    found = await engine.session("ns", "s").search(query="Never written")
     assert found.results == []
 
 
@@ -159,7 +159,7 @@ async def test_the_quota_counts_the_wal_that_a_reader_holding_a_snapshot_keeps_g
 ):
     quota = 2 * 2**20
     engine = await open_engine(EngineConfig(max_db_mb=2))
-    await engine.remember(namespace="default", session="s", page=note("a first note"))
+    await engine.session("default", "s").remember(page=note("a first note"))
     # Another program reads and keeps its snapshot open: no checkpoint can fold the WAL back.
     reader = sqlite3.connect(db_path, isolation_level=None)
     reader.execute("BEGIN")
@@ -168,7 +168,7 @@ async def test_the_quota_counts_the_wal_that_a_reader_holding_a_snapshot_keeps_g
     try:
         for i in range(200):  # about 12 MiB of text if nothing stopped it
             try:
-                await engine.remember(namespace="default", session="s", page=note(f"{i} " + "word " * 12_000))
+                await engine.session("default", "s").remember(page=note(f"{i} " + "word " * 12_000))
             except StorageFull:
                 break
             stored += 1
@@ -180,7 +180,7 @@ async def test_the_quota_counts_the_wal_that_a_reader_holding_a_snapshot_keeps_g
     # One write may take the total past the quota by its own size (about 0.2 MiB here); no more.
     assert stored >= 2 and largest <= quota + 2**20
     # With the reader gone the WAL folds back and the next write fits again.
-    after = await engine.remember(namespace="default", session="s", page=note("after the reader left"))
+    after = await engine.session("default", "s").remember(page=note("after the reader left"))
     assert after.page_id
     report_figure(
         f"quota_wal: stored={stored} max_on_disk={largest / 2**20:.1f}MiB quota=2.0MiB recovered=True"
@@ -198,7 +198,7 @@ async def test_a_new_database_and_its_wal_are_readable_by_their_owner_alone(tmp_
     try:
         engine = await Engine.open(db)
         try:
-            await engine.remember(namespace="default", session="s1", page=note("my home address is private"))
+            await engine.session("default", "s1").remember(page=note("my home address is private"))
             modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in tmp_path.iterdir()}
         finally:
             await engine.close()

@@ -16,7 +16,7 @@ QUERIES = ["house", "lake house", "café houses", "coffee-order", "Maria's house
 async def _scores(engine, namespace: str) -> dict[str, list[tuple[str, float]]]:
     found = {}
     for query in QUERIES:
-        result = await engine.search(namespace=namespace, session="s", query=query, limit=10)
+        result = await engine.session(namespace, "s").search(query=query, limit=10)
         found[query] = [(hit.page_id, hit.score) for hit in result.results]
     return found
 
@@ -31,18 +31,14 @@ async def test_counting_in_the_namespaces_own_text_gives_the_scores_counting_occ
         "Nothing to see here but a lake.",
     ]
     for text in texts:
-        await engine.remember(namespace="bob", session="s", page=note(text))
-    await engine.remember(namespace="bob", session="s", page=note("Oat milk, no sugar."), key="coffee-order")
-    await engine.ingest(
-        namespace="bob",
-        session="s",
-        messages=[IngestMessage(role=Role.USER, content="Is the house by the lake blue?", name="Maria")],
+        await engine.session("bob", "s").remember(page=note(text))
+    await engine.session("bob", "s").remember(page=note("Oat milk, no sugar."), key="coffee-order")
+    await engine.session("bob", "s").ingest(
+        messages=[IngestMessage(role=Role.USER, content="Is the house by the lake blue?", name="Maria")]
     )
     # Another tenant holds the words in bulk: far more occurrences than bob has characters.
     for n in range(2):
-        await engine.remember(
-            namespace="alice", session="s", page=note("house lake blue garden " * 3_000 + str(n))
-        )
+        await engine.session("alice", "s").remember(page=note("house lake blue garden " * 3_000 + str(n)))
     counted = await _scores(engine, "bob")
 
     in_text = []

@@ -82,14 +82,12 @@ def _schema_6_file(db_path) -> dict[str, int]:
 async def test_a_populated_schema_6_file_keeps_every_page_and_call(open_engine, db_path):
     chars = _schema_6_file(db_path)
     engine = await open_engine()
-    walrus = await engine.get_page(namespace="a", page_id="msg_000001")
+    walrus = await engine.namespace("a").get_page(page_id="msg_000001")
     assert walrus.levels[0] == "The walrus sang at noon. " * 50 and walrus.metadata == {"name": "Gina"}
-    found = await engine.search(namespace="a", session="s", query="Gina walrus")
+    found = await engine.session("a", "s").search(query="Gina walrus")
     assert [hit.page_id for hit in found.results] == ["msg_000001"] and "walrus" in found.results[0].snippet
-    assert [e.page_id for e in (await engine.working_set(namespace="a", session="s")).entries] == [
-        "msg_000002"
-    ]
-    assert (await engine.search(namespace="b", session="s", query="prices")).results[0].page_id == "pricing"
+    assert [e.page_id for e in (await engine.session("a", "s").working_set()).entries] == ["msg_000002"]
+    assert (await engine.session("b", "s").search(query="prices")).results[0].page_id == "pricing"
     with sqlite3.connect(db_path) as conn:
         after = dict(conn.execute("SELECT namespace, chars FROM page_counts ORDER BY namespace").fetchall())
         calls = conn.execute(
@@ -108,20 +106,18 @@ async def test_a_populated_schema_6_file_keeps_every_page_and_call(open_engine, 
     assert diagnose(db_path).healthy
     assert await migrate(engine.db) == []
     # A new call goes on from the namespace's own count.
-    recorded = await engine.record_tool_outcome(
-        namespace="b", session="s", call=ToolOutcome(tool="fetch", args={}, outcome=Outcome.SUCCESS)
+    recorded = await engine.session("b", "s").record_tool_outcome(
+        call=ToolOutcome(tool="fetch", args={}, outcome=Outcome.SUCCESS)
     )
     assert recorded.call_id == 3
 
 
 async def test_a_rewritten_page_stays_exactly_indexed_and_counted(engine, db_path):
-    await engine.remember(namespace=NS, session="s", page=note("alpha beta"), key="k")
-    await engine.remember(namespace=NS, session="s", page=note("gamma delta epsilon"), key="k")
-    assert not (await engine.search(namespace=NS, session="s", query="alpha")).results
-    assert [h.page_id for h in (await engine.search(namespace=NS, session="s", query="gamma")).results] == [
-        "k"
-    ]
-    await engine.forget(namespace=NS, session="s", page_id="k")
+    await engine.session(NS, "s").remember(page=note("alpha beta"), key="k")
+    await engine.session(NS, "s").remember(page=note("gamma delta epsilon"), key="k")
+    assert not (await engine.session(NS, "s").search(query="alpha")).results
+    assert [h.page_id for h in (await engine.session(NS, "s").search(query="gamma")).results] == ["k"]
+    await engine.session(NS, "s").forget(page_id="k")
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("SELECT count(*) FROM page_texts").fetchone() == (0,)
         assert conn.execute("SELECT pages, chars FROM page_counts WHERE namespace = ?", (NS,)).fetchone() == (

@@ -89,9 +89,9 @@ async def test_migrating_twice_is_a_no_op_and_the_version_is_recorded(url):
 async def test_a_version_16_database_gets_its_log_text_counted_on_upgrade(url):
     engine = await Engine.open(url)
     for namespace, body in (("a", "x" * 100), ("b", "y" * 10)):
-        await engine.bind_value(namespace=namespace, session="s", tool="read", args={}, value=body)
+        await engine.session(namespace, "s").bind_value(tool="read", args={}, value=body)
         call = ToolOutcome(tool="send", args={"body": body}, outcome=Outcome.FAILURE, error_message="nope")
-        await engine.record_tool_outcome(namespace=namespace, session="s", call=call)
+        await engine.session(namespace, "s").record_tool_outcome(call=call)
     await engine.close()
     counted = "SELECT namespace, log_chars FROM page_counts ORDER BY namespace"
     expected = db_rows(url, counted)
@@ -175,13 +175,13 @@ async def test_a_held_namespace_is_busy_and_other_namespaces_write_on(url):
     engine = await Engine.open(url, EngineConfig(busy_timeout_ms=200))
     holder = _hold_namespace(url, NS)
     try:
-        other = await engine.remember(namespace="elsewhere", session="s", page=note("not held up"))
+        other = await engine.session("elsewhere", "s").remember(page=note("not held up"))
         with pytest.raises(StorageBusy):
-            await engine.remember(namespace=NS, session="s", page=note("waits, then gives up"))
+            await engine.session(NS, "s").remember(page=note("waits, then gives up"))
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    stored = await engine.remember(namespace=NS, session="s", page=note("goes through once released"))
+    stored = await engine.session(NS, "s").remember(page=note("goes through once released"))
     await engine.close()
     assert other.page_id and stored.page_id
     assert db_rows(url, "SELECT count(*) FROM pages WHERE namespace = ?", (NS,)) == [(1,)]
@@ -192,12 +192,12 @@ async def test_a_write_cancelled_while_it_waits_for_the_lock_holds_nothing_after
     holder = _hold_namespace(url, NS)
     try:
         with anyio.move_on_after(0.2) as waited:
-            await engine.remember(namespace=NS, session="s", page=note("cancelled while waiting"))
+            await engine.session(NS, "s").remember(page=note("cancelled while waiting"))
         assert waited.cancelled_caught  # it was waiting, not done
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    stored = await engine.remember(namespace=NS, session="s", page=note("the next write"))
+    stored = await engine.session(NS, "s").remember(page=note("the next write"))
     held = db_rows(url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
     await engine.close()
     assert held == [(0,)]
@@ -214,7 +214,7 @@ async def test_two_engines_on_one_database_number_a_namespaces_calls_without_gap
     async def record_many(engine: Engine, session: str) -> None:
         for i in range(40):
             call = ToolOutcome(tool="t", args={"i": i}, outcome=Outcome.SUCCESS)
-            ids.append((await engine.record_tool_outcome(namespace=NS, session=session, call=call)).call_id)
+            ids.append((await engine.session(NS, session).record_tool_outcome(call=call)).call_id)
 
     async with anyio.create_task_group() as group:
         for n, engine in enumerate((first, second, first, second)):
@@ -226,13 +226,13 @@ async def test_two_engines_on_one_database_number_a_namespaces_calls_without_gap
 
 async def test_a_server_that_dropped_its_connections_is_reconnected_without_an_error(url, postgres):
     engine = await Engine.open(url)
-    await engine.remember(namespace=NS, session="s", page=note("before the drop"))
+    await engine.session(NS, "s").remember(page=note("before the drop"))
     name = url.rsplit("/", 1)[1]
     postgres.admin(
         f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()"
     )
-    found = await engine.search(namespace=NS, session="s", query="drop")
-    stored = await engine.remember(namespace=NS, session="s", page=note("after the drop"))
+    found = await engine.session(NS, "s").search(query="drop")
+    stored = await engine.session(NS, "s").remember(page=note("after the drop"))
     await engine.close()
     assert [hit.page_id for hit in found.results] and stored.page_id
 
@@ -245,8 +245,8 @@ async def test_a_nul_character_is_refused_in_words_and_stores_nothing(url):
             NewPage(content="fine", type=PageType.NOTE, provenance="user", metadata={"name": "x\x00y"}),
         ):
             with pytest.raises(InvalidArgument, match=r"NUL character \(U\+0000\).*remove it"):
-                await engine.remember(namespace=NS, session="s", page=page)
-        stored = await engine.remember(namespace=NS, session="s", page=note("clean text goes through"))
+                await engine.session(NS, "s").remember(page=page)
+        stored = await engine.session(NS, "s").remember(page=note("clean text goes through"))
     finally:
         await engine.close()
     assert [row[0] for row in db_rows(url, "SELECT page_id FROM pages")] == [stored.page_id]

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.anyio
 async def test_two_tenants_slow_reads_leave_a_third_tenant_a_connection(engine):
     connections = engine.config.read_connections
     for namespace in ("a", "b", "c"):
-        await engine.remember(namespace=namespace, session="s", page=note(f"walrus notes of {namespace}"))
+        await engine.session(namespace, "s").remember(page=note(f"walrus notes of {namespace}"))
     release, settled = anyio.Event(), anyio.Event()
     inside: list[str] = []
 
@@ -32,7 +32,7 @@ async def test_two_tenants_slow_reads_leave_a_third_tenant_a_connection(engine):
                 for _ in range(connections):
                     group.start_soon(slow_reader, namespace)
             await settled.wait()
-            found = await engine.search(namespace="c", session="s", query="walrus")
+            found = await engine.session("c", "s").search(query="walrus")
             held = sorted(Counter(inside).values())
             release.set()
     assert [hit.snippet for hit in found.results] == ["walrus notes of c"]

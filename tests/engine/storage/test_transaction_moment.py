@@ -11,10 +11,8 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_a_transaction_judges_expiry_at_the_moment_it_began(engine, clock):
-    await engine.remember(
-        namespace=NS, session="s", page=note("the door code is 4711"), key="door", ttl_seconds=60
-    )
-    await engine.remember(namespace=NS, session="s", page=note("the wifi is called attic"), key="wifi")
+    await engine.session(NS, "s").remember(page=note("the door code is 4711"), key="door", ttl_seconds=60)
+    await engine.session(NS, "s").remember(page=note("the wifi is called attic"), key="wifi")
     live = "SELECT page_id FROM live_pages WHERE namespace = ? ORDER BY page_id"
     expired = "SELECT page_id FROM expired_pages WHERE namespace = ?"
     async with engine.db.read(NS) as conn:
@@ -33,7 +31,7 @@ async def test_a_transaction_judges_expiry_at_the_moment_it_began(engine, clock)
 
 
 async def test_a_connection_that_never_set_a_moment_is_told_so_rather_than_guessing(engine):
-    await engine.remember(namespace=NS, session="s", page=note("the door code is 4711"), ttl_seconds=60)
+    await engine.session(NS, "s").remember(page=note("the door code is 4711"), ttl_seconds=60)
     url = engine.db.target
     says = "memvm_now" if backend_of(url) == "sqlite" else "memvm.now"
     with pytest.raises(Exception, match=re.escape(says)):
