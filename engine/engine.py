@@ -5,7 +5,6 @@ what a session does, `engine.namespace(namespace)` for reads of a whole namespac
 for a person's view of one; the engine itself opens, closes and collects expired pages.
 """
 
-from collections.abc import Callable
 from pathlib import Path
 
 from memvm.engine.clock import Clock, SystemClock
@@ -21,21 +20,14 @@ from memvm.engine.storage.migrations import check_current, migrate
 from memvm.engine.storage.open import open_database
 from memvm.engine.storage.tokenizer import Stemmer
 
-# What the budget sets aside besides pages (the rules and the manifest, as the server renders
-# them), counted once the encoding is built.
-Reserve = Callable[[EngineConfig, TokenCounter], int]
-
 
 class Engine:
-    def __init__(
-        self, db: Database, config: EngineConfig, counter: TokenCounter, clock: Clock, reserve: Reserve | None
-    ) -> None:
+    def __init__(self, db: Database, config: EngineConfig, counter: TokenCounter, clock: Clock) -> None:
         self.db = db
         self.config = config
         self.counter = counter
         self.clock = clock
         self._writer = memory.Writer(db=db, config=config, counter=counter, clock=clock)
-        self._reserve = reserve
         self.stemmer = Stemmer()
 
     @classmethod
@@ -45,12 +37,12 @@ class Engine:
         config: EngineConfig | None = None,
         *,
         clock: Clock | None = None,
-        reserve: Reserve | None = None,
     ) -> "Engine":
         """Open (creating and migrating if new) the database at `path`; ':memory:' for a throwaway.
 
-        With `reserve`, the budget's reserve is counted when first needed, once the encoding is
-        built: opening does not wait for it, and neither do calls that count nothing (search).
+        `config.reserved_tokens` is what the budget sets aside besides pages (the server sets it
+        from its renderers' texts: resources/budget.py). Opening does not wait for the encoding,
+        and neither do calls that count nothing (search).
         """
         config = config or EngineConfig()
         clock = clock or SystemClock()
@@ -64,23 +56,15 @@ class Engine:
         except BaseException:
             await db.close()
             raise
-        return cls(db, config, counter, clock, reserve)
+        return cls(db, config, counter, clock)
 
     async def close(self) -> None:
         await self.db.close()
         self.stemmer.close()
 
     async def ready_to_count(self) -> None:
-        """Before anything that counts tokens or fills the working set: the encoding is built (waited
-        for off the event loop) and the reserve is set."""
+        """Before anything that counts tokens: the encoding is built, waited for off the event loop."""
         await self.counter.loaded()
-        if self._reserve is not None:
-            reserved = self._reserve(self.config, self.counter)
-            self.config = self.config.model_validate({**dict(self.config), "reserved_tokens": reserved})
-            self._writer = memory.Writer(
-                db=self.db, config=self.config, counter=self.counter, clock=self.clock
-            )
-            self._reserve = None
 
     async def counting_writer(self) -> memory.Writer:
         """What the writes work with, once ready to count (see ready_to_count)."""

@@ -10,7 +10,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.paging.tokens import warm_up
-from memvm.resources.budget import reserved_tokens
+from memvm.resources.budget import with_reserve
 from memvm.server import (
     mcp_prompts,
     mcp_resources,
@@ -76,10 +76,11 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
     bus = NamespacedBus(lambda: holder.runtime.namespace)
 
     # A host that marks no turns starts none: the engine then says only what does start one.
-    config = settings.engine.model_copy(update={"turns_from_host": settings.tools.host_managed})
+    # The reserve is set here too, for settings built without `memvm serve` (tests, embedders).
+    config = with_reserve(settings.engine.model_copy(update={"turns_from_host": settings.tools.host_managed}))
 
     async def open_runtime() -> Runtime:
-        engine = await Engine.open(settings.db, config, reserve=reserved_tokens)
+        engine = await Engine.open(settings.db, config)
         # Built when first needed, or once the start-up's own work is done.
         warm_up(config.encoding, after_seconds=ENCODING_WARM_UP_S)
         runtime = Runtime(

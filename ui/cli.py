@@ -19,7 +19,7 @@ from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
 from memvm.engine.storage.open import local_file, shown
-from memvm.resources.budget import reserved_tokens
+from memvm.resources.budget import with_reserve
 from memvm.ui.app import create_app
 from memvm.ui.http_guard import BACKLOG, guarded_server
 from memvm.ui.security import one_token
@@ -103,7 +103,7 @@ async def opened_view(
 ) -> AsyncIterator[ASGIApp]:
     """The view `memvm ui` serves: the database opened (read-only if asked), and the app over it
     that shows `namespace` to requests carrying the bearer `token`. The engine closes on exit."""
-    engine = await Engine.open(db, EngineConfig(read_only=read_only), reserve=reserved_tokens)
+    engine = await Engine.open(db, with_reserve(EngineConfig(read_only=read_only)))
     try:
         empty = await engine.view(namespace).page_count() == 0
         if empty:

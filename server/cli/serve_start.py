@@ -84,16 +84,11 @@ def _project(directory: str | None) -> str | None:
 
 
 def _room_for_pages(config: EngineConfig) -> EngineConfig:
-    """`config`, refused (ValidationError) if its budget leaves no room for a page beside the reserve.
+    """`config` with its reserve set, refused (ValidationError) if its budget leaves no room for a
+    page beside it."""
+    from memvm.resources.budget import with_reserve
 
-    Counting the reserve needs the encoding, a few tenths of a second: only a small budget waits
-    for it; any other is known to be enough.
-    """
-    from memvm.resources.budget import surely_enough, with_reserve
-
-    if not surely_enough(config):
-        with_reserve(config)
-    return config
+    return with_reserve(config)
 
 
 # The tool errors speak to a model mid-call; at start the person running memvm reads this instead.

@@ -201,7 +201,7 @@ async def test_a_long_page_is_counted_off_the_event_loop_and_outside_the_write_l
     try:
         await migrate(db)
         counter = WatchedCounter(db._lock)
-        engine = Engine(db, config, counter, clock, None)
+        engine = Engine(db, config, counter, clock)
         words = " ".join(f"line {i} of the deploy log: shard {i % 97} rebalanced" for i in range(30_000))
         ingested = await engine.session(NS, "s").ingest(messages=[user(words[:1_300_000])])
         for level in (Level.FULL, Level.REDUCED, Level.FULL):
