@@ -8,15 +8,21 @@ GREATEST, a snippet's window, the full-text index) is asked of the transaction's
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memvm.engine.clock import Clock
+from memvm.engine.storage.dialects import SqlDialect
 from memvm.engine.storage.purge_queue import IS_PURGE_OWED, PurgeQueue
+from memvm.engine.storage.statements import Statement, Template, in_list
 
 if TYPE_CHECKING:
     from memvm.engine.storage.fulltext import FullText
+
+# What a transaction runs: a registered Statement, or (until every statement is one) SQL text
+# with `?` placeholders.
+Sql = str | Statement
 
 # Rows a stream (Reads.stream) hands over at once.
 STREAM_BATCH = 500
@@ -34,25 +40,10 @@ class Row(Protocol):
     def __len__(self) -> int: ...
 
 
-class Dialect(ABC):
-    """What the two backends' SQL says differently, as fragments the engine's statements embed,
-    and their full-text index."""
+class Dialect(SqlDialect):
+    """What the two backends' SQL says differently (dialects.py), and their full-text index."""
 
-    name: str
     fulltext: "FullText"
-
-    @abstractmethod
-    def greatest(self, *values: str) -> str:
-        """The largest of the SQL expressions `values` (a scalar, not an aggregate)."""
-
-    @abstractmethod
-    def find(self, haystack: str, needle: str) -> str:
-        """The 1-based position of `needle` in `haystack` (SQL expressions), or 0."""
-
-    @abstractmethod
-    def json_strings(self, param: str) -> str:
-        """A FROM item, aliased `s`, whose column `value` holds each string of the JSON array
-        `param` (a bound parameter)."""
 
 
 class Reads(ABC):
@@ -72,37 +63,55 @@ class Reads(ABC):
     now: float
 
     @abstractmethod
-    async def all(self, sql: str, params: Iterable[Any] = ()) -> list[Row]: ...
+    async def all(self, sql: Sql, params: Iterable[Any] = (), /, **named: Any) -> list[Row]:
+        """The rows of `sql`: a Statement with its `named` parameters (statements.py), or text
+        with `?` placeholders and positional `params`."""
 
-    async def one(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
-        rows = await self.all(sql, params)
+    async def one(self, sql: Sql, params: Iterable[Any] = (), /, **named: Any) -> Row | None:
+        rows = await self.all(sql, params, **named)
         return rows[0] if rows else None
 
     @abstractmethod
     def stream(
-        self, sql: str, params: Iterable[Any] = (), *, batch: int = STREAM_BATCH
+        self, sql: Sql, params: Iterable[Any] | Mapping[str, Any] = (), *, batch: int = STREAM_BATCH
     ) -> AsyncGenerator[list[Row], None]:
         """The rows of `sql`, `batch` at a time, as the transaction's snapshot holds them: memory
         stays flat however many rows there are (an export's). Read it to the end, or close it
-        (`contextlib.aclosing`) before the transaction ends."""
+        (`contextlib.aclosing`) before the transaction ends. A Statement's parameters are a
+        mapping."""
 
-    async def all_in(self, sql: str, params: Sequence[Any], values: Sequence[Any]) -> list[Row]:
-        """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks; `params` come first."""
+    async def all_in(
+        self, sql: "str | Template", params: Sequence[Any], values: Sequence[Any], /, **named: Any
+    ) -> list[Row]:
+        """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks: a Template with its
+        `named` parameters, or text whose positional `params` come first."""
         rows: list[Row] = []
         for start in range(0, len(values), IN_CHUNK):
             chunk = values[start : start + IN_CHUNK]
-            rows.extend(await self.all(sql.format(marks=", ".join("?" * len(chunk))), (*params, *chunk)))
+            if isinstance(sql, Template):
+                marks, listed = in_list(chunk)
+                rows.extend(await self.all(sql.fill(marks=marks), **named, **listed))
+            else:
+                rows.extend(await self.all(sql.format(marks=", ".join("?" * len(chunk))), (*params, *chunk)))
         return rows
+
+    def _named(self, sql: Statement, named: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The text of `sql` for this backend and its parameters, checked to be the statement's."""
+        sql.check(named)
+        return sql.texts[self.dialect.name], dict(named)
 
 
 class Writes(Reads):
     """The connection of one open write transaction: reads see its own writes."""
 
     @abstractmethod
-    async def execute(self, sql: str, params: Iterable[Any] = ()) -> None: ...
+    async def execute(self, sql: Sql, params: Iterable[Any] = (), /, **named: Any) -> None: ...
 
     @abstractmethod
-    async def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None: ...
+    async def executemany(
+        self, sql: Sql, rows: Iterable[Iterable[Any]] | Iterable[Mapping[str, Any]]
+    ) -> None:
+        """Run `sql` once per row: a Statement's rows are mappings of its parameters."""
 
     @abstractmethod
     async def index_pages(self, rowids: Sequence[int]) -> None:

@@ -15,7 +15,7 @@ transaction could not be ended is closed, never handed to the next caller.
 import hashlib
 import itertools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -33,6 +33,7 @@ from memvm.engine.errors import (
     StorageUnavailable,
 )
 from memvm.engine.storage import api, fulltext_postgres, postgres_purge
+from memvm.engine.storage.dialects import PostgresSql
 from memvm.engine.storage.namespace_quota import check_namespace_room
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_changes import ChangeChannel
@@ -40,6 +41,7 @@ from memvm.engine.storage.postgres_postings import INSERT_TERMS, SEARCHED_TEXTS,
 from memvm.engine.storage.postgres_sql import PgRow, bind, translate
 from memvm.engine.storage.purge_queue import OWE_PURGE, PURGE_STARTED
 from memvm.engine.storage.read_slots import ReadSlots
+from memvm.engine.storage.statements import Statement
 from memvm.engine.storage.tokenizer import Stemmer
 from psycopg.adapt import Loader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -113,18 +115,8 @@ def _rows(cursor: Any) -> Any:
     return lambda values: PgRow(names, values)
 
 
-class PgDialect(api.Dialect):
-    name = "postgresql"
+class PgDialect(PostgresSql, api.Dialect):
     fulltext = fulltext_postgres
-
-    def greatest(self, *values: str) -> str:
-        return f"GREATEST({', '.join(values)})"
-
-    def find(self, haystack: str, needle: str) -> str:
-        return f"strpos({haystack}, {needle})"
-
-    def json_strings(self, param: str) -> str:
-        return f"jsonb_array_elements_text(CAST({param} AS jsonb)) AS s(value)"
 
 
 DIALECT = PgDialect()
@@ -139,8 +131,15 @@ class Reads(api.Reads):
         self.namespace = namespace
         self.now = now
 
-    async def all(self, sql: str, params: Iterable[Any] = ()) -> list[api.Row]:
-        text, values = bind(sql, tuple(params))
+    def _bound(
+        self, sql: api.Sql, params: Iterable[Any], named: Mapping[str, Any]
+    ) -> tuple[str, dict[str, Any] | None]:
+        if isinstance(sql, Statement):
+            return self._named(sql, named)
+        return bind(sql, tuple(params))
+
+    async def all(self, sql: api.Sql, params: Iterable[Any] = (), /, **named: Any) -> list[api.Row]:
+        text, values = self._bound(sql, params, named)
         try:
             cursor = await self._conn.execute(text, values)
             return list(await cursor.fetchall()) if cursor.description else []
@@ -149,9 +148,14 @@ class Reads(api.Reads):
             raise
 
     async def stream(
-        self, sql: str, params: Iterable[Any] = (), *, batch: int = api.STREAM_BATCH
+        self, sql: api.Sql, params: Iterable[Any] | Mapping[str, Any] = (), *, batch: int = api.STREAM_BATCH
     ) -> AsyncGenerator[list[api.Row], None]:
-        text, values = bind(sql, tuple(params))
+        values: dict[str, Any] | None
+        if isinstance(sql, Statement):
+            assert isinstance(params, Mapping)
+            text, values = self._named(sql, params)
+        else:
+            text, values = self._bound(sql, params, {})
         try:
             # A server-side cursor: the rows come `batch` at a time, never all at once. Named apart
             # from any other open in the same transaction.
@@ -172,13 +176,19 @@ class Writes(Reads, api.Writes):
         self._stemmer = stemmer
         self._pending: set[int] = set()
 
-    async def execute(self, sql: str, params: Iterable[Any] = ()) -> None:
-        await self.all(sql, params)
+    async def execute(self, sql: api.Sql, params: Iterable[Any] = (), /, **named: Any) -> None:
+        await self.all(sql, params, **named)
 
-    async def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
-        text, order = translate(sql)
-        batch = [tuple(row) for row in rows]
-        if not batch:
+    async def executemany(
+        self, sql: api.Sql, rows: Iterable[Iterable[Any]] | Iterable[Mapping[str, Any]]
+    ) -> None:
+        if isinstance(sql, Statement):
+            text = sql.texts["postgresql"]
+            bound = [self._named(sql, row)[1] for row in rows if isinstance(row, Mapping)]
+        else:
+            text, order = translate(sql)
+            bound = [{f"p{i + 1}": row[i] for i in order} for row in (tuple(row) for row in rows)]
+        if not bound:
             return
         try:
             # psycopg runs executemany in pipeline mode, which a cancellation in mid-flight leaves
@@ -187,7 +197,7 @@ class Writes(Reads, api.Writes):
             # transaction is rolled back as for any other.
             with anyio.CancelScope(shield=True):
                 async with self._conn.cursor() as cursor:
-                    await cursor.executemany(text, [{f"p{i + 1}": row[i] for i in order} for row in batch])
+                    await cursor.executemany(text, bound)
         except psycopg.Error as exc:
             _raise_translated(exc)
             raise

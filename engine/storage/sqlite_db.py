@@ -16,7 +16,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from memvm.engine.errors import (
     StorageReadOnly,
 )
 from memvm.engine.storage import api, fulltext_sqlite, sqlite_purge
+from memvm.engine.storage.dialects import SqliteSql
 from memvm.engine.storage.namespace_quota import check_namespace_room
 from memvm.engine.storage.purge_queue import PURGE_STARTED
 from memvm.engine.storage.read_slots import ReadSlots
@@ -44,6 +45,7 @@ from memvm.engine.storage.sqlite_file import (
     pragma,
 )
 from memvm.engine.storage.sqlite_moment import Moment, keep_moment
+from memvm.engine.storage.statements import Statement
 
 _BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 # SQLite's own wait per attempt on the write connection, and the random pause between attempts
@@ -59,18 +61,8 @@ logger = logging.getLogger("memvm.storage")
 Row = sqlite3.Row
 
 
-class SqliteDialect(api.Dialect):
-    name = "sqlite"
+class SqliteDialect(SqliteSql, api.Dialect):
     fulltext = fulltext_sqlite
-
-    def greatest(self, *values: str) -> str:
-        return f"max({', '.join(values)})"
-
-    def find(self, haystack: str, needle: str) -> str:
-        return f"instr({haystack}, {needle})"
-
-    def json_strings(self, param: str) -> str:
-        return f"json_each({param}) AS s"
 
 
 DIALECT = SqliteDialect()
@@ -101,20 +93,30 @@ class Reads(api.Reads):
         # Read by memvm_now() on the connection's thread, as the views ask it (see sqlite_moment).
         moment.now = now
 
-    async def all(self, sql: str, params: Iterable[Any] = ()) -> list[api.Row]:
+    def _bound(self, sql: api.Sql, params: Iterable[Any], named: Mapping[str, Any]) -> tuple[str, Any]:
+        if isinstance(sql, Statement):
+            return self._named(sql, named)
+        return sql, tuple(params)
+
+    async def all(self, sql: api.Sql, params: Iterable[Any] = (), /, **named: Any) -> list[api.Row]:
         # One trip to the connection's thread: execute, fetch and close there together. Each await
         # on an aiosqlite connection is a thread hop, and hops, not SQL, dominate a tool call.
         try:
-            return list(await self._conn.execute_fetchall(sql, tuple(params)))
+            return list(await self._conn.execute_fetchall(*self._bound(sql, params, named)))
         except sqlite3.Error as exc:
             _raise_translated(exc)
             raise
 
     async def stream(
-        self, sql: str, params: Iterable[Any] = (), *, batch: int = api.STREAM_BATCH
+        self, sql: api.Sql, params: Iterable[Any] | Mapping[str, Any] = (), *, batch: int = api.STREAM_BATCH
     ) -> AsyncGenerator[list[api.Row], None]:
+        if isinstance(sql, Statement):
+            assert isinstance(params, Mapping)
+            bound = self._named(sql, params)
+        else:
+            bound = self._bound(sql, params, {})
         try:
-            async with self._conn.execute(sql, tuple(params)) as cursor:
+            async with self._conn.execute(*bound) as cursor:
                 while rows := await cursor.fetchmany(batch):
                     yield list(rows)
         except sqlite3.Error as exc:
@@ -125,11 +127,17 @@ class Reads(api.Reads):
 class Writes(Reads, api.Writes):
     """The connection of the one open SQLite write transaction: reads see its own writes."""
 
-    async def execute(self, sql: str, params: Iterable[Any] = ()) -> None:
-        await self._conn.execute(sql, tuple(params))
+    async def execute(self, sql: api.Sql, params: Iterable[Any] = (), /, **named: Any) -> None:
+        await self._conn.execute(*self._bound(sql, params, named))
 
-    async def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
-        await self._conn.executemany(sql, [tuple(row) for row in rows])
+    async def executemany(
+        self, sql: api.Sql, rows: Iterable[Iterable[Any]] | Iterable[Mapping[str, Any]]
+    ) -> None:
+        if isinstance(sql, Statement):
+            named = [self._named(sql, row)[1] for row in rows if isinstance(row, Mapping)]
+            await self._conn.executemany(sql.texts["sqlite"], named)
+        else:
+            await self._conn.executemany(sql, [tuple(row) for row in rows])
 
     async def index_pages(self, rowids: Sequence[int]) -> None:
         """Nothing to do: the schema's triggers keep the FTS5 index in step with every write."""

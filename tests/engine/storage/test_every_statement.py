@@ -1,7 +1,8 @@
-"""Every statement the product holds compiles on every backend it runs on: each module-level SQL
-string of memvm's packages is prepared (not run) on a migrated SQLite file and, in the end-to-end
-stage, on a migrated PostgreSQL database, through the same placeholder translation the engine
-uses. A statement that only a rare path runs cannot then first fail on a user's PostgreSQL.
+"""Every statement the product holds compiles on every backend it runs on: each registered
+statement and template (engine/storage/statements.py), and each module-level SQL string of memvm's
+packages not yet one, is prepared (not run) on a migrated SQLite file and, in the end-to-end
+stage, on a migrated PostgreSQL database, as the engine compiles it. A statement that only a rare
+path runs cannot then first fail on a user's PostgreSQL.
 
 Statements are found by walking the packages, so a new one is checked without being listed. A
 template's `{marks}` is filled with one placeholder; the templates built from other parts are
@@ -19,6 +20,7 @@ from memvm.engine import Engine
 from memvm.engine.paging import search
 from memvm.engine.storage import postgres_db, sqlite_db, sqlite_moment
 from memvm.engine.storage.postgres_sql import translate
+from memvm.engine.storage.statements import REGISTRY, Statement, Template, Untranslatable, compile_sql
 
 from tests.conftest import fresh_postgres_database
 
@@ -83,10 +85,38 @@ def on_backend(backend: str) -> dict[str, str]:
     return {**found, **built(backend)}
 
 
+def registered() -> dict[str, Statement]:
+    """Every registered statement, and every template filled as its examples say (statements.py);
+    the packages are imported by the walk, which registers them."""
+    statements()
+    return {
+        name: made.fill(**made.examples) if isinstance(made, Template) else made
+        for name, made in REGISTRY.items()
+    }
+
+
 def test_the_walk_finds_the_statements():
-    found = statements()
-    assert len(found) > 150
+    found, named = statements(), registered()
+    assert len(found) + len(named) > 150
     assert "memvm.engine.procedures.outcomes._INSERT_CALL" in found
+    assert "sessions.touch" in named
+
+
+def test_a_statement_is_refused_when_it_holds_what_cannot_be_compiled():
+    for sql in (
+        "SELECT 1 /* a block comment */",
+        "SELECT $$dollar$$",
+        "SELECT E'escaped'",
+        "SELECT metadata ? 'key' FROM pages",
+        "SELECT * FROM pages WHERE rowid = ?",
+        "SELECT 'unterminated",
+    ):
+        with pytest.raises(Untranslatable):
+            compile_sql(sql)
+    compiled = compile_sql("SELECT x::text, '50%: a :b', :a + :a FROM t -- :c")
+    assert compiled.params == {"a"}
+    assert compiled.texts["postgresql"] == "SELECT x::text, '50%%: a :b', %(a)s + %(a)s FROM t -- :c"
+    assert compiled.texts["sqlite"] == "SELECT x::text, '50%: a :b', :a + :a FROM t -- :c"
 
 
 async def test_every_statement_compiles_on_sqlite(tmp_path):
@@ -102,7 +132,19 @@ async def test_every_statement_compiles_on_sqlite(tmp_path):
                 conn.execute(f"EXPLAIN {sql}", [None] * (max(order, default=-1) + 1))
             except sqlite3.Error as exc:
                 failed[name] = str(exc)
+        for name, made in registered().items():
+            try:
+                conn.execute(f"EXPLAIN {made.texts['sqlite']}", dict.fromkeys(made.params))
+            except sqlite3.Error as exc:
+                failed[name] = str(exc)
     assert failed == {}
+
+
+def numbered_parameters(made: Statement) -> str:
+    """A statement's PostgreSQL text with $1, $2… for its named parameters, as PREPARE takes it."""
+    order = sorted(made.params)
+    text = re.sub(r"%\((\w+)\)s", lambda m: f"${order.index(m.group(1)) + 1}", made.texts["postgresql"])
+    return text.replace("%%", "%")
 
 
 @pytest.mark.slow
@@ -114,6 +156,13 @@ async def test_every_statement_compiles_on_postgresql(postgres):
         for name, sql in on_backend("postgresql").items():
             text, _ = translate(sql)
             numbered = re.sub(r"%\(p(\d+)\)s", r"$\1", text).replace("%%", "%")
+            try:
+                conn.execute(f"PREPARE checked AS {numbered}")  # type: ignore[arg-type]
+                conn.execute("DEALLOCATE checked")
+            except psycopg.Error as exc:
+                failed[name] = str(exc).splitlines()[0]
+        for name, made in registered().items():
+            numbered = numbered_parameters(made)
             try:
                 conn.execute(f"PREPARE checked AS {numbered}")  # type: ignore[arg-type]
                 conn.execute("DEALLOCATE checked")

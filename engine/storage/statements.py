@@ -1,0 +1,201 @@
+"""The engine's SQL: named statements with named parameters, compiled for both backends when the
+module that holds them is imported.
+
+A statement is written once, with `:name` parameters (a name may appear more than once, and is
+bound once). SQLite binds `:name` itself; for psycopg each becomes `%(name)s`, which it sends as one
+server parameter however often it appears, and a literal `%` is doubled. Quoted strings, quoted
+names and `--` comments are copied as they are, and PostgreSQL's `::` cast is not a parameter.
+What this reading cannot tell apart from a parameter or a quote is refused at import, never
+guessed at: a block comment, a dollar-quoted string, an E'' string, and a `?` outside quotes (a
+positional parameter, or one of PostgreSQL's jsonb `?` operators).
+
+Where the two backends' SQL differs, a statement is written as a function of the dialect
+(dialects.py) and compiled for each. A Template has slots (`{visible}`, `{marks}`) that the engine
+fills with SQL of its own (never input) when it runs it; each filling is compiled once. Every
+statement and template is registered, so that one test prepares them all on both backends
+(tests/engine/storage/test_every_statement.py).
+"""
+
+import functools
+import re
+import string
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from memvm.engine.storage.dialects import DIALECTS, SqlDialect
+
+Text = str | Callable[[SqlDialect], str]
+_Made = TypeVar("_Made", "Statement", "Template")
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DOLLAR_QUOTE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
+
+
+class Untranslatable(ValueError):
+    """A statement holding what the compilation cannot read safely."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A statement's text for each backend's driver, and the parameters it takes."""
+
+    texts: Mapping[str, str]
+    params: frozenset[str]
+
+
+@dataclass(frozen=True, eq=False)
+class Statement:
+    """One statement: `texts[backend]` is what that backend's driver is given, with `params`."""
+
+    name: str
+    texts: Mapping[str, str]
+    params: frozenset[str]
+
+    def check(self, given: Mapping[str, Any]) -> None:
+        """Refuse parameters that are not the statement's own: a mistake in the engine, caught
+        before any backend reads a wrong value."""
+        if given.keys() != self.params:
+            missing, extra = sorted(self.params - given.keys()), sorted(given.keys() - self.params)
+            raise TypeError(f"statement {self.name}: missing parameters {missing}, unknown {extra}")
+
+
+@dataclass(frozen=True, eq=False)
+class Template:
+    """A statement with slots for SQL the engine writes; `examples` fill each slot as the code
+    does, for the test that prepares every statement."""
+
+    name: str
+    text: Text
+    examples: Mapping[str, str] = field(default_factory=dict)
+
+    def fill(self, **parts: str) -> Statement:
+        return _filled(self, tuple(sorted(parts.items())))
+
+    def slots(self) -> set[str]:
+        return {slot for dialect in DIALECTS for slot in _slots(_text_for(self.text, dialect))}
+
+
+# Every registered statement and template, by name.
+REGISTRY: dict[str, Statement | Template] = {}
+
+
+def statement(name: str, text: Text) -> Statement:
+    """Register `text` as the statement `name`, compiled for both backends (Untranslatable if it
+    cannot be)."""
+    compiled = compile_sql(text)
+    return _register(Statement(name, compiled.texts, compiled.params))
+
+
+def template(name: str, text: Text, **examples: str) -> Template:
+    """Register `text`, whose `{slots}` the engine fills when it runs it, as the template `name`."""
+    made = Template(name, text, examples)
+    missing = made.slots() - examples.keys()
+    if missing:
+        raise Untranslatable(f"template {name}: give an example for each slot ({sorted(missing)})")
+    made.fill(**examples)  # compiled once now, so that a template that cannot be fails at import
+    return _register(made)
+
+
+def in_list(values: Sequence[Any], prefix: str = "in") -> tuple[str, dict[str, Any]]:
+    """A `{marks}` part for an IN list of `values`, and its parameters."""
+    names = [f"{prefix}{index}" for index in range(len(values))]
+    return ", ".join(f":{name}" for name in names), dict(zip(names, values, strict=True))
+
+
+def compile_sql(text: Text) -> Compiled:
+    texts: dict[str, str] = {}
+    params: set[str] = set()
+    for dialect in DIALECTS:
+        sqlite_text, postgres_text, names = _compile(_text_for(text, dialect))
+        texts[dialect.name] = sqlite_text if dialect.name == "sqlite" else postgres_text
+        params |= names
+    return Compiled(texts, frozenset(params))
+
+
+def _register(made: _Made) -> _Made:
+    if made.name in REGISTRY:
+        raise ValueError(f"two statements are named {made.name}")
+    REGISTRY[made.name] = made
+    return made
+
+
+@functools.lru_cache(maxsize=2048)
+def _filled(made: Template, parts: tuple[tuple[str, str], ...]) -> Statement:
+    values = dict(parts)
+    compiled = compile_sql(lambda dialect: _text_for(made.text, dialect).format(**values))
+    return Statement(made.name, compiled.texts, compiled.params)
+
+
+def _text_for(text: Text, dialect: SqlDialect) -> str:
+    return text if isinstance(text, str) else text(dialect)
+
+
+def _slots(text: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+
+
+def _compile(sql: str) -> tuple[str, str, set[str]]:
+    """`sql` as SQLite takes it, as psycopg takes it, and the names of its parameters."""
+    sqlite_out: list[str] = []
+    postgres_out: list[str] = []
+    names: set[str] = set()
+    i, n = 0, len(sql)
+    while i < n:
+        char = sql[i]
+        _refuse_unreadable(sql, i)
+        if char in "'\"":
+            end = _quoted_end(sql, i, char)
+            piece = sql[i:end]
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            end = n if end < 0 else end
+            piece = sql[i:end]
+        elif sql.startswith("::", i):
+            end, piece = i + 2, "::"
+        elif char == ":" and (name := _NAME.match(sql, i + 1)) is not None:
+            names.add(name.group(0))
+            sqlite_out.append(f":{name.group(0)}")
+            postgres_out.append(f"%({name.group(0)})s")
+            i = name.end()
+            continue
+        elif char == "%":
+            sqlite_out.append("%")
+            postgres_out.append("%%")
+            i += 1
+            continue
+        else:
+            end, piece = i + 1, char
+        sqlite_out.append(piece)
+        postgres_out.append(piece.replace("%", "%%") if piece.startswith(("'", '"', "--")) else piece)
+        i = end
+    return "".join(sqlite_out), "".join(postgres_out), names
+
+
+def _refuse_unreadable(sql: str, i: int) -> None:
+    char = sql[i]
+    if char == "/" and sql.startswith("/*", i):
+        raise Untranslatable("a block comment (write -- comments)")
+    if char == "$" and _DOLLAR_QUOTE.match(sql, i):
+        raise Untranslatable("a dollar-quoted string")
+    if (
+        char in "eE"
+        and sql.startswith("'", i + 1)
+        and (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_"))
+    ):
+        raise Untranslatable("an E'' string")
+    if char == "?":
+        raise Untranslatable("a ? (write :name parameters; jsonb's ? operators have function forms)")
+
+
+def _quoted_end(sql: str, start: int, quote: str) -> int:
+    """The index just past the quoted string or name opening at `start` (a doubled quote stays inside)."""
+    i = start + 1
+    while True:
+        end = sql.find(quote, i)
+        if end < 0:
+            raise Untranslatable("an unterminated quote")
+        if sql.startswith(quote * 2, end):
+            i = end + 2
+            continue
+        return end + 1
