@@ -8,19 +8,18 @@ import json
 import shutil
 import sqlite3
 import time
-from contextlib import closing
 from pathlib import Path
 
 import anyio
 import pytest
 from memvm.engine.clock import ManualClock
-from memvm.engine.operations.transfer import memory_tables
 from memvm.engine.storage.migrations import SCHEMA_VERSION
 from memvm.engine.storage.open import shown
 
 from tests.commands import Done, run
 from tests.conftest import db_rows
 from tests.seeding import every_table, notes, opened, seed
+from tests.stored import tables_holding_rows, tables_without_rows
 
 NAMESPACES = ("acme", "globex")
 
@@ -28,11 +27,7 @@ NAMESPACES = ("acme", "globex")
 @pytest.fixture(scope="module")
 def filled_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = seed(tmp_path_factory.mktemp("filled") / "memvm.db", every_table(NAMESPACES))
-    with closing(sqlite3.connect(db)) as conn:
-        empty = [
-            t.name for t in memory_tables(conn) if not conn.execute(f'SELECT 1 FROM "{t.name}"').fetchone()
-        ]
-    assert empty == []  # the round trip below covers every table
+    assert tables_without_rows(db) == []  # the round trip below covers every table
     assert not Path(f"{db}-wal").exists()  # closed cleanly: the file is the whole database
     return db
 
@@ -367,9 +362,6 @@ def test_import_refuses_and_doctor_reports_every_row_that_breaks_a_rule(filled, 
         line = run("import", export, "--db", copy).refusal()
         assert line.startswith("memvm: table ") and row in line and rule in line, (damage, line)
         assert line.endswith("nothing was imported")
-        with sqlite3.connect(copy) as conn:
-            assert [
-                t.name for t in memory_tables(conn) if conn.execute(f'SELECT 1 FROM "{t.name}"').fetchone()
-            ] == []
+        assert tables_holding_rows(copy) == []
         refused += 1
     report_figure(f"import_validation: bad_rows={len(BAD_ROWS)} refused={refused} doctor_found={found}")
