@@ -147,21 +147,11 @@ class _Batch:
             return
         table, rows = self._table, self._rows
         self._rows = []
-        # A batch that fails is undone and its rows inserted one at a time, to name the line.
-        await self._conn.execute("SAVEPOINT memvm_rows")
         try:
             await self._conn.insert_rows(table.name, table.columns, [values for _, values in rows])
-        except RowRefused as refused:
-            await self._conn.execute("ROLLBACK TO SAVEPOINT memvm_rows")
-            for number, values in rows:
-                try:
-                    await self._conn.insert_rows(table.name, table.columns, [values])
-                except RowRefused as exc:
-                    raise TransferError(f"line {number}: the row does not fit its table ({exc})") from exc
-            raise TransferError(
-                f"lines {rows[0][0]} to {rows[-1][0]}: the rows do not fit their table ({refused})"
-            ) from refused
-        await self._conn.execute("RELEASE SAVEPOINT memvm_rows")
+        except RowRefused as exc:
+            where = f"lines {rows[0][0]} to {rows[-1][0]}" if exc.row is None else f"line {rows[exc.row][0]}"
+            raise TransferError(f"{where}: the row does not fit its table ({exc})") from exc
 
 
 async def _insert_all(

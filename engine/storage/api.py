@@ -129,8 +129,9 @@ class Writes(Reads):
     @abstractmethod
     async def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Insert rows that carry their own keys, as an import brings them; RowRefused, in the
-        database's words, when one does not fit its table (its type, a constraint). `table` and
-        `columns` are names from the catalogue (`Dialect.columns`), never from input."""
+        database's words and naming the row where it can, when one does not fit its table (its
+        type, a constraint), after which only a rollback is left. `table` and `columns` are names
+        from the catalogue (`Dialect.columns`), never from input."""
 
     @abstractmethod
     async def rows_imported(self) -> None:
@@ -140,7 +141,12 @@ class Writes(Reads):
 
 
 class RowRefused(Exception):
-    """A row that does not fit its table; the message is the database's own, one line."""
+    """A row that does not fit its table; the message is the database's own, one line. `row` is
+    its place among the rows given to insert_rows, when the backend can tell."""
+
+    def __init__(self, message: str, row: int | None = None) -> None:
+        super().__init__(message)
+        self.row = row
 
 
 @dataclass

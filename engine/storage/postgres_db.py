@@ -15,6 +15,7 @@ transaction could not be ended is closed, never handed to the next caller.
 import hashlib
 import itertools
 import logging
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
@@ -173,6 +174,10 @@ class Reads(api.Reads):
         return 0
 
 
+# The columns of page_terms, in the order INSERT_TERMS (and index_rows) gives them.
+_POSTING_COLUMNS = ("namespace", "stem", "page_rowid", "tf")
+
+
 class Writes(Reads, api.Writes):
     def __init__(self, conn: psycopg.AsyncConnection[Any], stemmer: Stemmer) -> None:
         super().__init__(conn)
@@ -212,34 +217,40 @@ class Writes(Reads, api.Writes):
             await self.execute("ROLLBACK TO SAVEPOINT memvm_keys")
             return 1
         await self.execute("RELEASE SAVEPOINT memvm_keys")
+        # Checked; the keys of what is written next are checked at the commit again, together.
+        await self.execute("SET CONSTRAINTS ALL DEFERRED")
         return 0
 
     async def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """COPY the rows in: far faster than one INSERT a row, and it fires the same triggers."""
         names = ", ".join(f'"{column}"' for column in columns)
+        written = 0
         try:
             async with (
                 self._conn.cursor() as cursor,
                 cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy,
             ):
-                for row in rows:
+                for written, row in enumerate(rows):  # noqa: B007 -- read after a failure
                     await copy.write_row(row)
         except (psycopg.IntegrityError, psycopg.DataError, psycopg.ProgrammingError) as exc:
             if (error := storage_error(exc)) is not None:
                 raise error from exc
-            raise api.RowRefused(_first_line(exc)) from exc
+            raise api.RowRefused(_first_line(exc), row=_copied_row(exc, written)) from exc
         except psycopg.Error as exc:
             _raise_translated(exc)
             raise
 
     async def rows_imported(self) -> None:
-        """Move the identity counters past the rows, and index every page, a batch at a time."""
+        """Move the identity counters past the rows, and index every page, a batch at a time: the
+        postings the engine's writes would have stored (see flush), COPYed in, as there are a
+        few dozen a page."""
         for statement in MOVE_IDENTITIES:
             await self.execute(statement)
-        async with aclosing(self.stream("SELECT rowid FROM pages ORDER BY rowid")) as batches:
-            async for batch in batches:
-                await self.index_pages([int(row[0]) for row in batch])
-                await self.flush()
+        async with aclosing(self.stream(SEARCHED_TEXTS)) as batches:
+            async for texts in batches:
+                lengths, terms = await anyio.to_thread.run_sync(index_rows, texts, self._stemmer)
+                await self.executemany(SET_SEARCH_CHARS, lengths)
+                await self.insert_rows("page_terms", _POSTING_COLUMNS, terms)
 
     async def index_pages(self, rowids: Sequence[int]) -> None:
         """Note the pages to index; they are indexed together when the transaction's work is done
@@ -424,6 +435,16 @@ class Database(api.Database):
         finally:
             with anyio.CancelScope(shield=True):
                 await pooled.__aexit__(None, None, None)
+
+
+def _copied_row(exc: psycopg.Error, written: int) -> int | None:
+    """Which row of a COPY the server refused ("COPY pages, line 3"), or, for a value the driver
+    could not send, the one being written. No savepoint is taken to find out: a transaction with
+    many subtransactions makes every later read of its own rows slow."""
+    if exc.sqlstate is None:
+        return written
+    found = re.search(r"\bline (\d+)", exc.diag.context or "")
+    return int(found.group(1)) - 1 if found else None
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:

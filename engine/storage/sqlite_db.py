@@ -153,13 +153,24 @@ class Writes(Reads, api.Writes):
     async def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         names = ", ".join(f'"{column}"' for column in columns)
         sql = f'INSERT INTO "{table}" ({names}) VALUES ({", ".join("?" * len(columns))})'
+        batch = [tuple(row) for row in rows]
+        # SQLite does not say which row of a batch failed: the batch is undone (a savepoint costs
+        # next to nothing here) and its rows tried one at a time, to name the one refused.
+        await self.execute("SAVEPOINT memvm_rows")
         try:
-            await self._conn.executemany(sql, [tuple(row) for row in rows])
+            await self._conn.executemany(sql, batch)
         except _ROW_ERRORS as exc:
+            await self.execute("ROLLBACK TO SAVEPOINT memvm_rows")
+            for index, row in enumerate(batch):
+                try:
+                    await self._conn.execute(sql, row)
+                except _ROW_ERRORS as refused:
+                    raise api.RowRefused(str(refused), row=index) from refused
             raise api.RowRefused(str(exc)) from exc
         except sqlite3.Error as exc:
             _raise_translated(exc)
             raise
+        await self.execute("RELEASE SAVEPOINT memvm_rows")
 
     async def rows_imported(self) -> None:
         """Nothing to do: the triggers indexed each page as it came, and rowids go on from the largest."""
