@@ -110,21 +110,25 @@ def test_a_damaged_export_is_refused_in_one_line_and_imports_nothing(filled, tmp
         assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 0
 
 
-def with_a_row_that_does_not_fit(lines: list[str]) -> tuple[list[str], int]:
-    """The export's lines with one page row's namespace null (its table refuses it), and its line:
-    a row inside the batch its table's rows are inserted in, so the line named must be its own."""
+def import_with_a_row_that_does_not_fit(filled: Path, db: Path | str, tmp_path: Path) -> tuple[str, int]:
+    """Import into `db` the export of `filled` with one page row's namespace null (its table refuses
+    it): the refusal, and the row's line. The row sits inside the batch its table's rows are
+    inserted in, so the line named must be its own."""
+    export, damaged = tmp_path / "all.jsonl", tmp_path / "damaged.jsonl"
+    run("export", "--db", filled, "--out", export)
+    lines = export.read_text(encoding="utf-8").splitlines()
     at = next(n for n, line in enumerate(lines) if line.startswith('{"table":"pages"') and n > 40)
     record = json.loads(lines[at])
     record["row"]["namespace"] = None
-    return [*lines[:at], json.dumps(record), *lines[at + 1 :]], at + 1
+    damaged.write_text(
+        "\n".join([*lines[:at], json.dumps(record), *lines[at + 1 :]]) + "\n", encoding="utf-8"
+    )
+    return run("import", damaged, "--db", db).refusal(), at + 1
 
 
 def test_a_row_its_table_refuses_is_named_by_its_line_and_imports_nothing(filled, tmp_path):
-    export, damaged, copy = tmp_path / "all.jsonl", tmp_path / "damaged.jsonl", tmp_path / "copy.db"
-    run("export", "--db", filled, "--out", export)
-    lines, line = with_a_row_that_does_not_fit(export.read_text(encoding="utf-8").splitlines())
-    damaged.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    refusal = run("import", damaged, "--db", copy).refusal()
+    copy = tmp_path / "copy.db"
+    refusal, line = import_with_a_row_that_does_not_fit(filled, copy, tmp_path)
     assert refusal.startswith(f"memvm: line {line}: the row does not fit its table ("), refusal
     assert tables_holding_rows(copy) == []
 

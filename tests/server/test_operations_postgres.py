@@ -12,7 +12,7 @@ from memvm.engine.storage.migrations import SCHEMA_VERSION
 from tests.commands import run
 from tests.conftest import db_rows, fresh_postgres_database, note
 from tests.seeding import every_table, seed
-from tests.server.test_operations import BAD_ROWS, NAMESPACES, answers_of, with_a_row_that_does_not_fit
+from tests.server.test_operations import BAD_ROWS, NAMESPACES, answers_of, import_with_a_row_that_does_not_fit
 from tests.stored import tables_holding_rows
 
 pytestmark = pytest.mark.slow
@@ -81,11 +81,7 @@ def test_a_damaged_export_imports_nothing_into_postgresql(filled, tmp_path, post
 
 def test_a_row_postgresql_refuses_is_named_by_its_line_and_imports_nothing(filled, tmp_path, postgres):
     url = fresh_postgres_database(postgres)
-    export, damaged = tmp_path / "all.jsonl", tmp_path / "damaged.jsonl"
-    run("export", "--db", filled, "--out", export)
-    lines, line = with_a_row_that_does_not_fit(export.read_text(encoding="utf-8").splitlines())
-    damaged.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    refusal = run("import", damaged, "--db", url).refusal()
+    refusal, line = import_with_a_row_that_does_not_fit(filled, url, tmp_path)
     assert refusal.startswith(f"memvm: line {line}: the row does not fit its table ("), refusal
     assert tables_holding_rows(url) == []
 
