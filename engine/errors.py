@@ -121,3 +121,7 @@ class StorageUnavailable(StorageError):
 
 class DatabaseRefused(MemvmError):
     """The file at start is corrupt, foreign or from a newer memvm: memvm will not touch it."""
+
+
+class BackupError(MemvmError):
+    """A backup that cannot be made; one line for the person running `memvm backup`."""

@@ -6,7 +6,8 @@ installed script calls (memvm.server.cli.main.main) with the command's standard 
 their own, and returns its exit status and what it printed. No interpreter starts and nothing is
 imported again, so a command costs what its own work costs. Like the program, a command may start
 its own event loop (`anyio.run`) and set signal handlers: call `run` from the main thread, outside a
-running event loop (a plain `def` test), unless the command needs neither (export).
+running event loop (a plain `def` test), or from a worker thread of an async test
+(`anyio.to_thread.run_sync`), where the command keeps the process's signal handlers.
 
 The slow stage also starts the real program (`command`, `run_process`, `started`): for what only
 a process shows, such as signals, pipes between processes and a server's port.

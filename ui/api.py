@@ -5,7 +5,6 @@ Every answer is built from engine reads, one namespace (the view's); a failure i
 """
 
 import json
-import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,6 +21,7 @@ from memvm.engine.models.pages import REMEMBERED_TYPES, NewPage, PageType
 from memvm.engine.models.recall import SearchScope
 from memvm.engine.namespace_view import SESSION_LOGS
 from memvm.engine.paging.memory import fingerprint
+from memvm.engine.storage.open import failure_types
 from memvm.resources.context import render_context
 from memvm.resources.manifest import render_manifest
 from memvm.ui.exports import Download, ExportBusy, Exports, ExportTooLarge
@@ -266,10 +266,10 @@ def _answering(handler: Handler, engine_of: Callable[[], Engine]) -> Callable[[R
                 {"error": "Another process is writing to the database; try again in a moment."},
                 status_code=503,
             )
-        except (StorageError, sqlite3.Error):
-            return JSONResponse(
-                {"error": "The database could not do this; memvm doctor checks it."}, status_code=503
-            )
+        except StorageError:
+            return _storage_failed()
+        except failure_types():  # the database itself said no, in its driver's words
+            return _storage_failed()
         except MemvmError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         # Anything else (a row written by other means that breaks the rules) is said, not shown.
@@ -280,6 +280,10 @@ def _answering(handler: Handler, engine_of: Callable[[], Engine]) -> Callable[[R
         return result if isinstance(result, Response) else JSONResponse(result)
 
     return endpoint
+
+
+def _storage_failed() -> JSONResponse:
+    return JSONResponse({"error": "The database could not do this; memvm doctor checks it."}, status_code=503)
 
 
 async def _json(request: Request) -> dict[str, Any]:

@@ -7,7 +7,6 @@ whoever has the URL has the view, and the view only listens on this machine.
 import argparse
 import secrets
 import socket
-import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,7 +17,7 @@ from memvm.engine import Engine, EngineConfig
 from memvm.engine.errors import DatabaseRefused, StorageError
 from memvm.engine.names import NAME_RULE, is_name
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
-from memvm.engine.storage.open import local_file, shown
+from memvm.engine.storage.open import failure_types, local_file, shown
 from memvm.resources.budget import with_reserve
 from memvm.ui.app import create_app
 from memvm.ui.http_guard import BACKLOG, guarded_server
@@ -71,13 +70,19 @@ def main(args: argparse.Namespace) -> int:
         # The engine says why (corrupt, another program's, a newer memvm's, an unwritable folder).
         print(f"memvm: {shown(db)}: {exc}", file=sys.stderr)
         return 2
-    except (StorageError, sqlite3.DatabaseError):
-        print(
-            f"memvm: {shown(db)} cannot be opened as a memvm database; run memvm doctor --db {shown(db)}",
-            file=sys.stderr,
-        )
-        return 2
+    except StorageError:
+        return _unusable(db)
+    except failure_types():
+        return _unusable(db)
     return 0
+
+
+def _unusable(db: str) -> int:
+    print(
+        f"memvm: {shown(db)} cannot be opened as a memvm database; run memvm doctor --db {shown(db)}",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -7,9 +7,10 @@ failing) shows up as a session whose events have been skipped since its last wri
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+import anyio
 from memvm.engine.hosts.hook_journal import SkippedEvent, skipped_events
+from memvm.engine.storage.api import Reads
 
 # Skipped events in a row, after a session's last write, that make a problem rather than a blip.
 STOPPED_AFTER = 3
@@ -43,14 +44,13 @@ class HookSession:
         return max(self.last_write_at or 0.0, self.last_skip_at or 0.0)
 
 
-def hook_sessions(conn: Any, db: str | Path) -> tuple[list[HookSession], int]:
+async def hook_sessions(conn: Reads | None, db: str | Path) -> tuple[list[HookSession], int]:
     """The host sessions seen, the most recent first, and the guards that failed open in all of
-    them (the list is cut short). `conn` is a SQLite or PostgreSQL connection, None when the
-    database cannot be read."""
+    them (the list is cut short). `conn` reads the database `db`, None when it cannot be read."""
     found: dict[tuple[str, str], HookSession] = {}
     by_session: dict[str, list[HookSession]] = {}
     if conn is not None:
-        for row in conn.execute(_CAPTURED):
+        for row in await conn.all(_CAPTURED):
             namespace, session, host, events, last_at, last_event = row
             entry = HookSession(
                 host=host, session=session, namespace=namespace, events=events, last_event=last_event
@@ -58,7 +58,7 @@ def hook_sessions(conn: Any, db: str | Path) -> tuple[list[HookSession], int]:
             entry.last_write_at = last_at
             found[(namespace, session)] = entry
             by_session.setdefault(session, []).append(entry)
-    for skipped in skipped_events(db):
+    for skipped in await anyio.to_thread.run_sync(skipped_events, db):
         _count(skipped, found, by_session)
     ordered = sorted(found.values(), key=lambda entry: entry.latest, reverse=True)
     return ordered[:_LISTED], sum(entry.guard_failed_open for entry in ordered)

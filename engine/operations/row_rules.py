@@ -1,4 +1,4 @@
-"""The rules every stored row keeps, checked in SQL: what `memvm import` refuses and `doctor` reports.
+"""The rules every stored row keeps: what `memvm import` refuses and `doctor` reports, on either backend.
 
 The tools only ever write rows that keep them; a row from elsewhere (an edited export, a file
 written by another program) that breaks one turns search, faults or resources into failures, or
@@ -14,17 +14,21 @@ shows one namespace's page in another's working set. Rules are kept per table:
   would pack far more than its budget;
 - everything a row points at belongs to the row's namespace (call ids do by construction).
 
-A few rules call Python (`_FUNCTIONS`, registered on the connection checked): the names'
-patterns, Python's own JSON reader, and the working set's line text.
+Most rules are a SQL condition both backends read the same way. The rest are Python, applied to
+values the rows are read for (`Check`): the declared types (SQLite stores any value in any column,
+so what a column holds is asked of the value), the names' patterns, Python's own JSON reader, and
+the working set's line text. Each table is read once for all of its Python rules.
 
 A table added later gets the type rules from its declaration; its own rules go in `_TABLE_RULES`.
 """
 
+import math
 import re
-import sqlite3
 from collections.abc import Callable, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from memvm.engine.guard_config import ToolKind
 from memvm.engine.models.guards import GuardRule, ValueType
@@ -33,13 +37,13 @@ from memvm.engine.models.procedures import Outcome
 from memvm.engine.models.working_set import Actor, MutationKind
 from memvm.engine.names import ID_PATTERN, NAME_PATTERN
 from memvm.engine.operations.stored_json import MAX_JSON_DEPTH, json_kind
+from memvm.engine.operations.tables import Column, Table
 from memvm.engine.paging.context_lines import line_body
 from memvm.engine.paging.pages import ID_PREFIX
+from memvm.engine.storage.api import Reads
 
 # Integers a JSON reader keeps exactly; far past any real counter, far from SQLite's overflow.
 MAX_INTEGER = 2**53
-# SQLite reads this literal as infinity.
-_INFINITY = "9e999"
 # The most characters one token of o200k_base or cl100k_base decodes to (their longest is 128 bytes).
 MAX_CHARS_PER_TOKEN = 128
 # Who a page is from: the model, a speaker's role, or `tool:NAME` (with ` call N` for an outcome).
@@ -50,28 +54,23 @@ _VALUE_TYPES = {"number": ValueType.NUMBER, "string": ValueType.STRING, "boolean
 _VALUE_TYPES |= {"array": ValueType.LIST, "object": ValueType.OBJECT, "null": ValueType.FORGOTTEN}
 
 
-def _matches(pattern: str, text: object) -> bool:
-    return isinstance(text, str) and re.fullmatch(pattern, text) is not None
+@dataclass(frozen=True)
+class Check:
+    """A rule Python applies: the row breaks it when `broken` is true of the values of `reads` (SQL
+    expressions over the row, built from constants, never from input)."""
 
-
-def _line_chars(text: object) -> int | None:
-    return len(line_body(text)) if isinstance(text, str) else None
-
-
-_FUNCTIONS: dict[str, tuple[int, Callable[..., str | int | None]]] = {
-    "memvm_matches": (2, _matches),
-    "memvm_json": (1, json_kind),
-    "memvm_line_chars": (1, _line_chars),
-}
+    reads: tuple[str, ...]
+    broken: Callable[..., bool]
 
 
 @dataclass(frozen=True)
 class Rule:
-    """Rows of `table` WHERE `broken` (SQL built from constants, never from input) break `says`."""
+    """Rows of `table` that break `says`: those WHERE `broken` (SQL built from constants, never
+    from input), or those a Check finds."""
 
     table: str
     says: str
-    broken: str
+    broken: str | Check
 
 
 @dataclass(frozen=True)
@@ -99,14 +98,26 @@ def _level(column: str, *, nullable: bool = False) -> str:
     return f"{column} IS NOT NULL AND {outside}" if nullable else f"{column} IS NULL OR {outside}"
 
 
-def _not_json(column: str, *, nullable: bool = False, object_only: bool = False) -> str:
-    bad = f"memvm_json({column}) IS NOT 'object'" if object_only else f"memvm_json({column}) IS NULL"
-    return f"{column} IS NOT NULL AND ({bad})" if nullable else f"{column} IS NULL OR {bad}"
+def _not(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: not test(value)
+
+
+def _allowing_null(test: Callable[[Any], bool], nullable: bool) -> Callable[[Any], bool]:
+    """`test` of a value, where a NULL breaks the rule unless the column may hold one."""
+    return lambda value: (not nullable) if value is None else test(value)
+
+
+def _not_json(column: str, *, nullable: bool = False, object_only: bool = False) -> Check:
+    def bad(value: Any) -> bool:
+        kind = json_kind(value)
+        return kind != "object" if object_only else kind is None
+
+    return Check((column,), _allowing_null(bad, nullable))
 
 
 def _json_rule(
     what: str, column: str, *, nullable: bool = False, object_only: bool = False
-) -> tuple[str, str]:
+) -> tuple[str, Check]:
     kind = "a JSON object" if object_only else "JSON"
     says = f"its {what} is not {kind} memvm reads (at most {MAX_JSON_DEPTH} levels deep, finite numbers, integers of at most 4300 digits)"
     return says, _not_json(column, nullable=nullable, object_only=object_only)
@@ -120,16 +131,23 @@ def _too_few_tokens(tokens: str, chars: str) -> str:
     return f"{tokens} * {MAX_CHARS_PER_TOKEN} < {chars}"
 
 
-def _name_rules(table: str, info: list[sqlite3.Row]) -> list[Rule]:
+def _matches(pattern: str) -> Callable[[Any], bool]:
+    shape = re.compile(pattern)
+    return lambda text: isinstance(text, str) and shape.fullmatch(text) is not None
+
+
+def _name_rules(table: str, columns: Iterable[Column]) -> list[Rule]:
     shapes = {"namespace": NAME_PATTERN, "session": NAME_PATTERN, "page_id": ID_PATTERN}
     shapes["result_page_id"] = ID_PATTERN
     rules = []
-    for column in info:
-        name, not_null = column[1], column[3]
-        if name in shapes:
-            broken = f"NOT memvm_matches('{shapes[name]}', {name})"
-            broken = broken if not_null else f"{name} IS NOT NULL AND {broken}"
-            rules.append(Rule(table, f"its {name} is not a name of the shape {shapes[name]}", broken))
+    for column in columns:
+        if column.name in shapes:
+            broken = Check(
+                (column.name,), _allowing_null(_not(_matches(shapes[column.name])), not column.not_null)
+            )
+            rules.append(
+                Rule(table, f"its {column.name} is not a name of the shape {shapes[column.name]}", broken)
+            )
     return rules
 
 
@@ -140,21 +158,29 @@ def _other_namespace(table: str, column: str, target: str, target_key: str) -> s
     )
 
 
-_LEVEL_TEXT = """(SELECT memvm_line_chars(CASE working_set.level WHEN 0 THEN t.content WHEN 1 THEN t.reduced
-    WHEN 2 THEN p.abstract ELSE p.reference END)
+# The text of the level a working set row maps its page at.
+_LEVEL_TEXT = """(SELECT CASE working_set.level WHEN 0 THEN t.content WHEN 1 THEN t.reduced
+    WHEN 2 THEN p.abstract ELSE p.reference END
     FROM pages AS p JOIN page_texts AS t ON t.rowid = p.rowid WHERE p.rowid = working_set.page_rowid)"""
 _PAGE_TEXT = "(SELECT length({column}) FROM page_texts AS t WHERE t.rowid = pages.rowid)"
 _PROVENANCE = (
     f"provenance NOT IN ({', '.join(repr(author) for author in _AUTHORS)}) "
-    f"AND NOT (provenance GLOB 'tool:?*' AND length(provenance) <= {_TOOL_PROVENANCE_CHARS})"
-)
-_VALUE_TYPE = (
-    "value_type IS NOT CASE memvm_json(value) "
-    + " ".join(f"WHEN '{kind}' THEN '{value_type.value}'" for kind, value_type in _VALUE_TYPES.items())
-    + " END"
+    f"AND NOT (substr(provenance, 1, 5) = 'tool:' AND length(provenance) BETWEEN 6 AND {_TOOL_PROVENANCE_CHARS})"
 )
 
-_TABLE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
+
+def _line_too_long(line_tokens: Any, text: Any) -> bool:
+    if not isinstance(text, str) or not isinstance(line_tokens, int | float):
+        return False  # no text to measure, or a count the type rules refuse
+    return line_tokens * MAX_CHARS_PER_TOKEN < len(line_body(text))
+
+
+def _not_its_value_type(value_type: Any, value: Any) -> bool:
+    kind = _VALUE_TYPES.get(json_kind(value) or "")
+    return bool(value_type != (kind.value if kind else None))
+
+
+_TABLE_RULES: dict[str, tuple[tuple[str, str | Check], ...]] = {
     "sessions": _negative("turn", "faults_this_turn"),
     "id_counters": (
         ("its prefix is not a page id prefix", _one_of_text("prefix", ID_PREFIX.values())),
@@ -170,7 +196,7 @@ _TABLE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
         _json_rule("metadata", "metadata", object_only=True),
         (
             "its token counts are negative",
-            "min(tokens_full, tokens_reduced, tokens_abstract, tokens_reference) < 0",
+            "tokens_full < 0 OR tokens_reduced < 0 OR tokens_abstract < 0 OR tokens_reference < 0",
         ),
         (
             f"its token counts are below its texts' length / {MAX_CHARS_PER_TOKEN}",
@@ -193,7 +219,7 @@ _TABLE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
         ),
         (
             f"its line tokens are below its line's length / {MAX_CHARS_PER_TOKEN}",
-            _too_few_tokens("line_tokens", _LEVEL_TEXT),
+            Check(("line_tokens", _LEVEL_TEXT), _line_too_long),
         ),
         *_negative("line_tokens", "faulted_turn", "last_access_turn"),
     ),
@@ -208,7 +234,7 @@ _TABLE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
         ("its value type is not a value type", _one_of("value_type", ValueType)),
         _json_rule("arguments", "args"),
         _json_rule("value", "value"),
-        ("its value type is not its value's JSON type", _VALUE_TYPE),
+        ("its value type is not its value's JSON type", Check(("value_type", "value"), _not_its_value_type)),
         *_negative("turn"),
     ),
     "binding_aliases": _negative("seq"),
@@ -262,40 +288,41 @@ _TABLE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def _type_rules(table: str, info: list[sqlite3.Row]) -> list[Rule]:
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -MAX_INTEGER <= value <= MAX_INTEGER
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# What a value of each declared type must be, and what a row that holds another breaks.
+_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "INTEGER": (_whole, "is not a whole number within ±2**53"),
+    "REAL": (_finite, "is not a finite number"),
+    "TEXT": (lambda value: isinstance(value, str), "is not text"),
+}
+
+
+def _type_rules(table: str, columns: Iterable[Column]) -> list[Rule]:
     rules = []
-    for column in info:
-        name, declared, not_null = column[1], str(column[2]).upper(), column[3]
-        if declared == "INTEGER":
-            broken = f"typeof({name}) != 'integer' OR {name} NOT BETWEEN -{MAX_INTEGER} AND {MAX_INTEGER}"
-            says = f"{name} is not a whole number within ±2**53"
-        elif declared == "REAL":
-            broken = f"typeof({name}) NOT IN ('integer', 'real') OR abs({name}) = {_INFINITY}"
-            says = f"{name} is not a finite number"
-        elif declared == "TEXT":
-            broken, says = f"typeof({name}) != 'text'", f"{name} is not text"
-        else:
+    for column in columns:
+        if column.type not in _TYPES:
             continue
-        if not not_null:
-            broken = f"{name} IS NOT NULL AND ({broken})"
-        rules.append(Rule(table, says, broken))
+        fits, says = _TYPES[column.type]
+        check = Check((column.name,), _allowing_null(_not(fits), not column.not_null))
+        rules.append(Rule(table, f"{column.name} {says}", check))
     return rules
 
 
-def rules_for(conn: sqlite3.Connection, tables: Iterable[str]) -> list[Rule]:
-    """Every rule of the named tables: their columns' types first, then their own rules."""
+def rules_for(tables: Iterable[Table]) -> list[Rule]:
+    """Every rule of the tables: their columns' types first, then their own rules."""
     rules = []
     for table in tables:
-        info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
-        rules += _type_rules(table, info)
-        rules += _name_rules(table, info)
-        rules += [Rule(table, says, broken) for says, broken in _TABLE_RULES.get(table, ())]
+        rules += _type_rules(table.name, table.declared)
+        rules += _name_rules(table.name, table.declared)
+        rules += [Rule(table.name, says, broken) for says, broken in _TABLE_RULES.get(table.name, ())]
     return rules
-
-
-def _key_columns(conn: sqlite3.Connection, table: str) -> list[str]:
-    info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
-    return [col[1] for col in sorted((c for c in info if c[5]), key=lambda c: c[5])] or ["rowid"]
 
 
 def _shown(value: object) -> str:
@@ -303,17 +330,51 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def violations(conn: sqlite3.Connection, tables: Iterable[str], *, limit: int = 20) -> list[Violation]:
-    """Up to `limit` rows that break a rule, each named by its table and key."""
-    for name, (arguments, function) in _FUNCTIONS.items():
-        conn.create_function(name, arguments, function, deterministic=True)
+async def violations(conn: Reads, tables: Iterable[Table], *, limit: int = 20) -> list[Violation]:
+    """Up to `limit` rows that break a rule, each named by its table and key, in the rules' order."""
     found: list[Violation] = []
-    for rule in rules_for(conn, tables):
+    for table in tables:
         if len(found) >= limit:
             break
-        keys = _key_columns(conn, rule.table)
-        sql = f'SELECT {", ".join(keys)} FROM "{rule.table}" WHERE {rule.broken} LIMIT {limit - len(found)}'
-        for row in conn.execute(sql):
-            key = ", ".join(f"{k}={_shown(v)}" for k, v in zip(keys, row, strict=True))
-            found.append(Violation(rule.table, f"({key})", rule.says))
-    return found
+        rules = rules_for([table])
+        hits: dict[int, list[tuple[Any, ...]]] = {}
+        for index, rule in enumerate(rules):
+            if isinstance(rule.broken, str):
+                sql = f'SELECT {_names(table.key)} FROM "{table.name}" WHERE {rule.broken} LIMIT {limit}'
+                hits[index] = [tuple(row) for row in await conn.all(sql)]
+        hits |= await _checked(conn, table, rules, limit)
+        for index, rule in enumerate(rules):
+            for key in hits[index]:
+                shown = ", ".join(f"{k}={_shown(v)}" for k, v in zip(table.key, key, strict=True))
+                found.append(Violation(rule.table, f"({shown})", rule.says))
+    return found[:limit]
+
+
+async def _checked(
+    conn: Reads, table: Table, rules: list[Rule], limit: int
+) -> dict[int, list[tuple[Any, ...]]]:
+    """The keys of the rows each Check of `rules` finds (up to `limit` each), reading the table once."""
+    checks = {index: rule.broken for index, rule in enumerate(rules) if isinstance(rule.broken, Check)}
+    hits: dict[int, list[tuple[Any, ...]]] = {index: [] for index in checks}
+    if not checks:
+        return hits
+    reads = [expression for check in checks.values() for expression in check.reads]
+    sql = f'SELECT {_names(table.key)}, {", ".join(reads)} FROM "{table.name}"'
+    keys = len(table.key)
+    async with aclosing(conn.stream(sql)) as batches:
+        async for batch in batches:
+            for row in batch:
+                values = tuple(row)
+                at = keys
+                for index, check in checks.items():
+                    taken = values[at : at + len(check.reads)]
+                    at += len(check.reads)
+                    if len(hits[index]) < limit and check.broken(*taken):
+                        hits[index].append(values[:keys])
+            if all(len(found) >= limit for found in hits.values()):
+                break
+    return hits
+
+
+def _names(columns: Iterable[str]) -> str:
+    return ", ".join(f'"{column}"' for column in columns)

@@ -1,15 +1,20 @@
 """The one way the engine reaches storage: a read transaction, a write transaction, and rows.
 
 Both backends (SQLite in `sqlite_db`, PostgreSQL in `postgres_db`) implement these, so paging,
-guards and procedures are written once. Statements are written once too, in the SQL both accept,
-with `?` (or `?N`) placeholders; what cannot be said the same way on both (scalar LEAST and
-GREATEST, a snippet's window, the full-text index) is asked of the transaction's `dialect`.
+guards, procedures and the operator's commands (export, import, doctor, backup) are written once.
+Statements are written once too, in the SQL both accept, with `?` (or `?N`) placeholders; what
+cannot be said the same way on both (scalar GREATEST, a snippet's window, the full-text index, the
+catalogue of tables) is asked of the transaction's `dialect`, and what only one backend has to do
+(its file or server checks, its own backup, its keys deferred and checked) is a method of its
+objects here.
 """
 
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memvm.engine.clock import Clock
@@ -44,6 +49,15 @@ class Dialect(SqlDialect):
     """What the two backends' SQL says differently (dialects.py), and their full-text index."""
 
     fulltext: "FullText"
+    # Every stored column of every table (generated ones left out), tables in name order (as
+    # SQLite's BINARY sorts), columns in their table's order: (table, column, place in the primary
+    # key or 0, declared type as INTEGER, REAL, TEXT or another name, NOT NULL as 1 or 0).
+    columns: str
+
+    @abstractmethod
+    def own_table(self, name: str) -> bool:
+        """Whether the backend keeps the table `name` for itself (its full-text index, its
+        catalogue): never memory, never exported."""
 
 
 class Reads(ABC):
@@ -79,6 +93,11 @@ class Reads(ABC):
         stays flat however many rows there are (an export's). Read it to the end, or close it
         (`contextlib.aclosing`) before the transaction ends. A Statement's parameters are a
         mapping."""
+
+    @abstractmethod
+    async def dangling_rows(self) -> int:
+        """How many rows point at rows that are not there (a foreign key broken), counting those
+        whose check this transaction deferred; at least 1 when the backend cannot tell how many."""
 
     async def all_in(
         self, sql: "str | Template", params: Sequence[Any], values: Sequence[Any], /, **named: Any
@@ -118,6 +137,55 @@ class Writes(Reads):
         """Bring the full-text index up to date for pages whose searchable text was just written
         (content, speaker or key). SQLite's triggers do this themselves."""
 
+    @abstractmethod
+    async def defer_foreign_keys(self) -> None:
+        """Check foreign keys at the commit (or at `dangling_rows`), not row by row: an import
+        brings rows table by table, not in the order their keys need."""
+
+    @abstractmethod
+    async def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert rows that carry their own keys, as an import brings them; RowRefused, in the
+        database's words and naming the row where it can, when one does not fit its table (its
+        type, a constraint), after which only a rollback is left. `table` and `columns` are names
+        from the catalogue (`Dialect.columns`), never from input."""
+
+    @abstractmethod
+    async def rows_imported(self) -> None:
+        """Bring up to date what the backend derives from rows `insert_rows` wrote with their own
+        keys: on PostgreSQL its identity counters and the search postings of every page; SQLite's
+        triggers and rowids need nothing."""
+
+
+class RowRefused(Exception):
+    """A row that does not fit its table; the message is the database's own, one line. `row` is
+    its place among the rows given to insert_rows, when the backend can tell."""
+
+    def __init__(self, message: str, row: int | None = None) -> None:
+        super().__init__(message)
+        self.row = row
+
+
+@dataclass
+class StorageReport:
+    """What a backend finds of its own storage for `memvm doctor`: the facts it reports (fields of
+    doctor's JSON), its own checks and the problems they found, and whether the memory in it can be
+    read at all (a file that failed its integrity check, or another program's, cannot)."""
+
+    # What the database is, as doctor's report names it ("SQLite 3.40.1"), and its size, in words.
+    engine: str
+    size: str
+    facts: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    readable: bool = True
+
+
+@dataclass(frozen=True)
+class BackupResult:
+    path: str
+    bytes: int
+    pages: int
+
 
 class Database(ABC):
     """The connections to one database: SQLite file, private in-memory database, or PostgreSQL."""
@@ -150,6 +218,19 @@ class Database(ABC):
 
     @abstractmethod
     async def close(self) -> None: ...
+
+    @abstractmethod
+    async def diagnose(self) -> StorageReport:
+        """Check the storage itself, reading only: what `memvm doctor` reports before the memory."""
+
+    @abstractmethod
+    async def check_search_index(self) -> str:
+        """Whether the full-text index agrees with the pages: "ok", "ok (...)", or what disagrees."""
+
+    @abstractmethod
+    async def backup(self, target: Path) -> BackupResult:
+        """A consistent copy of the live database in the new file `target`, or BackupError saying
+        why it cannot be made (on PostgreSQL: pg_dump's work)."""
 
     async def purge_deleted(self) -> bool:
         """After a delete has committed, take the deleted rows' text out of storage as far as the

@@ -31,7 +31,7 @@ from memvm.engine.errors import (
     StorageFull,
     StorageReadOnly,
 )
-from memvm.engine.storage import api, fulltext_sqlite, sqlite_purge
+from memvm.engine.storage import api, fulltext_sqlite, sqlite_backup, sqlite_doctor, sqlite_purge
 from memvm.engine.storage.dialects import SqliteSql
 from memvm.engine.storage.namespace_quota import check_namespace_room
 from memvm.engine.storage.purge_queue import PURGE_STARTED
@@ -61,8 +61,24 @@ logger = logging.getLogger("memvm.storage")
 Row = sqlite3.Row
 
 
+# Every stored column of every table, as api.Dialect.columns lists them (table_info leaves
+# generated columns out).
+_COLUMNS = (
+    'SELECT m.name, c.name, c.pk, upper(c.type), c."notnull" '
+    "FROM sqlite_schema AS m, pragma_table_info(m.name) AS c WHERE m.type = 'table' ORDER BY m.name, c.cid"
+)
+# SQLite's own tables, and the FTS5 index's (and its vocabulary's) shadow tables.
+_OWN_PREFIXES = ("sqlite_", "pages_fts", "pages_terms")
+# The errors of a row that does not fit its table: a constraint, or a value SQLite cannot bind.
+_ROW_ERRORS = (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError, sqlite3.DataError)
+
+
 class SqliteDialect(SqliteSql, api.Dialect):
     fulltext = fulltext_sqlite
+    columns = _COLUMNS
+
+    def own_table(self, name: str) -> bool:
+        return name.startswith(_OWN_PREFIXES)
 
 
 DIALECT = SqliteDialect()
@@ -123,6 +139,9 @@ class Reads(api.Reads):
             _raise_translated(exc)
             raise
 
+    async def dangling_rows(self) -> int:
+        return len(await self.all("PRAGMA foreign_key_check"))
+
 
 class Writes(Reads, api.Writes):
     """The connection of the one open SQLite write transaction: reads see its own writes."""
@@ -141,6 +160,34 @@ class Writes(Reads, api.Writes):
 
     async def index_pages(self, rowids: Sequence[int]) -> None:
         """Nothing to do: the schema's triggers keep the FTS5 index in step with every write."""
+
+    async def defer_foreign_keys(self) -> None:
+        await self.execute("PRAGMA defer_foreign_keys = ON")
+
+    async def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        names = ", ".join(f'"{column}"' for column in columns)
+        sql = f'INSERT INTO "{table}" ({names}) VALUES ({", ".join("?" * len(columns))})'
+        batch = [tuple(row) for row in rows]
+        # SQLite does not say which row of a batch failed: the batch is undone (a savepoint costs
+        # next to nothing here) and its rows tried one at a time, to name the one refused.
+        await self.execute("SAVEPOINT memvm_rows")
+        try:
+            await self._conn.executemany(sql, batch)
+        except _ROW_ERRORS as exc:
+            await self.execute("ROLLBACK TO SAVEPOINT memvm_rows")
+            for index, row in enumerate(batch):
+                try:
+                    await self._conn.execute(sql, row)
+                except _ROW_ERRORS as refused:
+                    raise api.RowRefused(str(refused), row=index) from refused
+            raise api.RowRefused(str(exc)) from exc
+        except sqlite3.Error as exc:
+            _raise_translated(exc)
+            raise
+        await self.execute("RELEASE SAVEPOINT memvm_rows")
+
+    async def rows_imported(self) -> None:
+        """Nothing to do: the triggers indexed each page as it came, and rowids go on from the largest."""
 
 
 class Database(api.Database):
@@ -177,18 +224,24 @@ class Database(api.Database):
         self.busy_retries = 0
 
     @classmethod
-    async def open(cls, path: str | Path, config: EngineConfig, clock: Clock) -> "Database":
-        """Open the write connection; refuse a corrupt or foreign file with DatabaseRefused."""
+    async def open(
+        cls, path: str | Path, config: EngineConfig, clock: Clock, *, inspect: bool = False
+    ) -> "Database":
+        """Open the write connection; refuse a corrupt or foreign file with DatabaseRefused, unless
+        it is opened to `inspect` it as it is (see open.open_database)."""
         target = str(path)
-        if target != ":memory:" and not config.read_only:
+        if target != ":memory:" and not config.read_only and not inspect:
             check_writable(target)
             create_private(target)
-        writer = await connect(target, config, busy_ms=min(config.busy_timeout_ms, _BUSY_SLICE_MS))
+        writer = await connect(
+            target, config, busy_ms=min(config.busy_timeout_ms, _BUSY_SLICE_MS), inspect=inspect
+        )
         quota_bytes = None
         try:
             moment = await keep_moment(writer)
-            await check_file(writer)
-            if target != ":memory:" and not config.read_only:
+            if not inspect:
+                await check_file(writer)
+            if target != ":memory:" and not config.read_only and not inspect:
                 # Switching to WAL is a write; a read-only file keeps its mode.
                 await pragma(writer, "PRAGMA journal_mode=WAL")
             if config.max_db_mb is not None:
@@ -208,6 +261,18 @@ class Database(api.Database):
                 await reader.close()
             self._idle_readers.clear()
             await self._writer.close()
+
+    async def diagnose(self) -> api.StorageReport:
+        """The file's size, pages and journal, its integrity and owner (see sqlite_doctor)."""
+        return await sqlite_doctor.file_report(self)
+
+    async def check_search_index(self) -> str:
+        return await sqlite_doctor.search_index_verdict(self)
+
+    async def backup(self, target: Path) -> api.BackupResult:
+        """SQLite's online backup of the file, from one snapshot (see sqlite_backup)."""
+        async with self._lock:
+            return await sqlite_backup.backup(self._writer, Path(self.path), target)
 
     @asynccontextmanager
     async def read(self, namespace: str | None) -> AsyncIterator[Reads]:

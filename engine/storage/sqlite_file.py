@@ -1,8 +1,7 @@
 """The SQLite file itself: made private before SQLite first opens it, checked as memvm's and
 whole, opened with memvm's pragmas (read-only where it must be), and held to its size cap.
 
-The connections and transactions on it are sqlite_db.py's; the operator's one-shot commands open
-it here too (`connect_blocking`).
+The connections and transactions on it are sqlite_db.py's.
 """
 
 import os
@@ -20,25 +19,6 @@ _UNREADABLE_WAL = (
     "its last writes are in its -wal file, which SQLite cannot read in a folder it may not write; "
     "copy the file with its -wal to a writable folder (or serve it there once) and open that"
 )
-
-
-def connect_blocking(path: str | Path, *, read_only: bool = False) -> sqlite3.Connection:
-    """A plain connection for the operator's one-shot commands (doctor, export, import, backup).
-
-    They run beside serving processes, so they wait for the write lock as long as the engine does;
-    transactions are explicit (isolation_level=None), as on the engine's own connections.
-    `read_only` opens it as `serve --read-only` does, for a file on read-only media.
-    """
-    if read_only:
-        if unreadable_wal(path):
-            raise DatabaseRefused(_UNREADABLE_WAL)
-        conn = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None)
-    else:
-        conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(f"PRAGMA busy_timeout={EngineConfig().busy_timeout_ms}")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA secure_delete=ON")  # as on the engine's connections (see _connect)
-    return conn
 
 
 async def pragma(conn: aiosqlite.Connection, sql: str) -> list[sqlite3.Row]:
@@ -67,12 +47,6 @@ def unreadable_wal(target: str | Path) -> bool:
     -shm beside it and a folder where none can be made."""
     path = os.path.abspath(target)
     return _on_read_only_media(path) and _wal_content(path)
-
-
-def writable(target: str | Path) -> bool:
-    """Whether this process may write the file and its folder (where SQLite keeps -wal and -shm)."""
-    path = os.path.abspath(target)
-    return os.access(path, os.W_OK) and os.access(os.path.dirname(path), os.W_OK)
 
 
 def check_writable(target: str) -> None:
@@ -130,7 +104,12 @@ def wal_in_header(target: str | Path) -> bool:
     return len(header) == 20 and header[18] == 2 and header[19] == 2
 
 
-async def connect(target: str, config: EngineConfig, *, busy_ms: int) -> aiosqlite.Connection:
+async def connect(
+    target: str, config: EngineConfig, *, busy_ms: int, inspect: bool = False
+) -> aiosqlite.Connection:
+    """A connection with memvm's pragmas. One that only `inspect`s the file (doctor, export,
+    backup) leaves `synchronous` alone: it makes nothing durable, and setting it reads the file,
+    which may not be a database at all (doctor says so rather than refusing to look)."""
     try:
         if config.read_only and target != ":memory:":
             if unreadable_wal(target):
@@ -144,7 +123,8 @@ async def connect(target: str, config: EngineConfig, *, busy_ms: int) -> aiosqli
     try:
         # These are per connection; only journal_mode is stored in the file.
         await pragma(conn, f"PRAGMA busy_timeout={int(busy_ms)}")
-        await pragma(conn, f"PRAGMA synchronous={config.synchronous.value}")
+        if not inspect:
+            await pragma(conn, f"PRAGMA synchronous={config.synchronous.value}")
         await pragma(conn, "PRAGMA foreign_keys=ON")
         # What a delete or an update removes is overwritten with zeros, not left in free space:
         # `forget` promises the text is gone from the file (see sqlite_purge).

@@ -1,5 +1,5 @@
-"""`memvm backup`: its command line. The copy (engine/operations/backup.py) is imported only to
-run it, by operations.py."""
+"""`memvm backup`: its command line. The copy (the backend's own: engine/storage/sqlite_backup.py)
+is imported only to run it, by operations.py."""
 
 import argparse
 

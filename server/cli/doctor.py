@@ -1,5 +1,5 @@
-"""`memvm doctor`: its command line. The checks (engine/operations/doctor.py, or postgres_ops.py
-for PostgreSQL) are imported only to run them, by operations.py."""
+"""`memvm doctor`: its command line. The checks (engine/operations/doctor.py, and the backend's
+own in engine/storage/) are imported only to run them, by operations.py."""
 
 import argparse
 

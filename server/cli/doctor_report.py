@@ -7,23 +7,23 @@ data, never as terminal control.
 import re
 from datetime import UTC, datetime
 
-from memvm.engine.operations.doctor import Diagnosis, Findings, memory_line
+from memvm.engine.operations.doctor import Findings, memory_line
 
 
 def mib(size: int) -> str:
     return f"{size / 2**20:.1f} MiB"
 
 
-def report_lines(found: Diagnosis) -> list[str]:
-    """What `memvm doctor` prints about a SQLite file, one finding a line."""
+def report_lines(found: Findings) -> list[str]:
+    """What `memvm doctor` prints about a database, one finding a line; the storage names itself
+    and its size (a SQLite file's pages and WAL, a PostgreSQL database's bytes)."""
     from importlib.metadata import version
 
     lines = [
         f"database    {found.path}",
-        f"versions    memvm {version('memvm')}, SQLite {found.sqlite_version}, "
+        f"versions    memvm {version('memvm')}, {found.storage.engine}, "
         f"schema {found.schema_version} (this memvm: {found.schema_expected})",
-        f"size        {mib(found.file_bytes)} file, {mib(found.wal_bytes)} WAL, "
-        f"{found.page_count} pages of {found.page_size} B ({found.free_pages} free), journal {found.journal_mode}",
+        f"size        {found.storage.size}",
         memory_line(found),
         "checks      " + ", ".join(f"{name} {verdict}" for name, verdict in found.checks.items()),
     ]

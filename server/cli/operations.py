@@ -1,43 +1,36 @@
 """What the operator's commands do: `memvm doctor`, `export`, `import`, `backup` and `gc` (each
-command's line is its own module beside this one).
+command's line is its own module beside this one), on either backend through the same code.
 
-Each works on the file while servers use it, prints what it did, and on failure prints one line
-starting with "memvm:" and exits 2 (doctor exits 1 when it finds a problem). None of them replaces
-a file that exists unless told to (`export --force`).
+Each works on the database while servers use it, prints what it did, and on failure prints one
+line starting with "memvm:" and exits 2 (doctor exits 1 when it finds a problem). None of them
+replaces a file that exists unless told to (`export --force`). The database is opened in storage
+(`opened_database`), which alone knows which backend it is; the work itself runs in an event loop
+of its own (`anyio.run`).
 """
 
 import argparse
 import json
-import os
 import signal
-import sqlite3
 import sys
-import tempfile
-from collections.abc import Callable, Generator, Iterator
-from contextlib import closing, contextmanager
-from dataclasses import asdict
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
 
 import anyio
 from memvm.engine import Engine
-from memvm.engine.errors import DatabaseRefused, MemvmError, StorageBusy, StorageError
+from memvm.engine.config import EngineConfig
+from memvm.engine.errors import MemvmError, StorageBusy
 from memvm.engine.names import NAME_RULE, is_name
-from memvm.engine.operations.backup import BackupError, backup
-from memvm.engine.operations.doctor import diagnose
+from memvm.engine.operations.doctor import Findings, diagnose
 from memvm.engine.operations.importers.formats import check_memvm_export
-from memvm.engine.operations.transfer import (
-    TransferError,
-    check_schema,
-    expired_pages,
-    export_lines,
-    import_from,
-)
+from memvm.engine.operations.transfer import TransferError, expired_pages
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
-from memvm.engine.storage.open import is_postgres_url, local_file, shown
-from memvm.engine.storage.sqlite_file import connect_blocking, writable
-from memvm.server.cli.doctor_report import hook_lines, mib, plain, report_lines
+from memvm.engine.storage.api import BackupResult
+from memvm.engine.storage.open import failure_types, local_file, may_write, opened_database, shown
+from memvm.server.cli.doctor_report import mib, report_lines
+from memvm.server.cli.export_lines import export_to_file, export_to_stdout, import_lines
 from memvm.server.cli.memory_files import is_memory_file_command, run_memory_file_command
 
 
@@ -54,81 +47,27 @@ def run_operation(args: argparse.Namespace) -> int:
         return _memory_files(args, named)
     if args.command == "import" and args.namespace is not None:
         return _fail("--namespace is for the other import formats: memvm's export keeps each row's namespace")
-    if is_postgres_url(named):
-        return _on_postgres(args, named)
-    db = Path(named)
     try:
-        check_db_path(db, create_folder=args.command == "import")
+        if (file := local_file(named)) is not None:
+            check_db_path(file, create_folder=args.command == "import")
         # A terminated export or backup still removes its partial file on the way out.
         with _signals_end_cleanly():
             match args.command:
                 case "doctor":
-                    return _doctor(db, args.json)
+                    return _doctor(named, args.json)
                 case "export":
-                    return _export(db, args.out, args.namespace, force=args.force)
+                    return _export(named, args.out, args.namespace, force=args.force)
                 case "import":
-                    return _import(db, args.file)
+                    return _import(named, args.file)
                 case _:
-                    result = backup(db, Path(args.target).expanduser())
-                    print(f"backed up {result.pages} pages ({mib(result.bytes)}) to {result.path}")
-                    return 0
-    except (TransferError, BackupError, DatabaseRefused, StorageError, DatabasePathError) as exc:
+                    return _backup(named, Path(args.target).expanduser())
+    except (TransferError, MemvmError, DatabasePathError) as exc:
         return _fail(str(exc))
-    except sqlite3.DatabaseError as exc:
-        return _fail(f"cannot use {db}: {exc}")
+    except failure_types() as exc:
+        # What the database itself said no with (a damaged file, a server gone): its own words.
+        return _fail(f"cannot use {shown(named)}: {exc}")
     except BrokenPipeError:
         raise  # the reader left: main ends quietly, as programs in a pipe do
-    except OSError as exc:
-        return _os_failure(exc)
-
-
-def _on_postgres(args: argparse.Namespace, url: str) -> int:
-    """The same commands on a PostgreSQL database (see engine/operations/postgres_ops.py)."""
-    try:
-        from memvm.engine.operations import postgres_ops
-    except ImportError:
-        return _fail("PostgreSQL needs its driver, which is not installed: pip install 'memvm[postgres]'")
-    try:
-        with _signals_end_cleanly():
-            match args.command:
-                case "doctor":
-                    found = postgres_ops.diagnose(url)
-                    if args.json:
-                        print(json.dumps({**asdict(found), "healthy": found.healthy}))
-                    else:
-                        from importlib.metadata import version
-
-                        lines = postgres_ops.report_lines(found, version("memvm"), hook_lines(found))
-                        print("\n".join(plain(line) for line in lines))
-                    return 0 if found.healthy else 1
-                case "export":
-                    if (refused := _expired_collected(url, postgres_ops.expired_pages(url))) is not None:
-                        return _fail(refused)
-                    return _export_lines(
-                        lambda: postgres_ops.export_lines(url, args.namespace), args.out, force=args.force
-                    )
-                case "import":
-                    if args.file != "-" and not Path(args.file).is_file():
-                        return _fail(f"there is no export at {args.file}")
-                    if args.file != "-":
-                        check_memvm_export(Path(args.file))
-                    anyio.run(_create, url)  # a new database gets the schema; an old one is migrated
-                    if args.file == "-":
-                        rows = postgres_ops.import_lines(url, sys.stdin)
-                    else:
-                        with open(args.file, encoding="utf-8") as stream:
-                            rows = postgres_ops.import_lines(url, stream)
-                    print(f"imported {rows} rows into {shown(url)}")
-                    return 0
-                case _:
-                    return _fail(
-                        "memvm backup copies a SQLite file; back up a PostgreSQL database with pg_dump "
-                        "(see docs/postgres.md, Backups)"
-                    )
-    except (TransferError, DatabaseRefused, StorageError) as exc:
-        return _fail(str(exc))
-    except BrokenPipeError:
-        raise
     except OSError as exc:
         return _os_failure(exc)
 
@@ -146,10 +85,8 @@ def _memory_files(args: argparse.Namespace, db: str) -> int:
         return 0
     except (TransferError, MemvmError, DatabasePathError) as exc:
         return _fail(str(exc))
-    except sqlite3.DatabaseError as exc:
+    except failure_types() as exc:
         return _fail(f"cannot use {shown(db)}: {exc}")
-    except ImportError:
-        return _fail("PostgreSQL needs its driver, which is not installed: pip install 'memvm[postgres]'")
     except BrokenPipeError:
         raise
     except OSError as exc:
@@ -158,7 +95,14 @@ def _memory_files(args: argparse.Namespace, db: str) -> int:
 
 @contextmanager
 def _signals_end_cleanly() -> Iterator[None]:
-    """SIGTERM and SIGHUP end the command as Ctrl-C does: by an exception, so cleanups run."""
+    """SIGTERM and SIGHUP end the command as Ctrl-C does: by an exception, so cleanups run.
+
+    Only the main thread may set handlers; a command run on another (a test's worker thread) keeps
+    the process's own.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
@@ -182,100 +126,78 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _doctor(db: Path, as_json: bool) -> int:
-    try:
-        found = diagnose(db)
-    except FileNotFoundError:
-        return _fail(f"there is no database at {db}")
+def _missing(named: str) -> bool:
+    """Whether `named` is a file that is not there (a served database is the server's to refuse)."""
+    return local_file(named) is not None and not Path(named).is_file()
+
+
+def _as_it_is(named: str) -> EngineConfig:
+    """How the commands that only read open the database: read-only where this user may not write."""
+    return EngineConfig(read_only=not may_write(named))
+
+
+def _doctor(named: str, as_json: bool) -> int:
+    if _missing(named):
+        return _fail(f"there is no database at {named}")
+    found = anyio.run(_diagnosed, named)
     if as_json:
-        print(json.dumps({**asdict(found), "healthy": found.healthy}))
+        print(json.dumps(found.as_json()))
     else:
         print("\n".join(report_lines(found)))
     return 0 if found.healthy else 1
 
 
-def _export(db: Path, out: str | None, namespace: str | None, *, force: bool) -> int:
-    if not db.is_file():
-        return _fail(f"there is no database at {db}")
-    if (refused := _expired_collected(str(db), _expired_in_file(db))) is not None:
+async def _diagnosed(named: str) -> Findings:
+    # Opened as it is: doctor says what is wrong with a database rather than refusing to look.
+    async with opened_database(named, _as_it_is(named), inspect=True) as db:
+        return await diagnose(db)
+
+
+def _export(named: str, out: str | None, namespace: str | None, *, force: bool) -> int:
+    if _missing(named):
+        return _fail(f"there is no database at {named}")
+    if (refused := _expired_collected(named, anyio.run(_expired_waiting, named))) is not None:
         return _fail(refused)
-    conn = connect_blocking(db, read_only=not writable(db))
-    try:
-        return _export_lines(lambda: export_lines(conn, namespace), out, force=force)
-    finally:
-        conn.close()
-
-
-def _export_lines(lines: Callable[[], Generator[str, None, None]], out: str | None, *, force: bool) -> int:
-    """Write the export's `lines` to standard output or to `out`, and say how many rows."""
     target = Path(out).expanduser() if out is not None else None
     if target is not None and target.exists() and not force:
         return _fail(f"{target} already exists; name a new file, or pass --force to replace it")
+    config = _as_it_is(named)
     if target is None:
-        rows = _write(lines(), sys.stdout)
-        sys.stdout.flush()  # every row delivered (or the reader gone) before the count is claimed
+        rows = export_to_stdout(named, config, namespace)
     else:
-        rows = _export_file(lines, target, force=force)
+        rows = export_to_file(named, config, namespace, target, force=force)
     print(f"exported {rows} rows" + (f" to {out}" if out else ""), file=sys.stderr)
     return 0
 
 
-def _write(lines: Generator[str, None, None], stream: TextIO) -> int:
-    count = -2  # header and end lines
-    # Closed here, however the writing ends (a reader gone away): its read transaction ends while
-    # its connection is still open.
-    with closing(lines):
-        for line in lines:
-            stream.write(line + "\n")
-            count += 1
-    return count
+async def _expired_waiting(named: str) -> int:
+    async with opened_database(named, _as_it_is(named), inspect=True) as db, db.read(None) as conn:
+        return await expired_pages(conn)
 
 
-def _export_file(lines: Callable[[], Generator[str, None, None]], target: Path, *, force: bool) -> int:
-    """Write the export beside `target` under a name of its own, then move it into place: a failed
-    export never looks like a whole one, and never touches another file."""
-    try:
-        # Readable by its owner only, like the database it copies.
-        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
-    except OSError as exc:
-        raise DatabasePathError(f"cannot write {target} ({exc.strerror})") from exc
-    partial = Path(name)
-    try:
-        with open(fd, "w", encoding="utf-8") as stream:
-            rows = _write(lines(), stream)
-        if force:
-            os.replace(partial, target)
-        else:
-            # A link fails if the name was taken meanwhile, where a rename would replace it.
-            try:
-                os.link(partial, target)
-            except FileExistsError:
-                raise DatabasePathError(
-                    f"{target} already exists; name a new file, or pass --force"
-                ) from None
-    finally:
-        partial.unlink(missing_ok=True)
-    return rows
-
-
-def _import(db: Path, source: str) -> int:
+def _import(named: str, source: str) -> int:
     if source != "-" and not Path(source).is_file():
         return _fail(f"there is no export at {source}")
     if source != "-":
         # Before the database is created: another tool's file (a forgotten --format) makes nothing.
         check_memvm_export(Path(source))
-    anyio.run(_create, db)  # a new file gets the schema; an old one is checked and migrated
-    conn = connect_blocking(db)
-    try:
-        if source == "-":
-            rows = import_from(conn, sys.stdin)
-        else:
-            with open(source, encoding="utf-8") as stream:
-                rows = import_from(conn, stream)
-    finally:
-        conn.close()
-    print(f"imported {rows} rows into {db}")
+    anyio.run(_create, named)  # a new database gets the schema; an old one is checked and migrated
+    rows = import_lines(named, source)
+    print(f"imported {rows} rows into {shown(named)}")
     return 0
+
+
+def _backup(named: str, target: Path) -> int:
+    if _missing(named):
+        return _fail(f"there is no database at {named}")
+    result = anyio.run(_backed_up, named, target)
+    print(f"backed up {result.pages} pages ({mib(result.bytes)}) to {result.path}")
+    return 0
+
+
+async def _backed_up(named: str, target: Path) -> BackupResult:
+    async with opened_database(named, _as_it_is(named), inspect=True) as db:
+        return await db.backup(target)
 
 
 def _gc(named: str) -> int:
@@ -287,7 +209,7 @@ def _gc(named: str) -> int:
             return _fail(str(exc))
         if not Path(named).is_file():
             return _fail(f"there is no database at {named}")
-        if not writable(named):
+        if not may_write(named):
             return _fail(
                 f"cannot delete pages from {named}: this user cannot write it or its folder; run memvm gc "
                 "as the user the servers run as"
@@ -297,7 +219,7 @@ def _gc(named: str) -> int:
         deleted = anyio.run(_collect, named)
     except StorageBusy:
         return _fail("the database stayed busy with another writer; run memvm gc again in a moment")
-    except (DatabaseRefused, StorageError) as exc:
+    except MemvmError as exc:
         return _fail(str(exc))
     print(f"deleted {deleted} expired pages from {shown(named)}")
     return 0
@@ -311,21 +233,12 @@ async def _collect(named: str, purge: bool = True) -> int:
         await engine.close()
 
 
-def _expired_in_file(db: Path) -> int:
-    conn = connect_blocking(db, read_only=True)
-    try:
-        check_schema(conn)
-        return expired_pages(conn)
-    finally:
-        conn.close()
-
-
 def _expired_collected(named: str, waiting: int) -> str | None:
     """Before an export reads the memory, delete the `waiting` expired pages (expired is gone for
     every read, exports included); the line to refuse with when this user cannot."""
     if not waiting:
         return None
-    if local_file(named) is not None and not writable(named):
+    if not may_write(named):
         return (
             f"{waiting} expired pages wait to be deleted, and this user cannot write {named}: run memvm gc "
             "as the user the servers run as, then export"
@@ -337,6 +250,6 @@ def _expired_collected(named: str, waiting: int) -> str | None:
     return None
 
 
-async def _create(db: Path | str) -> None:
+async def _create(db: str) -> None:
     engine = await Engine.open(db)
     await engine.close()

@@ -5,7 +5,6 @@ stdio or HTTP."""
 import argparse
 import os
 import shutil
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from memvm.engine.errors import (
 from memvm.engine.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.paging.projects import project_session, work_tree
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
-from memvm.engine.storage.open import local_file, shown
+from memvm.engine.storage.open import failure_types, local_file, shown
 from memvm.server.app import build_server
 from memvm.server.http import is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile, Transport
@@ -171,8 +170,12 @@ def serve(args: argparse.Namespace) -> int:
     except StorageError as exc:
         print(f"memvm: cannot open {shown(settings.db)}: {_start_problem(exc, settings)}", file=sys.stderr)
         return 2
-    except (sqlite3.Error, OSError) as exc:
-        # What is left: the disk or the file system said no (an I/O error, a vanished folder).
+    # What is left: the disk, the file system or the database itself said no (an I/O error, a
+    # vanished folder, a damaged file).
+    except OSError as exc:
+        print(f"memvm: cannot open {shown(settings.db)}: {exc}", file=sys.stderr)
+        return 2
+    except failure_types() as exc:
         print(f"memvm: cannot open {shown(settings.db)}: {exc}", file=sys.stderr)
         return 2
     server = build_server(settings, log_level=args.log_level)

@@ -2,7 +2,6 @@
 
 import json
 import random
-import sqlite3
 import string
 import time
 
@@ -14,7 +13,6 @@ from memvm.engine.errors import InvalidArgument
 from memvm.engine.models.pages import Role
 from memvm.engine.models.procedures import Outcome, ToolOutcome
 from memvm.engine.models.writes import IngestMessage
-from memvm.engine.operations.transfer import export_lines
 from memvm.engine.paging import memory
 from memvm.engine.paging.history_write import HistoryMessage, write_history
 from memvm.engine.paging.memory import Writer
@@ -23,6 +21,7 @@ from memvm.engine.redaction import redact, redact_value, secret_kinds
 
 from tests.bench.redaction import HOSTILE
 from tests.conftest import NS, note, stored_state
+from tests.stored import export_of
 
 pytestmark = pytest.mark.anyio
 
@@ -144,8 +143,7 @@ def test_every_string_in_a_json_value_is_redacted_and_its_keys_kept():
 
 
 async def _stored(db_path) -> str:
-    with sqlite3.connect(db_path) as conn:
-        return "\n".join(export_lines(conn))
+    return "\n".join(await export_of(db_path))
 
 
 @pytest.mark.sqlite_only

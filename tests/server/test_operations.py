@@ -8,19 +8,18 @@ import json
 import shutil
 import sqlite3
 import time
-from contextlib import closing
 from pathlib import Path
 
 import anyio
 import pytest
 from memvm.engine.clock import ManualClock
-from memvm.engine.operations.transfer import memory_tables
 from memvm.engine.storage.migrations import SCHEMA_VERSION
 from memvm.engine.storage.open import shown
 
 from tests.commands import Done, run
 from tests.conftest import db_rows
 from tests.seeding import every_table, notes, opened, seed
+from tests.stored import tables_holding_rows, tables_without_rows
 
 NAMESPACES = ("acme", "globex")
 
@@ -28,11 +27,7 @@ NAMESPACES = ("acme", "globex")
 @pytest.fixture(scope="module")
 def filled_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = seed(tmp_path_factory.mktemp("filled") / "memvm.db", every_table(NAMESPACES))
-    with closing(sqlite3.connect(db)) as conn:
-        empty = [
-            t.name for t in memory_tables(conn) if not conn.execute(f'SELECT 1 FROM "{t.name}"').fetchone()
-        ]
-    assert empty == []  # the round trip below covers every table
+    assert tables_without_rows(db) == []  # the round trip below covers every table
     assert not Path(f"{db}-wal").exists()  # closed cleanly: the file is the whole database
     return db
 
@@ -113,6 +108,29 @@ def test_a_damaged_export_is_refused_in_one_line_and_imports_nothing(filled, tmp
         return
     with sqlite3.connect(copy) as conn:
         assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 0
+
+
+def import_with_a_row_that_does_not_fit(filled: Path, db: Path | str, tmp_path: Path) -> tuple[str, int]:
+    """Import into `db` the export of `filled` with one page row's namespace null (its table refuses
+    it): the refusal, and the row's line. The row sits inside the batch its table's rows are
+    inserted in, so the line named must be its own."""
+    export, damaged = tmp_path / "all.jsonl", tmp_path / "damaged.jsonl"
+    run("export", "--db", filled, "--out", export)
+    lines = export.read_text(encoding="utf-8").splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith('{"table":"pages"') and n > 40)
+    record = json.loads(lines[at])
+    record["row"]["namespace"] = None
+    damaged.write_text(
+        "\n".join([*lines[:at], json.dumps(record), *lines[at + 1 :]]) + "\n", encoding="utf-8"
+    )
+    return run("import", damaged, "--db", db).refusal(), at + 1
+
+
+def test_a_row_its_table_refuses_is_named_by_its_line_and_imports_nothing(filled, tmp_path):
+    copy = tmp_path / "copy.db"
+    refusal, line = import_with_a_row_that_does_not_fit(filled, copy, tmp_path)
+    assert refusal.startswith(f"memvm: line {line}: the row does not fit its table ("), refusal
+    assert tables_holding_rows(copy) == []
 
 
 def test_import_refuses_a_database_that_already_holds_memory(filled, tmp_path):
@@ -367,9 +385,6 @@ def test_import_refuses_and_doctor_reports_every_row_that_breaks_a_rule(filled, 
         line = run("import", export, "--db", copy).refusal()
         assert line.startswith("memvm: table ") and row in line and rule in line, (damage, line)
         assert line.endswith("nothing was imported")
-        with sqlite3.connect(copy) as conn:
-            assert [
-                t.name for t in memory_tables(conn) if conn.execute(f'SELECT 1 FROM "{t.name}"').fetchone()
-            ] == []
+        assert tables_holding_rows(copy) == []
         refused += 1
     report_figure(f"import_validation: bad_rows={len(BAD_ROWS)} refused={refused} doctor_found={found}")

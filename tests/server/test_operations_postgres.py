@@ -12,7 +12,8 @@ from memvm.engine.storage.migrations import SCHEMA_VERSION
 from tests.commands import run
 from tests.conftest import db_rows, fresh_postgres_database, note
 from tests.seeding import every_table, seed
-from tests.server.test_operations import NAMESPACES, answers_of
+from tests.server.test_operations import BAD_ROWS, NAMESPACES, answers_of, import_with_a_row_that_does_not_fit
+from tests.stored import tables_holding_rows
 
 pytestmark = pytest.mark.slow
 
@@ -74,6 +75,27 @@ def test_a_damaged_export_imports_nothing_into_postgresql(filled, tmp_path, post
     export.write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")  # cut short
     assert "cut short" in run("import", export, "--db", url).refusal()
     assert db_rows(url, "SELECT count(*) FROM pages") == [(0,)]
+
+
+def test_a_row_postgresql_refuses_is_named_by_its_line_and_imports_nothing(filled, tmp_path, postgres):
+    url = fresh_postgres_database(postgres)
+    refusal, line = import_with_a_row_that_does_not_fit(filled, url, tmp_path)
+    assert refusal.startswith(f"memvm: line {line}: the row does not fit its table ("), refusal
+    assert tables_holding_rows(url) == []
+
+
+def test_import_into_postgresql_refuses_every_row_that_breaks_a_rule(filled, tmp_path, postgres):
+    # The rules are checked on PostgreSQL itself, by the same code as on SQLite: the same lines.
+    for n, (damage, (sql, row, rule)) in enumerate(BAD_ROWS.items()):
+        db, export = tmp_path / f"bad{n}.db", tmp_path / f"bad{n}.jsonl"
+        db.write_bytes(filled.read_bytes())
+        db_rows(db, sql)
+        assert run("export", "--db", db, "--out", export).status == 0
+        url = fresh_postgres_database(postgres)
+        line = run("import", export, "--db", url).refusal()
+        assert line.startswith("memvm: table ") and row in line and rule in line, (damage, line)
+        assert line.endswith("nothing was imported")
+        assert db_rows(url, "SELECT count(*) FROM pages") == [(0,)]
 
 
 def test_doctor_checks_a_postgresql_database_and_names_a_broken_index(filled, tmp_path, postgres):

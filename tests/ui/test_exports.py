@@ -177,7 +177,8 @@ async def test_a_download_read_through_is_the_command_lines_export(db_url):
     async with viewing(db_url) as viewed:
         answer = await viewed.whole(ALICE)
         left = (viewed.exports.running, viewed.exports.spooled_bytes)
-    command = run("export", "--db", db_url, "--namespace", "alice")
+    # The command runs its own event loop, so on a thread of its own beside the test's.
+    command = await anyio.to_thread.run_sync(lambda: run("export", "--db", db_url, "--namespace", "alice"))
     assert command.status == 0, command.stderr
     assert answer.status_code == 200
     assert answer.headers["content-length"] == str(len(answer.content))

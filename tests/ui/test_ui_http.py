@@ -215,8 +215,8 @@ async def test_export_and_a_version_that_follows_another_writer(served):
         assert sum(1 for line in lines if '"deploy-note"' in line) >= 1
         assert all(json.loads(line) for line in lines)
         # The same lines as the command line's export of the namespace, header's time aside (the
-        # export starts no event loop of its own, so it runs here, inside the test's).
-        command = run("export", "--db", served.db, "--namespace", NS)
+        # export starts an event loop of its own, so it runs on a thread beside the test's).
+        command = await anyio.to_thread.run_sync(lambda: run("export", "--db", served.db, "--namespace", NS))
         assert command.status == 0, command.stderr
         assert lines[1:] == command.stdout.splitlines()[1:] and len(lines) > 3
         before = (await user.get("/api/version")).json()["version"]

@@ -43,8 +43,6 @@ FILLS = {
 
 # Templates a function builds from parts per call or per dialect: checked as built (below).
 BUILT_BY_A_FUNCTION = {"memvm.engine.paging.search._CANDIDATES", "memvm.engine.paging.search._DRESS"}
-# A module that reads SQLite's own catalogue: the operator's commands on a SQLite file.
-SQLITE_ONLY = {"memvm.engine.operations.transfer.MEMORY_COLUMNS"}
 
 
 def built(backend: str) -> dict[str, str]:
@@ -77,11 +75,7 @@ def statements() -> dict[str, str]:
 def on_backend(backend: str) -> dict[str, str]:
     """The statements `backend` runs: modules of one backend hold that backend's only."""
     other = "postgres" if backend == "sqlite" else "sqlite"
-    found = {
-        name: sql
-        for name, sql in statements().items()
-        if other not in name.rsplit(".", 2)[-2] and (backend == "sqlite" or name not in SQLITE_ONLY)
-    }
+    found = {name: sql for name, sql in statements().items() if other not in name.rsplit(".", 2)[-2]}
     return {**found, **built(backend)}
 
 

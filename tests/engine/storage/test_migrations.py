@@ -103,7 +103,7 @@ async def test_a_populated_schema_6_file_keeps_every_page_and_call(open_engine, 
     assert calls == CALLS_PER_NAMESPACE
     assert stats == [("a", 3), ("b", 2)] and pattern == (1, 2) and value == (2,)
     assert ad_hoc == [(0,)]  # sessions from before keep an allowance of their own
-    assert diagnose(db_path).healthy
+    assert (await diagnose(engine.db)).healthy
     assert await migrate(engine.db) == []
     # A new call goes on from the namespace's own count.
     recorded = await engine.session("b", "s").record_tool_outcome(
@@ -124,4 +124,4 @@ async def test_a_rewritten_page_stays_exactly_indexed_and_counted(engine, db_pat
             0,
             0,
         )
-    assert diagnose(db_path).healthy
+    assert (await diagnose(engine.db)).healthy

@@ -2,12 +2,15 @@
 moment each transaction began: every query of one transaction agrees, and no caller passes a time."""
 
 import re
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import NS, backend_of, db_rows, note
 
 pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 async def test_a_transaction_judges_expiry_at_the_moment_it_began(engine, clock):
@@ -37,3 +40,18 @@ async def test_a_connection_that_never_set_a_moment_is_told_so_rather_than_guess
     with pytest.raises(Exception, match=re.escape(says)):
         db_rows(url, "SELECT count(*) FROM live_pages")
     assert db_rows(url, "SELECT count(*) FROM pages") == [(1,)]
+
+
+# Expiry compared with a time anywhere but the views' own definition.
+_COMPARES_EXPIRY = re.compile(r"expires_at\s*(<=|>=|<|>)\s*(\?|%s|:|\{|memvm|current_setting|\d)")
+
+
+def test_only_the_schema_compares_expiry_with_a_time():
+    offences = [
+        f"{path.relative_to(ROOT)}: {match.group(0)}"
+        for package in ("engine", "server", "hooks", "ui", "resources")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path.name != "schema_changes.py"
+        for match in _COMPARES_EXPIRY.finditer(path.read_text())
+    ]
+    assert offences == []
