@@ -5,23 +5,28 @@ A capture that silently stopped working (a host that changed its events, a datab
 failing) shows up as a session whose events have been skipped since its last write.
 """
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memvm.engine.hosts.hook_journal import SkippedEvent, skipped_events
+from memvm.engine.storage.statements import statement
 
 # Skipped events in a row, after a session's last write, that make a problem rather than a blip.
 STOPPED_AFTER = 3
 # Sessions listed, most recent first.
 _LISTED = 50
 
-_CAPTURED = """
+_CAPTURED = statement(
+    "hook_report.captured",
+    """
 SELECT namespace, session, max(host) AS host, count(*) AS events, max(at) AS last_at,
        (SELECT event FROM hook_events AS latest WHERE latest.namespace = hook_events.namespace
         AND latest.session = hook_events.session ORDER BY at DESC LIMIT 1) AS last_event
 FROM hook_events GROUP BY namespace, session
-"""
+""",
+)
 
 
 @dataclass
@@ -50,7 +55,10 @@ def hook_sessions(conn: Any, db: str | Path) -> tuple[list[HookSession], int]:
     found: dict[tuple[str, str], HookSession] = {}
     by_session: dict[str, list[HookSession]] = {}
     if conn is not None:
-        for row in conn.execute(_CAPTURED):
+        # The operator's own connection, not a transaction of the engine's: its driver says
+        # which backend's text it takes.
+        backend = "sqlite" if isinstance(conn, sqlite3.Connection) else "postgresql"
+        for row in conn.execute(_CAPTURED.texts[backend]):
             namespace, session, host, events, last_at, last_event = row
             entry = HookSession(
                 host=host, session=session, namespace=namespace, events=events, last_event=last_event
