@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memvm.engine.storage.api import Writes
+from memvm.engine.storage.statements import Statement, statement
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,9 @@ class KeptLog:
     order: str
     rows: int
     check_every: int
-    # Run before the oldest rows go, with (scope..., cut): unlink the rows kept that point at them.
-    unlink: tuple[str, ...] = ()
+    # Run before the oldest rows go, with the scope's columns and `cut`: unlink the rows kept that
+    # point at them.
+    unlink: tuple[Statement, ...] = ()
 
     def due(self, marker: int, added: int = 1) -> bool:
         """Whether the check runs after `added` rows were written, the last marked `marker` (a
@@ -41,8 +43,16 @@ class KeptLog:
 # goes with it (the fix itself stays, with its delta). `fixed_by` points later, so it is kept
 # unless a restored file says otherwise.
 _UNLINK_FIXES = (
-    "UPDATE tool_calls SET fixes = NULL WHERE namespace = ? AND fixes IS NOT NULL AND fixes < ?",
-    "UPDATE tool_calls SET fixed_by = NULL WHERE namespace = ? AND fixed_by IS NOT NULL AND fixed_by < ?",
+    statement(
+        "kept_logs.unlink fixes",
+        "UPDATE tool_calls SET fixes = NULL"
+        " WHERE namespace = :namespace AND fixes IS NOT NULL AND fixes < :cut",
+    ),
+    statement(
+        "kept_logs.unlink fixed_by",
+        "UPDATE tool_calls SET fixed_by = NULL"
+        " WHERE namespace = :namespace AND fixed_by IS NOT NULL AND fixed_by < :cut",
+    ),
 )
 
 KEPT_LOGS: dict[str, KeptLog] = {
@@ -61,6 +71,26 @@ KEPT_LOGS: dict[str, KeptLog] = {
 }
 
 
+def _cut_statements(log: KeptLog) -> tuple[Statement, Statement]:
+    """The oldest row `log` keeps (skipping its newest `rows` - 1), and the delete of those older."""
+    within = " AND ".join(f"{column} = :{column}" for column in log.scope)
+    return (
+        statement(
+            f"kept_logs.oldest kept in {log.table}",
+            f"SELECT {log.order} AS cut FROM {log.table} WHERE {within}"
+            f" ORDER BY {log.order} DESC LIMIT 1 OFFSET :skip",
+        ),
+        statement(
+            f"kept_logs.drop older in {log.table}",
+            f"DELETE FROM {log.table} WHERE {within} AND {log.order} < :cut",
+        ),
+    )
+
+
+# Each log's statements, by table: its scope's columns name its parameters.
+_CUTS = {table: _cut_statements(log) for table, log in KEPT_LOGS.items()}
+
+
 async def keep_newest(conn: Writes, table: str, scope: Sequence[object]) -> None:
     """Delete the rows of `table` in `scope` older than its newest `rows`.
 
@@ -68,17 +98,15 @@ async def keep_newest(conn: Writes, table: str, scope: Sequence[object]) -> None
     never by a row left behind at random.
     """
     log = KEPT_LOGS[table]
-    within = " AND ".join(f"{column} = ?" for column in log.scope)
-    oldest_kept = await conn.one(
-        f"SELECT {log.order} AS cut FROM {table} WHERE {within} ORDER BY {log.order} DESC LIMIT 1 OFFSET ?",
-        (*scope, log.rows - 1),
-    )
+    oldest_kept_sql, drop_older_sql = _CUTS[table]
+    within = dict(zip(log.scope, scope, strict=True))
+    oldest_kept = await conn.one(oldest_kept_sql, **within, skip=log.rows - 1)
     if oldest_kept is None:
         return
     cut = oldest_kept["cut"]
-    for statement in log.unlink:
-        await conn.execute(statement, (*scope, cut))
-    await conn.execute(f"DELETE FROM {table} WHERE {within} AND {log.order} < ?", (*scope, cut))
+    for unlink in log.unlink:
+        await conn.execute(unlink, **within, cut=cut)
+    await conn.execute(drop_older_sql, **within, cut=cut)
 
 
 async def keep_newest_if_due(

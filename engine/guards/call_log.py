@@ -13,65 +13,97 @@ from memvm.engine.kept_logs import keep_newest_if_due
 from memvm.engine.models.guards import CallVerdict, GuardReason, GuardRule
 from memvm.engine.redacted_writes import Redaction
 from memvm.engine.storage.api import Writes
+from memvm.engine.storage.statements import Statement, statement
 
-_COUNT_KIND = """
-SELECT count(*) AS n FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? AND kind = ?
-"""
+_THIS_TURN = "namespace = :namespace AND session = :session AND turn = :turn"
 
-_COUNT_TOOL = """
-SELECT count(*) AS n FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? AND tool = ?
-"""
+_COUNT_KIND = statement(
+    "call_log.count kind", f"SELECT count(*) AS n FROM guard_calls WHERE {_THIS_TURN} AND kind = :kind"
+)
 
-_SAME_CALL = """
-SELECT 1 FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? AND call_hash = ? LIMIT 1
-"""
+_COUNT_TOOL = statement(
+    "call_log.count tool", f"SELECT count(*) AS n FROM guard_calls WHERE {_THIS_TURN} AND tool = :tool"
+)
 
-_RECENT_TOOLS = """
-SELECT tool FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ? ORDER BY rowid DESC LIMIT ?
-"""
+_SAME_CALL = statement(
+    "call_log.same call", f"SELECT 1 FROM guard_calls WHERE {_THIS_TURN} AND call_hash = :call_hash LIMIT 1"
+)
+
+_RECENT_TOOLS = statement(
+    "call_log.recent tools",
+    f"SELECT tool FROM guard_calls WHERE {_THIS_TURN} ORDER BY rowid DESC LIMIT :limit",
+)
 
 # The call let through last this turn, and the verdict it got (noted in the same check, at the same
 # moment); an outcome recorded since means it ran.
-_LATEST_CALL = """
-SELECT tool, call_hash, at FROM guard_calls WHERE namespace = ? AND session = ? AND turn = ?
-ORDER BY rowid DESC LIMIT 1
-"""
-_LATEST_VERDICT = """
-SELECT tool, verdict, reasons, at FROM guard_verdicts WHERE namespace = ? AND session = ? AND turn = ?
-ORDER BY rowid DESC LIMIT 1
-"""
-_OUTCOME_SINCE = "SELECT 1 FROM tool_calls WHERE namespace = ? AND session = ? AND at >= ? LIMIT 1"
+_LATEST_CALL = statement(
+    "call_log.latest call",
+    f"SELECT tool, call_hash, at FROM guard_calls WHERE {_THIS_TURN} ORDER BY rowid DESC LIMIT 1",
+)
+_LATEST_VERDICT = statement(
+    "call_log.latest verdict",
+    f"SELECT tool, verdict, reasons, at FROM guard_verdicts WHERE {_THIS_TURN} ORDER BY rowid DESC LIMIT 1",
+)
+_OUTCOME_SINCE = statement(
+    "call_log.outcome since",
+    "SELECT 1 FROM tool_calls WHERE namespace = :namespace AND session = :session AND at >= :since LIMIT 1",
+)
 # The turn's latest outcomes, newest first, far enough back to see a loop of workspace calls.
-_LATEST_OUTCOMES = """
+_LATEST_OUTCOMES = statement(
+    "call_log.latest outcomes",
+    f"""
 SELECT tool, call_hash, outcome, ref, error_message FROM tool_calls
-WHERE namespace = ? AND session = ? AND turn = ? ORDER BY call_id DESC LIMIT 60
-"""
+WHERE {_THIS_TURN} ORDER BY call_id DESC LIMIT 60
+""",
+)
 
-_INSERT = """
-INSERT INTO guard_calls (namespace, session, turn, tool, kind, call_hash, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+_INSERT = statement(
+    "call_log.insert",
+    """
+INSERT INTO guard_calls (namespace, session, turn, tool, kind, call_hash, at)
+VALUES (:namespace, :session, :turn, :tool, :kind, :call_hash, :now)
 RETURNING rowid
-"""
+""",
+)
 
-_STRIKE = """
-INSERT INTO guard_strikes (namespace, session, turn, rule, count) VALUES (?, ?, ?, ?, 1)
+_STRIKE = statement(
+    "call_log.strike",
+    """
+INSERT INTO guard_strikes (namespace, session, turn, rule, count)
+VALUES (:namespace, :session, :turn, :rule, 1)
 ON CONFLICT (namespace, session, turn, rule) DO UPDATE SET count = guard_strikes.count + 1
 RETURNING count
-"""
+""",
+)
 
-_INSERT_VERDICT = """
-INSERT INTO guard_verdicts (namespace, session, turn, tool, verdict, reasons, at) VALUES (?, ?, ?, ?, ?, ?, ?)
-"""
+_INSERT_VERDICT = statement(
+    "call_log.insert verdict",
+    """
+INSERT INTO guard_verdicts (namespace, session, turn, tool, verdict, reasons, at)
+VALUES (:namespace, :session, :turn, :tool, :verdict, :reasons, :now)
+""",
+)
 
 # A session keeps its latest verdicts only: the record is for a person looking back, not a rule.
 KEPT_VERDICTS = 500
-_PRUNE_VERDICTS = """
-DELETE FROM guard_verdicts WHERE namespace = ?1 AND session = ?2 AND rowid <= (
-    SELECT rowid FROM guard_verdicts WHERE namespace = ?1 AND session = ?2 ORDER BY rowid DESC LIMIT 1 OFFSET ?3
+_PRUNE_VERDICTS = statement(
+    "call_log.prune verdicts",
+    """
+DELETE FROM guard_verdicts WHERE namespace = :namespace AND session = :session AND rowid <= (
+    SELECT rowid FROM guard_verdicts WHERE namespace = :namespace AND session = :session
+    ORDER BY rowid DESC LIMIT 1 OFFSET :kept
 )
-"""
+""",
+)
 
-_PRUNE_CALLS = "DELETE FROM guard_calls WHERE namespace = ? AND session = ? AND turn < ?"
-_PRUNE_STRIKES = "DELETE FROM guard_strikes WHERE namespace = ? AND session = ? AND turn < ?"
+_PRUNE_CALLS = statement(
+    "call_log.prune calls",
+    "DELETE FROM guard_calls WHERE namespace = :namespace AND session = :session AND turn < :previous_turn",
+)
+_PRUNE_STRIKES = statement(
+    "call_log.prune strikes",
+    "DELETE FROM guard_strikes WHERE namespace = :namespace AND session = :session AND turn < :previous_turn",
+)
 
 
 @dataclass(frozen=True)
@@ -87,17 +119,17 @@ class CallLog:
     redaction: Redaction
 
     async def count_kind(self, kind: ToolKind) -> int:
-        return await self._count(_COUNT_KIND, kind.value)
+        return await self._count(_COUNT_KIND, kind=kind.value)
 
     async def count_tool(self, tool: str) -> int:
-        return await self._count(_COUNT_TOOL, tool)
+        return await self._count(_COUNT_TOOL, tool=tool)
 
     async def seen(self, call_hash: str) -> bool:
-        row = await self.conn.one(_SAME_CALL, (self.namespace, self.session, self.turn, call_hash))
+        row = await self.conn.one(_SAME_CALL, **self._this_turn, call_hash=call_hash)
         return row is not None
 
     async def recent_tools(self, limit: int) -> list[str]:
-        rows = await self.conn.all(_RECENT_TOOLS, (self.namespace, self.session, self.turn, limit))
+        rows = await self.conn.all(_RECENT_TOOLS, **self._this_turn, limit=limit)
         return [row["tool"] for row in rows]
 
     async def unrun_verdict(self, call_hash: str) -> tuple[CallVerdict, list[GuardReason]] | None:
@@ -105,13 +137,15 @@ class CallLog:
         it is still the latest call let through this turn, and no outcome has been recorded after
         it (a bound result counts as one too: the caller checks for it). Checking a call again is
         not running it again."""
-        args = (self.namespace, self.session, self.turn)
-        call = await self.conn.one(_LATEST_CALL, args)
+        call = await self.conn.one(_LATEST_CALL, **self._this_turn)
         if call is None or call["call_hash"] != call_hash:
             return None
-        if await self.conn.one(_OUTCOME_SINCE, (self.namespace, self.session, call["at"])) is not None:
+        since = await self.conn.one(
+            _OUTCOME_SINCE, namespace=self.namespace, session=self.session, since=call["at"]
+        )
+        if since is not None:
             return None
-        noted = await self.conn.one(_LATEST_VERDICT, args)
+        noted = await self.conn.one(_LATEST_VERDICT, **self._this_turn)
         if noted is None or (noted["tool"], noted["at"]) != (call["tool"], call["at"]):
             return None
         reasons = [GuardReason.model_validate(reason) for reason in json.loads(noted["reasons"])]
@@ -123,7 +157,7 @@ class CallLog:
         differed or cannot be told."""
         seen: set[tuple[str, str | None, str | None]] = set()
         runs = 0
-        for row in await self.conn.all(_LATEST_OUTCOMES, (self.namespace, self.session, self.turn)):
+        for row in await self.conn.all(_LATEST_OUTCOMES, **self._this_turn):
             if row["tool"] in editing_tools:
                 break
             if row["call_hash"] != call_hash:
@@ -138,13 +172,15 @@ class CallLog:
 
     async def record(self, tool: str, kind: ToolKind, call_hash: str, now: float) -> None:
         row = await self.conn.one(
-            _INSERT, (self.namespace, self.session, self.turn, tool, kind.value, call_hash, now)
+            _INSERT, **self._this_turn, tool=tool, kind=kind.value, call_hash=call_hash, now=now
         )
         assert row is not None  # RETURNING yields the row it wrote
         scope = (self.namespace, self.session, self.turn)
         await keep_newest_if_due(self.conn, "guard_calls", scope, int(row["rowid"]))
         for prune in (_PRUNE_CALLS, _PRUNE_STRIKES):
-            await self.conn.execute(prune, (self.namespace, self.session, self.turn - 1))
+            await self.conn.execute(
+                prune, namespace=self.namespace, session=self.session, previous_turn=self.turn - 1
+            )
 
     async def note_verdict(
         self, tool: str, verdict: CallVerdict, reasons: list[GuardReason], now: float
@@ -153,16 +189,22 @@ class CallLog:
         reasons = [self.redaction.fields(reason, "message") for reason in reasons]
         said = json.dumps([reason.model_dump(mode="json") for reason in reasons])
         await self.conn.execute(
-            _INSERT_VERDICT, (self.namespace, self.session, self.turn, tool, verdict.value, said, now)
+            _INSERT_VERDICT, **self._this_turn, tool=tool, verdict=verdict.value, reasons=said, now=now
         )
-        await self.conn.execute(_PRUNE_VERDICTS, (self.namespace, self.session, KEPT_VERDICTS))
+        await self.conn.execute(
+            _PRUNE_VERDICTS, namespace=self.namespace, session=self.session, kept=KEPT_VERDICTS
+        )
 
     async def strike(self, rule: GuardRule) -> int:
         """Count one more violation of `rule` this turn; returns the count so far."""
-        row = await self.conn.one(_STRIKE, (self.namespace, self.session, self.turn, rule.value))
+        row = await self.conn.one(_STRIKE, **self._this_turn, rule=rule.value)
         assert row is not None  # RETURNING always yields the row it wrote
         return int(row["count"])
 
-    async def _count(self, sql: str, value: str) -> int:
-        row = await self.conn.one(sql, (self.namespace, self.session, self.turn, value))
+    @property
+    def _this_turn(self) -> dict[str, str | int]:
+        return {"namespace": self.namespace, "session": self.session, "turn": self.turn}
+
+    async def _count(self, sql: Statement, **named: str) -> int:
+        row = await self.conn.one(sql, **self._this_turn, **named)
         return int(row["n"]) if row else 0

@@ -15,6 +15,7 @@ from memvm.engine.guards.literals import Literal, find_literals, numbers_in_text
 from memvm.engine.guards.references import Resolution, referenced_names, resolve, sequential_name
 from memvm.engine.models.guards import GroundingResult, GroundingVerdict, UngroundedLiteral
 from memvm.engine.storage.api import Reads, Writes
+from memvm.engine.storage.statements import Template, statement, template
 
 MESSAGE_ITEMS = 5
 # A message with more numbers than this is data, not a conversation turn to ground against.
@@ -22,51 +23,82 @@ MAX_NUMBERS_PER_MESSAGE = 1_000
 # Literals with decimals get a second, rounding-tolerant lookup; bounded so one call stays cheap.
 MAX_ROUNDED_LOOKUPS = 20
 
-_REGISTER_USER_NUMBER = """
-INSERT INTO user_numbers (namespace, session, number) VALUES (?, ?, ?) ON CONFLICT DO NOTHING
-"""
+_REGISTER_USER_NUMBER = statement(
+    "grounding.register user number",
+    """
+INSERT INTO user_numbers (namespace, session, number) VALUES (:namespace, :session, :number)
+ON CONFLICT DO NOTHING
+""",
+)
 
-_USER_NUMBERS_IN = """
-SELECT number FROM user_numbers WHERE namespace = ? AND session = ? AND number IN ({marks})
-"""
+_USER_NUMBERS_IN = template(
+    "grounding.user numbers in",
+    """
+SELECT number FROM user_numbers WHERE namespace = :namespace AND session = :session AND number IN ({marks})
+""",
+    marks=":in0",
+)
 
-_FORGET_USER_NUMBER = "DELETE FROM user_numbers WHERE namespace = ? AND session = ? AND number = ?"
+_FORGET_USER_NUMBER = statement(
+    "grounding.forget user number",
+    "DELETE FROM user_numbers WHERE namespace = :namespace AND session = :session AND number = :number",
+)
 
 # The user's other messages in the session, by the index on (namespace, session, rowid).
-_OTHER_USER_TEXTS = """
+_OTHER_USER_TEXTS = statement(
+    "grounding.other user texts",
+    """
 SELECT t.content FROM pages AS p JOIN page_texts AS t ON t.rowid = p.rowid
-WHERE p.namespace = ? AND p.session = ? AND p.rowid <> ? AND p.type = 'transcript' AND p.role = 'user'
-"""
+WHERE p.namespace = :namespace AND p.session = :session AND p.rowid <> :rowid
+    AND p.type = 'transcript' AND p.role = 'user'
+""",
+)
 
-_RESULT_NUMBERS_IN = """
-SELECT DISTINCT number FROM result_numbers WHERE namespace = ? AND session = ? AND number IN ({marks})
-"""
+_RESULT_NUMBERS_IN = template(
+    "grounding.result numbers in",
+    """
+SELECT DISTINCT number FROM result_numbers
+WHERE namespace = :namespace AND session = :session AND number IN ({marks})
+""",
+    marks=":in0",
+)
 
-_BOUND_NUMBERS_IN = """
+_BOUND_NUMBERS_IN = template(
+    "grounding.bound numbers in",
+    """
 SELECT number, MAX(seq) AS seq FROM bindings
-WHERE namespace = ? AND session = ? AND number IN ({marks})
+WHERE namespace = :namespace AND session = :session AND number IN ({marks})
 GROUP BY number
-"""
+""",
+    marks=":in0",
+)
 
-_USER_ON_RECORD = """
+_USER_ON_RECORD = statement(
+    "grounding.user on record",
+    """
 SELECT 1 FROM pages
-WHERE namespace = ? AND session = ? AND type = 'transcript' AND role = 'user'
+WHERE namespace = :namespace AND session = :session AND type = 'transcript' AND role = 'user'
 LIMIT 1
-"""
+""",
+)
 
 # The newest bound value that rounds to the literal (3.14 for 3.14159).
-_BOUND_NUMBER_NEAR = """
+_BOUND_NUMBER_NEAR = statement(
+    "grounding.bound number near",
+    """
 SELECT seq FROM bindings
-WHERE namespace = ? AND session = ? AND number >= ? AND number <= ?
+WHERE namespace = :namespace AND session = :session AND number >= :low AND number <= :high
 ORDER BY seq DESC LIMIT 1
-"""
+""",
+)
 
 
 async def register_user_numbers(conn: Writes, namespace: str, session: str, text: str) -> None:
     """Remember the numbers a user wrote, so tool calls may use them."""
     numbers = _registered(text)
     await conn.executemany(
-        _REGISTER_USER_NUMBER, [(namespace, session, number) for number in sorted(numbers)]
+        _REGISTER_USER_NUMBER,
+        [{"namespace": namespace, "session": session, "number": number} for number in sorted(numbers)],
     )
 
 
@@ -81,11 +113,14 @@ async def forget_user_numbers(conn: Writes, namespace: str, session: str, rowid:
     numbers = _registered(text)
     if not numbers:
         return
-    for row in await conn.all(_OTHER_USER_TEXTS, (namespace, session, rowid)):
+    for row in await conn.all(_OTHER_USER_TEXTS, namespace=namespace, session=session, rowid=rowid):
         numbers -= _registered(row["content"])
         if not numbers:
             return
-    await conn.executemany(_FORGET_USER_NUMBER, [(namespace, session, number) for number in numbers])
+    await conn.executemany(
+        _FORGET_USER_NUMBER,
+        [{"namespace": namespace, "session": session, "number": number} for number in numbers],
+    )
 
 
 async def check_ungrounded(
@@ -114,7 +149,7 @@ async def check_ungrounded(
     sourced |= await _numbers_in(conn, _RESULT_NUMBERS_IN, namespace, session, numbers)
     bound = await _bound_refs(conn, namespace, session, [n for n in numbers if n not in sourced])
 
-    user_on_record = await conn.one(_USER_ON_RECORD, (namespace, session)) is not None
+    user_on_record = await conn.one(_USER_ON_RECORD, namespace=namespace, session=session) is not None
     ungrounded = []
     rounded_lookups = 0
     for item in literals:
@@ -211,18 +246,19 @@ def _decimals(item: Literal) -> int:
 
 
 async def _numbers_in(
-    conn: Reads, sql: str, namespace: str, session: str, numbers: list[float]
+    conn: Reads, sql: Template, namespace: str, session: str, numbers: list[float]
 ) -> set[float]:
-    return {row["number"] for row in await conn.all_in(sql, (namespace, session), numbers)}
+    rows = await conn.all_in(sql, (), numbers, namespace=namespace, session=session)
+    return {row["number"] for row in rows}
 
 
 async def _bound_refs(conn: Reads, namespace: str, session: str, numbers: list[float]) -> dict[float, str]:
-    rows = await conn.all_in(_BOUND_NUMBERS_IN, (namespace, session), numbers)
+    rows = await conn.all_in(_BOUND_NUMBERS_IN, (), numbers, namespace=namespace, session=session)
     return {row["number"]: f"${sequential_name(row['seq'])}" for row in rows}
 
 
 async def _bound_ref_near(conn: Reads, namespace: str, session: str, item: Literal) -> str | None:
     half_step = 0.5 * 10 ** -_decimals(item)
     low, high = sorted((item.number - half_step, item.number + half_step))
-    row = await conn.one(_BOUND_NUMBER_NEAR, (namespace, session, low, high))
+    row = await conn.one(_BOUND_NUMBER_NEAR, namespace=namespace, session=session, low=low, high=high)
     return f"${sequential_name(row['seq'])}" if row else None

@@ -18,34 +18,54 @@ from memvm.engine.kept_logs import keep_newest_if_due
 from memvm.engine.models.hosts import HandledHookEvent
 from memvm.engine.redacted_writes import Redaction
 from memvm.engine.storage.api import Database, Reads, Writes
+from memvm.engine.storage.statements import statement
 
-_GET = "SELECT event, answer FROM hook_events WHERE namespace = ? AND digest = ?"
+_GET = statement(
+    "hook_events.get",
+    "SELECT event, answer FROM hook_events WHERE namespace = :namespace AND digest = :digest",
+)
 
 # Digests are lowercase hex: every one beginning with a prefix sorts below the prefix and "g".
-_BEGINNING = "SELECT 1 FROM hook_events WHERE namespace = ? AND digest >= ? AND digest < ? LIMIT 1"
+_BEGINNING = statement(
+    "hook_events.beginning",
+    """
+SELECT 1 FROM hook_events WHERE namespace = :namespace AND digest >= :prefix AND digest < :past_prefix LIMIT 1
+""",
+)
 
-_OUTCOMES = "SELECT count(*) AS n FROM tool_calls WHERE namespace = ? AND session = ? AND call_hash = ?"
+_OUTCOMES = statement(
+    "hook_events.outcomes",
+    """
+SELECT count(*) AS n FROM tool_calls
+WHERE namespace = :namespace AND session = :session AND call_hash = :call_hash
+""",
+)
 
-_RECORD = """
-INSERT INTO hook_events (namespace, digest, host, session, event, answer, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+_RECORD = statement(
+    "hook_events.record",
+    """
+INSERT INTO hook_events (namespace, digest, host, session, event, answer, at)
+VALUES (:namespace, :digest, :host, :session, :event, :answer, :now)
 ON CONFLICT (namespace, digest) DO NOTHING
-"""
+""",
+)
 
 
 async def handled_event(conn: Reads, namespace: str, digest: str) -> HandledHookEvent | None:
     """The event with this digest as handled before, or None when it is new."""
-    row = await conn.one(_GET, (namespace, digest))
+    row = await conn.one(_GET, namespace=namespace, digest=digest)
     return HandledHookEvent(event=row["event"], answer=row["answer"]) if row else None
 
 
 async def handled_with_prefix(conn: Reads, namespace: str, prefix: str) -> bool:
     """Whether an event whose digest begins with `prefix` (lowercase hex) was handled."""
-    return await conn.one(_BEGINNING, (namespace, prefix, prefix + "g")) is not None
+    found = await conn.one(_BEGINNING, namespace=namespace, prefix=prefix, past_prefix=prefix + "g")
+    return found is not None
 
 
 async def outcomes_of(conn: Reads, namespace: str, session: str, tool: str, args: Any) -> int:
     """How many outcomes of the call of `tool` with `args` the session has recorded."""
-    row = await conn.one(_OUTCOMES, (namespace, session, call_hash(tool, args)))
+    row = await conn.one(_OUTCOMES, namespace=namespace, session=session, call_hash=call_hash(tool, args))
     return int(row["n"]) if row else 0
 
 
@@ -60,7 +80,16 @@ async def record_event(
     answer: str | None,
     now: float,
 ) -> None:
-    await conn.execute(_RECORD, (namespace, digest, host, session, event, answer, now))
+    await conn.execute(
+        _RECORD,
+        namespace=namespace,
+        digest=digest,
+        host=host,
+        session=session,
+        event=event,
+        answer=answer,
+        now=now,
+    )
     # Events carry no sequence; their digest, hashed, picks the one in so many that trims.
     await keep_newest_if_due(conn, "hook_events", (namespace,), zlib.crc32(digest.encode()))
 

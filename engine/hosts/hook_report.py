@@ -11,18 +11,22 @@ from pathlib import Path
 import anyio
 from memvm.engine.hosts.hook_journal import SkippedEvent, skipped_events
 from memvm.engine.storage.api import Reads
+from memvm.engine.storage.statements import statement
 
 # Skipped events in a row, after a session's last write, that make a problem rather than a blip.
 STOPPED_AFTER = 3
 # Sessions listed, most recent first.
 _LISTED = 50
 
-_CAPTURED = """
+_CAPTURED = statement(
+    "hook_report.captured",
+    """
 SELECT namespace, session, max(host) AS host, count(*) AS events, max(at) AS last_at,
        (SELECT event FROM hook_events AS latest WHERE latest.namespace = hook_events.namespace
         AND latest.session = hook_events.session ORDER BY at DESC LIMIT 1) AS last_event
 FROM hook_events GROUP BY namespace, session
-"""
+""",
+)
 
 
 @dataclass

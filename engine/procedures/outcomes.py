@@ -22,6 +22,7 @@ from memvm.engine.paging.projects import EVERYWHERE
 from memvm.engine.procedures.signatures import argument_delta, error_signature, flatten, telling_line
 from memvm.engine.sessions import touch_with_allowance
 from memvm.engine.storage.api import Writes
+from memvm.engine.storage.statements import statement
 
 # A failure is fixed by a success among the session's next calls, not by one much later.
 FIX_WINDOW = 10
@@ -33,67 +34,99 @@ VALUES_PER_ARG = 10
 ARGS_PER_CALL = 20
 MAX_VALUE_CHARS = 120
 
-_LAST_SESSION_CALLS = """
+_LAST_SESSION_CALLS = statement(
+    "outcomes.last session calls",
+    """
 SELECT call_id, tool, call_hash, outcome, fixed_by, args, error_signature
-FROM tool_calls WHERE namespace = ? AND session = ?
-ORDER BY call_id DESC LIMIT ?
-"""
+FROM tool_calls WHERE namespace = :namespace AND session = :session
+ORDER BY call_id DESC LIMIT :limit
+""",
+)
 
 # Call ids count within the namespace (1, 2, 3, ...): a tenant's ids say nothing of others' calls.
-_INSERT_CALL = """
+_INSERT_CALL = statement(
+    "outcomes.insert call",
+    """
 INSERT INTO tool_calls (
     namespace, call_id, session, turn, tool, args, call_hash, outcome, error_signature, error_message,
     duration_ms, goal, ref, at
-) VALUES (?1, (SELECT coalesce(max(call_id), 0) + 1 FROM tool_calls WHERE namespace = ?1),
-          ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+) VALUES (:namespace, (SELECT coalesce(max(call_id), 0) + 1 FROM tool_calls WHERE namespace = :namespace),
+          :session, :turn, :tool, :args, :call_hash, :outcome, :error_signature, :error_message,
+          :duration_ms, :goal, :ref, :now)
 RETURNING call_id
-"""
+""",
+)
 
-_SET_RESULT_PAGE = "UPDATE tool_calls SET result_page_id = ? WHERE namespace = ? AND call_id = ?"
-_MARK_FIXED = "UPDATE tool_calls SET fixed_by = ?, delta = ? WHERE namespace = ? AND call_id = ?"
-_MARK_FIX = "UPDATE tool_calls SET fixes = ?, delta = ? WHERE namespace = ? AND call_id = ?"
+_ONE_CALL = "namespace = :namespace AND call_id = :call_id"
+_SET_RESULT_PAGE = statement(
+    "outcomes.set result page", f"UPDATE tool_calls SET result_page_id = :page_id WHERE {_ONE_CALL}"
+)
+_MARK_FIXED = statement(
+    "outcomes.mark fixed",
+    f"UPDATE tool_calls SET fixed_by = :fixed_by, delta = :delta WHERE {_ONE_CALL}",
+)
+_MARK_FIX = statement(
+    "outcomes.mark fix",
+    f"UPDATE tool_calls SET fixes = :fixes, delta = :delta WHERE {_ONE_CALL}",
+)
 
-_UPSERT_STATS = """
+_UPSERT_STATS = statement(
+    "outcomes.upsert stats",
+    """
 INSERT INTO tool_stats (namespace, tool, calls, successes, duration_total, duration_count, last_at, last_call_id)
-VALUES (?1, ?2, 1, ?3, COALESCE(CAST(?4 AS DOUBLE PRECISION), 0), CASE WHEN ?4 IS NULL THEN 0 ELSE 1 END, ?5, ?6)
+VALUES (:namespace, :tool, 1, :succeeded, COALESCE(CAST(:duration_ms AS DOUBLE PRECISION), 0),
+        CASE WHEN :duration_ms IS NULL THEN 0 ELSE 1 END, :now, :call_id)
 ON CONFLICT (namespace, tool) DO UPDATE SET
     calls = tool_stats.calls + 1,
-    successes = tool_stats.successes + ?3,
-    duration_total = tool_stats.duration_total + COALESCE(CAST(?4 AS DOUBLE PRECISION), 0),
-    duration_count = tool_stats.duration_count + CASE WHEN ?4 IS NULL THEN 0 ELSE 1 END,
-    last_at = ?5,
-    last_call_id = ?6
-"""
+    successes = tool_stats.successes + :succeeded,
+    duration_total = tool_stats.duration_total + COALESCE(CAST(:duration_ms AS DOUBLE PRECISION), 0),
+    duration_count = tool_stats.duration_count + CASE WHEN :duration_ms IS NULL THEN 0 ELSE 1 END,
+    last_at = :now,
+    last_call_id = :call_id
+""",
+)
 
-_UPSERT_ERROR = """
+_UPSERT_ERROR = statement(
+    "outcomes.upsert error",
+    """
 INSERT INTO error_patterns (namespace, tool, signature, count, example, last_at, last_call_id)
-VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6)
+VALUES (:namespace, :tool, :signature, 1, :example, :now, :call_id)
 ON CONFLICT (namespace, tool, signature) DO UPDATE SET
-    count = error_patterns.count + 1, example = COALESCE(?4, error_patterns.example), last_at = ?5,
-    last_call_id = ?6
-"""
+    count = error_patterns.count + 1, example = COALESCE(:example, error_patterns.example), last_at = :now,
+    last_call_id = :call_id
+""",
+)
 
-_TEACH_FIX = """
-UPDATE error_patterns SET typical_fix = ?, fix_call_id = ?, fix_count = fix_count + 1
-WHERE namespace = ? AND tool = ? AND signature = ?
-"""
+_TEACH_FIX = statement(
+    "outcomes.teach fix",
+    """
+UPDATE error_patterns SET typical_fix = :fix, fix_call_id = :fix_call_id, fix_count = fix_count + 1
+WHERE namespace = :namespace AND tool = :tool AND signature = :signature
+""",
+)
 
-_UPSERT_VALUE = """
+_UPSERT_VALUE = statement(
+    "outcomes.upsert value",
+    """
 INSERT INTO success_values (namespace, tool, goal, arg, value, count, last_at, last_call_id)
-VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7)
+VALUES (:namespace, :tool, :goal, :arg, :value, 1, :now, :call_id)
 ON CONFLICT (namespace, tool, goal, arg, value) DO UPDATE SET
-    count = success_values.count + 1, last_at = ?6, last_call_id = ?7
-"""
+    count = success_values.count + 1, last_at = :now, last_call_id = :call_id
+""",
+)
 
 # Keep the most used values of one argument; the rest make room.
-_PRUNE_VALUES = """
+_PRUNE_VALUES = statement(
+    "outcomes.prune values",
+    """
 DELETE FROM success_values
-WHERE namespace = ?1 AND tool = ?2 AND goal = ?3 AND arg = ?4 AND value NOT IN (
+WHERE namespace = :namespace AND tool = :tool AND goal = :goal AND arg = :arg AND value NOT IN (
     SELECT value FROM success_values
-    WHERE namespace = ?1 AND tool = ?2 AND goal = ?3 AND arg = ?4
-    ORDER BY count DESC, last_at DESC LIMIT ?5
+    WHERE namespace = :namespace AND tool = :tool AND goal = :goal AND arg = :arg
+    ORDER BY count DESC, last_at DESC LIMIT :kept
 )
-"""
+""",
+)
 
 
 def goal_key(goal: str | None) -> str:
@@ -134,7 +167,7 @@ async def record_tool_outcome(
         state, guarded = await touch_with_allowance(
             conn, namespace, session, host_session, now, writer.config.turn_idle_seconds
         )
-        window = await conn.all(_LAST_SESSION_CALLS, (namespace, session, FIX_WINDOW))
+        window = await conn.all(_LAST_SESSION_CALLS, namespace=namespace, session=session, limit=FIX_WINDOW)
         ref = None
         if _bindable(call):
             # Bound in the named session, and also in the caller's own when the name was made up.
@@ -155,21 +188,19 @@ async def record_tool_outcome(
             ref = bound[0].ref
         row = await conn.one(
             _INSERT_CALL,
-            (
-                namespace,
-                session,
-                state.turn,
-                call.tool,
-                canonical_json(call.args),
-                digest,
-                call.outcome.value,
-                signature,
-                (call.error_message or "")[:MAX_ERROR_MESSAGE_CHARS] or None,
-                call.duration_ms,
-                call.goal,
-                ref,
-                now,
-            ),
+            namespace=namespace,
+            session=session,
+            turn=state.turn,
+            tool=call.tool,
+            args=canonical_json(call.args),
+            call_hash=digest,
+            outcome=call.outcome.value,
+            error_signature=signature,
+            error_message=(call.error_message or "")[:MAX_ERROR_MESSAGE_CHARS] or None,
+            duration_ms=call.duration_ms,
+            goal=call.goal,
+            ref=ref,
+            now=now,
         )
         assert row is not None  # RETURNING yields the row it wrote
         call_id = int(row["call_id"])
@@ -189,7 +220,7 @@ async def record_tool_outcome(
                 now=now,
                 project=project or EVERYWHERE,
             )
-            await conn.execute(_SET_RESULT_PAGE, (page_id, namespace, call_id))
+            await conn.execute(_SET_RESULT_PAGE, namespace=namespace, call_id=call_id, page_id=page_id)
             if ref is None and call.outcome is Outcome.SUCCESS:
                 # Too large to bind (a long file read): its numbers are still ones the agent has
                 # read, and ground the calls that use them as a user's would; forgetting the page
@@ -230,10 +261,19 @@ async def _link_fix(
         ):
             delta = argument_delta(json.loads(earlier["args"]), call.args)
             stored = canonical_json(delta)
-            await conn.execute(_MARK_FIXED, (call_id, stored, namespace, earlier["call_id"]))
-            await conn.execute(_MARK_FIX, (earlier["call_id"], stored, namespace, call_id))
             await conn.execute(
-                _TEACH_FIX, (stored, call_id, namespace, call.tool, earlier["error_signature"])
+                _MARK_FIXED, namespace=namespace, call_id=earlier["call_id"], fixed_by=call_id, delta=stored
+            )
+            await conn.execute(
+                _MARK_FIX, namespace=namespace, call_id=call_id, fixes=earlier["call_id"], delta=stored
+            )
+            await conn.execute(
+                _TEACH_FIX,
+                namespace=namespace,
+                tool=call.tool,
+                signature=earlier["error_signature"],
+                fix=stored,
+                fix_call_id=call_id,
             )
             return FixLink(fixed_call_id=earlier["call_id"], delta=delta)
     return None
@@ -248,14 +288,30 @@ async def _learn(
     now: float,
 ) -> None:
     succeeded = call.outcome is Outcome.SUCCESS
-    await conn.execute(_UPSERT_STATS, (namespace, call.tool, int(succeeded), call.duration_ms, now, call_id))
+    await conn.execute(
+        _UPSERT_STATS,
+        namespace=namespace,
+        tool=call.tool,
+        succeeded=int(succeeded),
+        duration_ms=call.duration_ms,
+        now=now,
+        call_id=call_id,
+    )
     if signature is not None:
         example = (
             telling_line(call.error_message)[:200]
             if call.error_message and call.error_message.strip()
             else None
         )
-        await conn.execute(_UPSERT_ERROR, (namespace, call.tool, signature, example, now, call_id))
+        await conn.execute(
+            _UPSERT_ERROR,
+            namespace=namespace,
+            tool=call.tool,
+            signature=signature,
+            example=example,
+            now=now,
+            call_id=call_id,
+        )
     if not succeeded:
         return
     values = [
@@ -265,8 +321,9 @@ async def _learn(
     ]
     for goal in {"", goal_key(call.goal)}:
         for arg, text in values:
-            await conn.execute(_UPSERT_VALUE, (namespace, call.tool, goal, arg, text, now, call_id))
-            await conn.execute(_PRUNE_VALUES, (namespace, call.tool, goal, arg, VALUES_PER_ARG))
+            one_arg = {"namespace": namespace, "tool": call.tool, "goal": goal, "arg": arg}
+            await conn.execute(_UPSERT_VALUE, **one_arg, value=text, now=now, call_id=call_id)
+            await conn.execute(_PRUNE_VALUES, **one_arg, kept=VALUES_PER_ARG)
 
 
 def _bindable(call: ToolOutcome) -> bool:

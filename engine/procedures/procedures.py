@@ -19,6 +19,7 @@ from memvm.engine.models.procedures import (
 from memvm.engine.procedures.outcomes import goal_key
 from memvm.engine.procedures.signatures import describe_delta, error_signature
 from memvm.engine.storage.api import Reads, Row
+from memvm.engine.storage.statements import statement, template
 
 MAX_TOOLS = 5
 ERRORS_PER_TOOL = 3
@@ -26,43 +27,70 @@ HINTS_PER_TOOL = 6
 RECENT_PER_TOOL = 3
 GUIDANCE_ITEMS = 3
 
-_STATS_FOR = """
+_STATS_FOR = template(
+    "procedures.stats for",
+    """
 SELECT tool, calls, successes, duration_total, duration_count, last_at
-FROM tool_stats WHERE namespace = ? AND tool IN ({marks})
-"""
-
-_RECENT_TOOLS = (
-    "SELECT tool FROM tool_stats WHERE namespace = ? ORDER BY last_at DESC, last_call_id DESC LIMIT ?"
+FROM tool_stats WHERE namespace = :namespace AND tool IN ({marks})
+""",
+    marks=":in0",
 )
 
-_TOOLS_FOR_GOAL = "SELECT DISTINCT tool FROM success_values WHERE namespace = ? AND goal = ? LIMIT ?"
+_RECENT_TOOLS = statement(
+    "procedures.recent tools",
+    """
+SELECT tool FROM tool_stats WHERE namespace = :namespace ORDER BY last_at DESC, last_call_id DESC LIMIT :limit
+""",
+)
 
-_TOOLS_FOR_ERROR = """
-SELECT tool FROM error_patterns WHERE namespace = ? AND signature IN (?, ?) ORDER BY count DESC LIMIT ?
-"""
+_TOOLS_FOR_GOAL = statement(
+    "procedures.tools for goal",
+    "SELECT DISTINCT tool FROM success_values WHERE namespace = :namespace AND goal = :goal LIMIT :limit",
+)
 
-_ERRORS = """
+# An error type is looked up under both of its signatures (see _signatures).
+_TOOLS_FOR_ERROR = statement(
+    "procedures.tools for error",
+    """
+SELECT tool FROM error_patterns WHERE namespace = :namespace AND signature IN (:as_type, :as_message)
+ORDER BY count DESC LIMIT :limit
+""",
+)
+
+_ERRORS = statement(
+    "procedures.errors",
+    """
 SELECT signature, count, example, last_at, last_call_id, typical_fix, fix_call_id, fix_count
-FROM error_patterns WHERE namespace = ? AND tool = ?
-ORDER BY count DESC LIMIT ?
-"""
+FROM error_patterns WHERE namespace = :namespace AND tool = :tool
+ORDER BY count DESC LIMIT :limit
+""",
+)
 
-_VALUES = """
+_VALUES = statement(
+    "procedures.values",
+    """
 SELECT arg, value, count, last_call_id FROM success_values
-WHERE namespace = ? AND tool = ? AND goal = ?
-ORDER BY count DESC, last_at DESC LIMIT ?
-"""
+WHERE namespace = :namespace AND tool = :tool AND goal = :goal
+ORDER BY count DESC, last_at DESC LIMIT :limit
+""",
+)
 
-_RECENT_CALLS = """
+_RECENT_CALLS = statement(
+    "procedures.recent calls",
+    """
 SELECT call_id, outcome, session, at, error_signature, fixed_by FROM tool_calls
-WHERE namespace = ? AND tool = ? ORDER BY call_id DESC LIMIT ?
-"""
+WHERE namespace = :namespace AND tool = :tool ORDER BY call_id DESC LIMIT :limit
+""",
+)
 
-_FIXED_FAILURES = """
+_FIXED_FAILURES = statement(
+    "procedures.fixed failures",
+    """
 SELECT call_id, tool, session, at, error_signature, fixed_by, delta FROM tool_calls
-WHERE namespace = ? AND error_signature IN (?, ?) AND fixed_by IS NOT NULL
-ORDER BY call_id DESC LIMIT ?
-"""
+WHERE namespace = :namespace AND error_signature IN (:as_type, :as_message) AND fixed_by IS NOT NULL
+ORDER BY call_id DESC LIMIT :limit
+""",
+)
 
 
 async def procedural_knowledge(
@@ -79,34 +107,35 @@ async def procedural_knowledge(
     chosen = list(dict.fromkeys(tools or []))[:MAX_TOOLS] or await _pick_tools(
         conn, namespace, goal_words, signatures
     )
-    stats = {row["tool"]: row for row in await conn.all_in(_STATS_FOR, (namespace,), chosen)}
+    stats = {row["tool"]: row for row in await conn.all_in(_STATS_FOR, (), chosen, namespace=namespace)}
     hints = [await _tool_hints(conn, namespace, stats[tool], goal_words) for tool in chosen if tool in stats]
     guidance = await _guidance(conn, namespace, signatures, chosen if tools else None) if signatures else []
     return ProceduralKnowledge(tools=hints, guidance=guidance)
 
 
-def _signatures(error_type: str) -> tuple[str, str]:
+def _signatures(error_type: str) -> dict[str, str]:
     # An explicit type was stored as given; a message was stored normalised. Try both.
-    return error_signature(error_type, None, error_type), error_signature(None, error_type, error_type)
+    return {
+        "as_type": error_signature(error_type, None, error_type),
+        "as_message": error_signature(None, error_type, error_type),
+    }
 
 
-async def _pick_tools(
-    conn: Reads, namespace: str, goal: str, signatures: tuple[str, str] | None
-) -> list[str]:
+async def _pick_tools(conn: Reads, namespace: str, goal: str, signatures: dict[str, str] | None) -> list[str]:
     if signatures:
-        rows = await conn.all(_TOOLS_FOR_ERROR, (namespace, *signatures, MAX_TOOLS))
+        rows = await conn.all(_TOOLS_FOR_ERROR, namespace=namespace, **signatures, limit=MAX_TOOLS)
     elif goal:
-        rows = await conn.all(_TOOLS_FOR_GOAL, (namespace, goal, MAX_TOOLS))
+        rows = await conn.all(_TOOLS_FOR_GOAL, namespace=namespace, goal=goal, limit=MAX_TOOLS)
     else:
-        rows = await conn.all(_RECENT_TOOLS, (namespace, MAX_TOOLS))
+        rows = await conn.all(_RECENT_TOOLS, namespace=namespace, limit=MAX_TOOLS)
     return list(dict.fromkeys(row["tool"] for row in rows))
 
 
 async def _tool_hints(conn: Reads, namespace: str, stats: Row, goal: str) -> ToolHints:
     tool = stats["tool"]
-    errors = await conn.all(_ERRORS, (namespace, tool, ERRORS_PER_TOOL))
-    values = await conn.all(_VALUES, (namespace, tool, goal, HINTS_PER_TOOL))
-    recent = await conn.all(_RECENT_CALLS, (namespace, tool, RECENT_PER_TOOL))
+    errors = await conn.all(_ERRORS, namespace=namespace, tool=tool, limit=ERRORS_PER_TOOL)
+    values = await conn.all(_VALUES, namespace=namespace, tool=tool, goal=goal, limit=HINTS_PER_TOOL)
+    recent = await conn.all(_RECENT_CALLS, namespace=namespace, tool=tool, limit=RECENT_PER_TOOL)
     return ToolHints(
         tool=tool,
         calls=stats["calls"],
@@ -156,10 +185,10 @@ def _error_hint(row: Row) -> ErrorHint:
 
 
 async def _guidance(
-    conn: Reads, namespace: str, signatures: tuple[str, str], tools: list[str] | None
+    conn: Reads, namespace: str, signatures: dict[str, str], tools: list[str] | None
 ) -> list[FixGuidance]:
     # Read a few more than shown, since some may belong to tools the caller did not ask about.
-    rows = await conn.all(_FIXED_FAILURES, (namespace, *signatures, GUIDANCE_ITEMS * 4))
+    rows = await conn.all(_FIXED_FAILURES, namespace=namespace, **signatures, limit=GUIDANCE_ITEMS * 4)
     guidance = []
     for row in rows:
         if tools is not None and row["tool"] not in tools:

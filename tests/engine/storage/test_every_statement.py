@@ -92,7 +92,7 @@ def registered() -> dict[str, Statement]:
 def test_the_walk_finds_the_statements():
     found, named = statements(), registered()
     assert len(found) + len(named) > 150
-    assert "memvm.engine.procedures.outcomes._INSERT_CALL" in found
+    assert "outcomes.insert call" in named
     assert "sessions.touch" in named
 
 
