@@ -11,16 +11,19 @@ expired pages) are never refused, and free the room they remove.
 
 from memvm.engine.errors import NamespaceFull
 from memvm.engine.storage.api import Writes
+from memvm.engine.storage.statements import statement
 
 # A megabyte of text, in characters (as the quota is stated to the operator).
 CHARS_PER_MB = 1_000_000
 
-_TEXT_KEPT = "SELECT chars, log_chars FROM page_counts WHERE namespace = ?"
+_TEXT_KEPT = statement(
+    "namespace_quota.text kept", "SELECT chars, log_chars FROM page_counts WHERE namespace = :namespace"
+)
 
 
 async def check_namespace_room(conn: Writes, namespace: str, quota_mb: int) -> None:
     """Refuse (NamespaceFull) a write to `namespace` while the text it keeps is over `quota_mb`."""
-    row = await conn.one(_TEXT_KEPT, (namespace,))
+    row = await conn.one(_TEXT_KEPT, namespace=namespace)
     if row is None:
         return
     pages, logs = int(row["chars"]), int(row["log_chars"])

@@ -369,11 +369,11 @@ class Database(api.Database):
         try:
             async with self._pool.connection() as conn:
                 # Cleared before the VACUUM starts: a delete committed after it marks again.
-                await conn.execute(PURGE_STARTED)
+                await conn.execute(PURGE_STARTED.texts["postgresql"])
                 try:
                     await postgres_purge.vacuum_purged(conn)
                 except psycopg.Error:
-                    await conn.execute(OWE_PURGE)  # not purged after all
+                    await conn.execute(OWE_PURGE.texts["postgresql"])  # not purged after all
                     raise
         except (PoolTimeout, psycopg.Error) as exc:
             _raise_translated(exc)

@@ -14,12 +14,13 @@ write made on its way (an expired page), or a forget whose purge could not finis
 from collections.abc import Awaitable, Callable
 
 import anyio
+from memvm.engine.storage.statements import statement
 
 # A delete's mark, made in the same transaction as the delete, on either backend.
-OWE_PURGE = "INSERT INTO purge_owed (id) VALUES (1) ON CONFLICT DO NOTHING"
+OWE_PURGE = statement("purge_queue.owe", "INSERT INTO purge_owed (id) VALUES (1) ON CONFLICT DO NOTHING")
 # Cleared by a purge in the step that starts it: a delete committed after that marks again.
-PURGE_STARTED = "DELETE FROM purge_owed"
-IS_PURGE_OWED = "SELECT 1 FROM purge_owed LIMIT 1"
+PURGE_STARTED = statement("purge_queue.started", "DELETE FROM purge_owed")
+IS_PURGE_OWED = statement("purge_queue.owed", "SELECT 1 FROM purge_owed LIMIT 1")
 
 
 class PurgeQueue:
