@@ -16,6 +16,7 @@ from memvm.engine.operations.tables import catalogue, schema_version
 from memvm.engine.storage.api import Database, Reads, StorageReport
 from memvm.engine.storage.log_limits import LOG_CHARS_OF_NAMESPACE
 from memvm.engine.storage.migrations import SCHEMA_VERSION
+from memvm.engine.storage.statements import Statement, statement
 
 
 @dataclass
@@ -58,17 +59,22 @@ def memory_line(found: Findings) -> str:
 
 
 # Expired pages not deleted yet, as of the reading transaction's moment.
-_EXPIRED_WAITING = "SELECT count(*) FROM expired_pages"
+_EXPIRED_WAITING = statement("doctor.expired waiting", "SELECT count(*) FROM expired_pages")
+_NAMESPACES = statement("doctor.namespaces", "SELECT count(DISTINCT namespace) FROM sessions")
+_SESSIONS = statement("doctor.sessions", "SELECT count(*) FROM sessions")
+_PAGES = statement("doctor.pages", "SELECT count(*) FROM pages")
+_TOOL_CALLS = statement("doctor.tool calls", "SELECT count(*) FROM tool_calls")
 
 
 # The per-namespace page counts and lengths (search statistics) and the text kept outside pages
 # (the quota's) are kept by triggers; they must agree with the rows. The namespaces where they do
 # not.
-COUNTS_DRIFT = (
+COUNTS_DRIFT = statement(
+    "doctor.counts drift",
     "SELECT (SELECT count(*) FROM (SELECT namespace, count(*) AS n, sum(search_chars) AS chars FROM pages "
     "GROUP BY namespace) AS real LEFT JOIN page_counts USING (namespace) "
     "WHERE page_counts.pages IS DISTINCT FROM real.n OR page_counts.chars IS DISTINCT FROM real.chars) + "
-    f"(SELECT count(*) FROM page_counts WHERE log_chars <> {LOG_CHARS_OF_NAMESPACE})"
+    f"(SELECT count(*) FROM page_counts WHERE log_chars <> {LOG_CHARS_OF_NAMESPACE})",
 )
 
 
@@ -98,10 +104,10 @@ async def _memory_checks(db: Database, found: Findings) -> bool:
                 + ("; serve it once to migrate" if found.schema_version < found.schema_expected else "")
             )
             return False
-        found.namespaces = int(await _one(conn, "SELECT count(DISTINCT namespace) FROM sessions"))
-        found.sessions = int(await _one(conn, "SELECT count(*) FROM sessions"))
-        found.pages = int(await _one(conn, "SELECT count(*) FROM pages"))
-        found.tool_calls = int(await _one(conn, "SELECT count(*) FROM tool_calls"))
+        found.namespaces = int(await _one(conn, _NAMESPACES))
+        found.sessions = int(await _one(conn, _SESSIONS))
+        found.pages = int(await _one(conn, _PAGES))
+        found.tool_calls = int(await _one(conn, _TOOL_CALLS))
         found.expired_waiting = int(await _one(conn, _EXPIRED_WAITING))
 
         dangling = await conn.dangling_rows()
@@ -127,7 +133,7 @@ async def _memory_checks(db: Database, found: Findings) -> bool:
     return True
 
 
-async def _one(conn: Reads, sql: str) -> Any:
+async def _one(conn: Reads, sql: Statement) -> Any:
     row = await conn.one(sql)
     return (row[0] if row else None) or 0
 

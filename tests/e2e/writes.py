@@ -89,7 +89,7 @@ def check_file(db: Path | str, acked: Acked) -> tuple[int, bool]:
     if backend_of(db) == "postgresql":
         pages = {row[0] for row in db_rows(db, "SELECT page_id FROM pages")}
         calls = {row[0] for row in db_rows(db, "SELECT call_id FROM tool_calls")}
-        drift = db_rows(db, COUNTS_DRIFT)
+        drift = db_rows(db, COUNTS_DRIFT.texts["sqlite"])
         unindexed = db_rows(
             db,
             "SELECT count(*) FROM pages p WHERE NOT EXISTS (SELECT 1 FROM page_terms t WHERE t.page_rowid = p.rowid)",
