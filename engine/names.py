@@ -15,6 +15,7 @@ name such as "trail\\n" would slip through and break every restore of the file. 
 import re
 
 from memvm.engine.storage.api import Reads
+from memvm.engine.storage.statements import statement
 
 # A namespace or a session.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
@@ -46,22 +47,33 @@ def is_tool_name(text: object) -> bool:
     return isinstance(text, str) and _TOOL_NAME.fullmatch(text) is not None
 
 
-_SESSIONS = """
-SELECT session FROM sessions WHERE namespace = ? AND session >= ? AND session < ?
-ORDER BY session LIMIT ?
-"""
+_SESSIONS = statement(
+    "names.sessions",
+    """
+SELECT session FROM sessions WHERE namespace = :namespace AND session >= :prefix AND session < :past
+ORDER BY session LIMIT :limit
+""",
+)
 
-_PAGE_IDS = """
-SELECT page_id FROM pages WHERE namespace = ? AND page_id >= ? AND page_id < ?
-ORDER BY page_id LIMIT ?
-"""
+_PAGE_IDS = statement(
+    "names.page ids",
+    """
+SELECT page_id FROM pages WHERE namespace = :namespace AND page_id >= :prefix AND page_id < :past
+ORDER BY page_id LIMIT :limit
+""",
+)
 
 
 async def session_names(db: Reads, namespace: str, prefix: str, limit: int) -> list[str]:
-    rows = await db.all(_SESSIONS, (namespace, prefix, prefix + "\uffff", limit))
+    rows = await db.all(_SESSIONS, **_range(namespace, prefix, limit))
     return [row["session"] for row in rows]
 
 
 async def page_ids(db: Reads, namespace: str, prefix: str, limit: int) -> list[str]:
-    rows = await db.all(_PAGE_IDS, (namespace, prefix, prefix + "\uffff", limit))
+    rows = await db.all(_PAGE_IDS, **_range(namespace, prefix, limit))
     return [row["page_id"] for row in rows]
+
+
+def _range(namespace: str, prefix: str, limit: int) -> dict[str, object]:
+    """The names from `prefix` up to the last that starts with it."""
+    return {"namespace": namespace, "prefix": prefix, "past": prefix + "\uffff", "limit": limit}

@@ -16,6 +16,7 @@ from memvm.engine.errors import InvalidArgument
 from memvm.engine.models.pages import PageType
 from memvm.engine.paging.pages import expired_count_sql
 from memvm.engine.storage.api import Reads
+from memvm.engine.storage.statements import Statement, in_list, statement, template
 from pydantic import BaseModel
 
 # The most rows one screen asks for.
@@ -93,36 +94,58 @@ class ToolRow(BaseModel):
 
 
 # Ordered by (last_call_at, session) so that sessions active at the same instant still page apart.
-_SESSIONS = """
+_SESSIONS = statement(
+    "view.sessions",
+    """
 SELECT s.session, s.turn, s.created_at, s.last_call_at,
        (SELECT count(*) FROM pages p WHERE p.namespace = s.namespace AND p.session = s.session) AS pages
-FROM sessions s WHERE s.namespace = ? AND (s.last_call_at, s.session) < (?, ?)
-ORDER BY s.last_call_at DESC, s.session DESC LIMIT ?
-"""
+FROM sessions s WHERE s.namespace = :namespace AND (s.last_call_at, s.session) < (:before_time, :before_name)
+ORDER BY s.last_call_at DESC, s.session DESC LIMIT :limit
+""",
+)
 
 _PAGE_FIELDS = """
 rowid, page_id, session, type, role, pinned, importance, provenance, created_at, last_access,
 access_count, abstract, tokens_full, tokens_reduced, tokens_abstract, tokens_reference, expires_at
 """
 
-_MUTATIONS = """
+# A screen of live pages, with what narrows it ({filters}: each clause with its leading AND).
+_PAGES = template(
+    "view.pages",
+    f"SELECT {_PAGE_FIELDS} FROM live_pages WHERE namespace = :namespace {{filters}} ORDER BY rowid DESC LIMIT :limit",
+    filters="AND session = :session AND type = :type AND pinned = 1 AND rowid < :before",
+)
+
+_MUTATIONS = statement(
+    "view.mutations",
+    """
 SELECT seq, session, page_id, turn, kind, level_before, level_after, actor, cause, at
-FROM mutation_log WHERE namespace = ? AND session = ? AND seq < ? ORDER BY seq DESC LIMIT ?
-"""
+FROM mutation_log WHERE namespace = :namespace AND session = :session AND seq < :before
+ORDER BY seq DESC LIMIT :limit
+""",
+)
 
 # Values and arguments cut to what a table row can show; the export has them whole.
 SHOWN_CHARS = 500
 
-_BINDINGS = f"""
+_BINDINGS = statement(
+    "view.bindings",
+    f"""
 SELECT seq, session, tool, substr(args, 1, {SHOWN_CHARS}) AS args, length(args) AS args_chars,
        substr(value, 1, {SHOWN_CHARS}) AS value, length(value) AS value_chars, value_type, turn, created_at
-FROM bindings WHERE namespace = ? AND session = ? AND seq < ? ORDER BY seq DESC LIMIT ?
-"""
+FROM bindings WHERE namespace = :namespace AND session = :session AND seq < :before
+ORDER BY seq DESC LIMIT :limit
+""",
+)
 
-_TOOLS = """
+_TOOLS = statement(
+    "view.tools",
+    """
 SELECT tool, calls, successes, duration_total, duration_count, last_at
-FROM tool_stats WHERE namespace = ? AND (last_at, tool) < (?, ?) ORDER BY last_at DESC, tool DESC LIMIT ?
-"""
+FROM tool_stats WHERE namespace = :namespace AND (last_at, tool) < (:before_time, :before_name)
+ORDER BY last_at DESC, tool DESC LIMIT :limit
+""",
+)
 
 # Past every real key: the first screen starts here.
 _TOP_INT = 2**63 - 1
@@ -164,12 +187,14 @@ def _time_key(before: str | None) -> tuple[float, str]:
 
 
 async def _by_recency(
-    conn: Reads, sql: str, time: str, name: str, namespace: str, before: str | None, limit: int
+    conn: Reads, sql: Statement, time: str, name: str, namespace: str, before: str | None, limit: int
 ) -> Screen[Any]:
     """One screen of named rows, the most recent first by (`time`, `name`)."""
     after_time, after_name = _time_key(before)
     limit = _limit(limit)
-    rows = await conn.all(sql, (namespace, after_time, after_name, limit + 1))
+    rows = await conn.all(
+        sql, namespace=namespace, before_time=after_time, before_name=after_name, limit=limit + 1
+    )
     return _screen(rows, limit, lambda row: f"{row[time]!r}/{row[name]}")
 
 
@@ -192,22 +217,23 @@ async def pages(
     limit: int = 50,
 ) -> Screen[PageRow]:
     """One screen of live pages, newest first, after the one whose cursor is `before`."""
-    where = ["namespace = ?"]
-    params: list[Any] = [namespace]
+    where = []
+    params: dict[str, Any] = {}
     if session is not None:
-        where.append("session = ?")
-        params.append(session)
+        where.append("AND session = :session")
+        params["session"] = session
     if page_type is not None:
-        where.append("type = ?")
-        params.append(page_type.value)
+        where.append("AND type = :type")
+        params["type"] = page_type.value
     if pinned_only:
-        where.append("pinned = 1")
+        where.append("AND pinned = 1")
     if before is not None:
-        where.append("rowid < ?")
-        params.append(_int_key(before))
+        where.append("AND rowid < :before")
+        params["before"] = _int_key(before)
     limit = _limit(limit)
-    sql = f"SELECT {_PAGE_FIELDS} FROM live_pages WHERE {' AND '.join(where)} ORDER BY rowid DESC LIMIT ?"
-    rows = await conn.all(sql, (*params, limit + 1))
+    rows = await conn.all(
+        _PAGES.fill(filters=" ".join(where)), namespace=namespace, limit=limit + 1, **params
+    )
     return _screen(rows, limit, lambda row: str(row["rowid"])).map(_page_row)
 
 
@@ -238,30 +264,38 @@ def _shown(text: str, length: int) -> str:
     return text if length <= SHOWN_CHARS else f"{text}… ({length:,} characters; the export has it all)"
 
 
-_PAGE_COUNT = f"""
-SELECT coalesce((SELECT pages FROM page_counts WHERE namespace = ?1), 0) - {expired_count_sql("?1")} AS pages"""
+_PAGE_COUNT = statement(
+    "view.page count",
+    f"""
+SELECT coalesce((SELECT pages FROM page_counts WHERE namespace = :namespace), 0)
+       - {expired_count_sql(":namespace")} AS pages""",
+)
 
 
 async def page_count(conn: Reads, namespace: str) -> int:
     """How many live pages the namespace holds (kept by triggers: no scan)."""
-    row = await conn.one(_PAGE_COUNT, (namespace,))
+    row = await conn.one(_PAGE_COUNT, namespace=namespace)
     return int(row["pages"]) if row else 0
 
 
-_PINNED_AMONG = "SELECT page_id FROM pages WHERE namespace = ? AND pinned = 1 AND page_id IN ({marks})"
+_PINNED_AMONG = template(
+    "view.pinned among",
+    "SELECT page_id FROM pages WHERE namespace = :namespace AND pinned = 1 AND page_id IN ({marks})",
+    marks=in_list(["", ""])[0],
+)
 
 
 async def pinned_among(conn: Reads, namespace: str, page_ids: list[str]) -> set[str]:
     """Which of `page_ids` are pinned (search results do not say)."""
-    return {row["page_id"] for row in await conn.all_in(_PINNED_AMONG, (namespace,), page_ids)}
+    return {row["page_id"] for row in await conn.all_in(_PINNED_AMONG, (), page_ids, namespace=namespace)}
 
 
 async def _session_log(
-    conn: Reads, sql: str, key: str, namespace: str, session: str, before: str | None, limit: int
+    conn: Reads, sql: Statement, key: str, namespace: str, session: str, before: str | None, limit: int
 ) -> Screen[Any]:
     """One screen of a session's log, newest first by the integer column `key`."""
     limit = _limit(limit)
-    rows = await conn.all(sql, (namespace, session, _int_key(before), limit + 1))
+    rows = await conn.all(sql, namespace=namespace, session=session, before=_int_key(before), limit=limit + 1)
     return _screen(rows, limit, lambda row: str(row[key]))
 
 
@@ -308,19 +342,22 @@ async def tools(
     )
 
 
-_VERSION = """
-SELECT (SELECT pages FROM page_counts WHERE namespace = ?1),
-       (SELECT max(seq) FROM mutation_log WHERE namespace = ?1),
-       (SELECT max(last_access) FROM pages WHERE namespace = ?1),
-       (SELECT max(last_at) FROM tool_stats WHERE namespace = ?1),
-       (SELECT max(last_call_at) FROM sessions WHERE namespace = ?1)
-"""
+_VERSION = statement(
+    "view.version",
+    """
+SELECT (SELECT pages FROM page_counts WHERE namespace = :namespace),
+       (SELECT max(seq) FROM mutation_log WHERE namespace = :namespace),
+       (SELECT max(last_access) FROM pages WHERE namespace = :namespace),
+       (SELECT max(last_at) FROM tool_stats WHERE namespace = :namespace),
+       (SELECT max(last_call_at) FROM sessions WHERE namespace = :namespace)
+""",
+)
 
 
 async def version(conn: Reads, namespace: str) -> str:
     """Changes whenever the namespace's memory does (a page written, read, forgotten, a working set
     changed, a tool outcome or a call recorded), so that a viewer can poll it cheaply."""
-    row = await conn.one(_VERSION, (namespace,))
+    row = await conn.one(_VERSION, namespace=namespace)
     return "/".join(str(value) for value in row) if row else ""
 
 
@@ -333,10 +370,13 @@ class VerdictRow(BaseModel):
     at: float
 
 
-_VERDICTS = """
+_VERDICTS = statement(
+    "view.verdicts",
+    """
 SELECT rowid, session, turn, tool, verdict, reasons, at FROM guard_verdicts
-WHERE namespace = ? AND session = ? AND rowid < ? ORDER BY rowid DESC LIMIT ?
-"""
+WHERE namespace = :namespace AND session = :session AND rowid < :before ORDER BY rowid DESC LIMIT :limit
+""",
+)
 
 
 async def verdicts(

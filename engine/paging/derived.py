@@ -21,15 +21,21 @@ from memvm.engine.guards.grounding import forget_user_numbers
 from memvm.engine.guards.references import sequence_of
 from memvm.engine.models.pages import Level, Page, PageType, Role
 from memvm.engine.storage.api import Writes
+from memvm.engine.storage.statements import statement
 
 # record_tool_outcome writes a result page's provenance as "tool:NAME call N": N is the call id,
 # which the call is found by (through its unique index) without a scan for its result page.
 _CALL_ID = re.compile(r" call (\d+)\Z")
 
-_RESULT_CALL = (
-    "SELECT session, ref FROM tool_calls WHERE namespace = ? AND call_id = ? AND result_page_id = ?"
+_RESULT_CALL = statement(
+    "derived.result call",
+    "SELECT session, ref FROM tool_calls "
+    "WHERE namespace = :namespace AND call_id = :call_id AND result_page_id = :page_id",
 )
-_UNLINK_RESULT = "UPDATE tool_calls SET result_page_id = NULL WHERE namespace = ? AND call_id = ?"
+_UNLINK_RESULT = statement(
+    "derived.unlink result",
+    "UPDATE tool_calls SET result_page_id = NULL WHERE namespace = :namespace AND call_id = :call_id",
+)
 
 
 async def forget_derived(conn: Writes, namespace: str, page: Page) -> None:
@@ -45,7 +51,7 @@ async def _forget_tool_result(conn: Writes, namespace: str, page: Page) -> None:
     if found is None:
         return
     call_id = int(found.group(1))
-    call = await conn.one(_RESULT_CALL, (namespace, call_id, page.page_id))
+    call = await conn.one(_RESULT_CALL, namespace=namespace, call_id=call_id, page_id=page.page_id)
     if call is None:
         return
     seq = sequence_of(call["ref"].removeprefix("$")) if call["ref"] else None
@@ -53,4 +59,4 @@ async def _forget_tool_result(conn: Writes, namespace: str, page: Page) -> None:
         await forget_bound_result(conn, namespace, call["session"], seq)
     else:
         await forget_user_numbers(conn, namespace, call["session"], page.rowid, page.content(Level.FULL))
-    await conn.execute(_UNLINK_RESULT, (namespace, call_id))
+    await conn.execute(_UNLINK_RESULT, namespace=namespace, call_id=call_id)

@@ -20,10 +20,14 @@ from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import WorkingSet, get_mapping
 from memvm.engine.sessions import charge_fault, get_session, read_session, touch_with_allowance
 from memvm.engine.storage.api import Database
+from memvm.engine.storage.statements import statement
 
-_USED = """
-SELECT coalesce(sum(line_tokens + 1), 0) FROM working_set WHERE namespace = ? AND session = ?
-"""
+_USED = statement(
+    "faults.used",
+    """
+SELECT coalesce(sum(line_tokens + 1), 0) FROM working_set WHERE namespace = :namespace AND session = :session
+""",
+)
 
 
 async def page_fault(
@@ -101,7 +105,7 @@ async def page_fault(
         if level is not None:
             await touch_page(conn, namespace, page.rowid, now)
         charged = [await get_session(conn, namespace, each.session) for each in charged]
-        used = await conn.one(_USED, (namespace, session))
+        used = await conn.one(_USED, namespace=namespace, session=session)
     notice = None
     if new_session and host_session is not None and session != host_session:
         notice = (

@@ -22,6 +22,7 @@ from memvm.engine.paging.pages import insert_page
 from memvm.engine.paging.projects import EVERYWHERE
 from memvm.engine.sessions import touch_session
 from memvm.engine.storage.api import Reads
+from memvm.engine.storage.statements import statement
 from pydantic import BaseModel, Field
 
 # Metadata keys a history page carries: who it came from, the message's id there, and the title
@@ -32,7 +33,10 @@ CONVERSATION = "conversation"
 
 BATCH_PAGES = 500
 
-_STORED_METADATA = "SELECT metadata FROM pages WHERE namespace = ? AND session = ? AND type = ?"
+_STORED_METADATA = statement(
+    "history_write.stored metadata",
+    "SELECT metadata FROM pages WHERE namespace = :namespace AND session = :session AND type = :type",
+)
 
 
 class HistoryMessage(BaseModel):
@@ -57,7 +61,9 @@ async def stored_source_ids(conn: Reads, namespace: str, session: str) -> set[st
     Read from the metadata column and parsed here: the same statement on both backends, and a
     conversation's pages are few enough to read whole.
     """
-    rows = await conn.all(_STORED_METADATA, (namespace, session, PageType.TRANSCRIPT.value))
+    rows = await conn.all(
+        _STORED_METADATA, namespace=namespace, session=session, type=PageType.TRANSCRIPT.value
+    )
     found = (json.loads(row["metadata"]).get(SOURCE_ID) for row in rows)
     return {source_id for source_id in found if isinstance(source_id, str)}
 

@@ -9,41 +9,52 @@ from memvm.engine.models.working_set import ManifestPage
 from memvm.engine.paging.pages import expired_count_sql, level_tokens
 from memvm.engine.paging.projects import visible_sql
 from memvm.engine.storage.api import Reads
+from memvm.engine.storage.statements import statement, template
 
 # How many recent pages are weighed at most: bounds the query at any database size.
 _RECENT_WINDOW = 500
 
-_CANDIDATE = """
-    SELECT rowid, namespace, page_id, type, role, session, reference, importance, pinned, access_count,
-           last_access, tokens_full, tokens_reduced, tokens_abstract, tokens_reference
-    FROM live_pages p WHERE namespace = ? {visible}
-"""
+_CANDIDATE_COLUMNS = """rowid, namespace, page_id, type, role, session, reference, importance, pinned, access_count,
+           last_access, tokens_full, tokens_reduced, tokens_abstract, tokens_reference"""
 
 # Pinned pages are candidates however long ago they were used (on their partial index), beside the
 # most recently used window.
-_AVAILABLE = f"""
+_AVAILABLE = template(
+    "manifest_pages.available",
+    f"""
 SELECT p.page_id, p.type, p.role, p.session, p.reference, p.importance, p.pinned,
        p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference
 FROM (
-    SELECT * FROM ({_CANDIDATE} ORDER BY last_access DESC LIMIT ?) AS recent
+    SELECT * FROM (
+        SELECT {_CANDIDATE_COLUMNS} FROM live_pages p WHERE namespace = :namespace {{visible}}
+        ORDER BY last_access DESC LIMIT :recent_window
+    ) AS recent
     UNION
-    SELECT * FROM ({_CANDIDATE} AND pinned = 1 ORDER BY last_access DESC LIMIT ?) AS pinned
+    SELECT * FROM (
+        SELECT {_CANDIDATE_COLUMNS} FROM live_pages p WHERE namespace = :namespace {{visible}}
+        AND pinned = 1 ORDER BY last_access DESC LIMIT :recent_window
+    ) AS pinned
 ) AS p
 WHERE NOT EXISTS (
-    SELECT 1 FROM working_set w WHERE w.namespace = p.namespace AND w.session = ? AND w.page_rowid = p.rowid
+    SELECT 1 FROM working_set w WHERE w.namespace = p.namespace AND w.session = :session AND w.page_rowid = p.rowid
 )
 ORDER BY p.pinned DESC, p.importance + 0.05 * CASE WHEN p.access_count < 10 THEN p.access_count ELSE 10 END DESC, p.last_access DESC, p.rowid DESC
-LIMIT ?
-"""
+LIMIT :limit
+""",
+    visible=visible_sql("a project")[0],
+)
 
 # Expired pages not yet deleted are counted out (few, on their partial index).
-_COUNTS = f"""
+_COUNTS = statement(
+    "manifest_pages.counts",
+    f"""
 SELECT
-    coalesce((SELECT pages FROM page_counts WHERE namespace = ?1), 0) - {expired_count_sql("?1")} AS pages,
-    (SELECT count(*) FROM live_pages WHERE namespace = ?1 AND session = ?2) AS session_pages,
-    (SELECT count(*) FROM working_set WHERE namespace = ?1 AND session = ?2) AS mapped,
-    (SELECT count(*) FROM live_pages WHERE namespace = ?1 AND pinned = 1) AS pinned
-"""
+    coalesce((SELECT pages FROM page_counts WHERE namespace = :namespace), 0) - {expired_count_sql(":namespace")} AS pages,
+    (SELECT count(*) FROM live_pages WHERE namespace = :namespace AND session = :session) AS session_pages,
+    (SELECT count(*) FROM working_set WHERE namespace = :namespace AND session = :session) AS mapped,
+    (SELECT count(*) FROM live_pages WHERE namespace = :namespace AND pinned = 1) AS pinned
+""",
+)
 
 
 async def available_pages(
@@ -53,8 +64,12 @@ async def available_pages(
     in `project` sees."""
     visible, params = visible_sql(project)
     rows = await db.all(
-        _AVAILABLE.format(visible=visible),
-        (namespace, *params, _RECENT_WINDOW, namespace, *params, _RECENT_WINDOW, session, limit),
+        _AVAILABLE.fill(visible=visible),
+        namespace=namespace,
+        recent_window=_RECENT_WINDOW,
+        session=session,
+        limit=limit,
+        **params,
     )
     return [
         ManifestPage(
@@ -73,6 +88,6 @@ async def available_pages(
 
 async def namespace_counts(db: Reads, namespace: str, session: str) -> dict[str, int]:
     """The namespace's pages, the session's, those it maps and the pinned ones, none expired."""
-    row = await db.one(_COUNTS, (namespace, session))
+    row = await db.one(_COUNTS, namespace=namespace, session=session)
     assert row is not None
     return {key: int(row[key]) for key in ("pages", "session_pages", "mapped", "pinned")}

@@ -46,6 +46,7 @@ from memvm.engine.redacted_writes import Redaction
 from memvm.engine.sessions import begin_turn, get_session, touch_session
 from memvm.engine.storage.api import Database, Writes
 from memvm.engine.storage.purge_queue import OWE_PURGE
+from memvm.engine.storage.statements import statement
 
 # A page pinned into context goes in as an abstract, or as a reference where that does not fit.
 PINNED_LEVELS = (Level.ABSTRACT, Level.REFERENCE)
@@ -359,13 +360,16 @@ async def _purged(db: Database) -> bool:
 # a mass expiry stays quick. `memvm gc` deletes every one (Engine.collect_expired).
 EXPIRED_PER_WRITE = 50
 
-_EXPIRED = "SELECT page_id FROM expired_pages WHERE namespace = ? ORDER BY expires_at LIMIT ?"
+_EXPIRED = statement(
+    "memory.expired",
+    "SELECT page_id FROM expired_pages WHERE namespace = :namespace ORDER BY expires_at LIMIT :limit",
+)
 
 
 async def delete_expired(writer: Writer, conn: Writes, namespace: str, limit: int = EXPIRED_PER_WRITE) -> int:
     """Delete up to `limit` of the namespace's pages expired by the write's moment, as forget
     does; how many."""
-    rows = await conn.all(_EXPIRED, (namespace, limit))
+    rows = await conn.all(_EXPIRED, namespace=namespace, limit=limit)
     for row in rows:
         page = await get_page(conn, namespace, row["page_id"])
         assert page is not None  # just listed, in this transaction
@@ -373,7 +377,7 @@ async def delete_expired(writer: Writer, conn: Writes, namespace: str, limit: in
     return len(rows)
 
 
-_NAMESPACES_EXPIRED = "SELECT DISTINCT namespace FROM expired_pages"
+_NAMESPACES_EXPIRED = statement("memory.namespaces expired", "SELECT DISTINCT namespace FROM expired_pages")
 
 # Expired pages each of gc's writes deletes: more than a page write's, still one short write each.
 EXPIRED_PER_GC_WRITE = 500

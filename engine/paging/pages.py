@@ -7,6 +7,7 @@ from memvm.engine.models.pages import LevelTokens, Modality, NewPage, Page, Page
 from memvm.engine.paging.levels import Levels
 from memvm.engine.paging.projects import EVERYWHERE, sees, visible_sql
 from memvm.engine.storage.api import Reads, Row, Writes
+from memvm.engine.storage.statements import statement, template
 
 # Readable ids per page type: msg_000123, tool_000045, note_000007, ...
 ID_PREFIX = {
@@ -33,55 +34,89 @@ WITH_TEXTS = "pages p JOIN page_texts t ON t.rowid = p.rowid"
 # own look at a page it replaces or deletes uses (the live_pages view, schema_changes.py).
 LIVE_WITH_TEXTS = "live_pages p JOIN page_texts t ON t.rowid = p.rowid"
 
-_NEXT_ID = """
-INSERT INTO id_counters (namespace, prefix, last) VALUES (?, ?, 1)
+_NEXT_ID = statement(
+    "pages.next id",
+    """
+INSERT INTO id_counters (namespace, prefix, last) VALUES (:namespace, :prefix, 1)
 ON CONFLICT (namespace, prefix) DO UPDATE SET last = id_counters.last + 1
 RETURNING last
-"""
+""",
+)
 
 # The row first, then its texts: the second insert is what indexes the page for search.
-_INSERT = """
+_INSERT = statement(
+    "pages.insert",
+    """
 INSERT INTO pages (
     namespace, page_id, session, type, role, modality, importance, pinned, provenance,
     created_at, last_access, access_count, turn, metadata, abstract, reference,
     tokens_full, tokens_reduced, tokens_abstract, tokens_reference, expires_at, project
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+) VALUES (
+    :namespace, :page_id, :session, :type, :role, :modality, :importance, :pinned, :provenance,
+    :now, :now, 0, :turn, :metadata, :abstract, :reference,
+    :tokens_full, :tokens_reduced, :tokens_abstract, :tokens_reference, :expires_at, :project
+)
 RETURNING rowid
-"""
+""",
+)
 
-_INSERT_TEXTS = "INSERT INTO page_texts (rowid, namespace, content, reduced) VALUES (?, ?, ?, ?)"
+_INSERT_TEXTS = statement(
+    "pages.insert texts",
+    "INSERT INTO page_texts (rowid, namespace, content, reduced) VALUES (:rowid, :namespace, :content, :reduced)",
+)
 
-_UPDATE_REMEMBERED = """
+_UPDATE_REMEMBERED = statement(
+    "pages.update remembered",
+    """
 UPDATE pages SET
-    type = ?, importance = ?, pinned = ?, provenance = ?, last_access = ?, turn = ?, metadata = ?,
-    abstract = ?, reference = ?,
-    tokens_full = ?, tokens_reduced = ?, tokens_abstract = ?, tokens_reference = ?, expires_at = ?,
-    project = ?
-WHERE namespace = ? AND rowid = ?
-"""
+    type = :type, importance = :importance, pinned = :pinned, provenance = :provenance,
+    last_access = :now, turn = :turn, metadata = :metadata, abstract = :abstract, reference = :reference,
+    tokens_full = :tokens_full, tokens_reduced = :tokens_reduced, tokens_abstract = :tokens_abstract,
+    tokens_reference = :tokens_reference, expires_at = :expires_at, project = :project
+WHERE namespace = :namespace AND rowid = :rowid
+""",
+)
 
-_UPDATE_TEXTS = "UPDATE page_texts SET content = ?, reduced = ? WHERE namespace = ? AND rowid = ?"
+_UPDATE_TEXTS = statement(
+    "pages.update texts",
+    "UPDATE page_texts SET content = :content, reduced = :reduced WHERE namespace = :namespace AND rowid = :rowid",
+)
 
 
 def expired_count_sql(namespace: str) -> str:
     """A subquery counting a namespace's pages expired and not yet deleted (few, on their partial
-    index), given the namespace's placeholder: what a page count from page_counts leaves out."""
+    index), given the namespace's parameter (`:namespace`): what a page count from page_counts
+    leaves out."""
     return f"(SELECT count(*) FROM expired_pages WHERE namespace = {namespace})"
 
 
-_GET = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.page_id = ?"
-_GET_LIVE = f"SELECT {PAGE_COLUMNS} FROM {LIVE_WITH_TEXTS} WHERE p.namespace = ? AND p.page_id = ?"
+_GET = statement(
+    "pages.get",
+    f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = :namespace AND p.page_id = :page_id",
+)
+_GET_LIVE = statement(
+    "pages.get live",
+    f"SELECT {PAGE_COLUMNS} FROM {LIVE_WITH_TEXTS} WHERE p.namespace = :namespace AND p.page_id = :page_id",
+)
 
-_GET_BY_ROWID = f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = ? AND p.rowid = ?"
+_GET_BY_ROWID = statement(
+    "pages.get by rowid",
+    f"SELECT {PAGE_COLUMNS} FROM {WITH_TEXTS} WHERE p.namespace = :namespace AND p.rowid = :rowid",
+)
 
-_TOUCH = """
-UPDATE pages SET last_access = ?, access_count = access_count + 1 WHERE namespace = ? AND rowid = ?
-"""
+_TOUCH = statement(
+    "pages.touch",
+    """
+UPDATE pages SET last_access = :now, access_count = access_count + 1 WHERE namespace = :namespace AND rowid = :rowid
+""",
+)
 
-_SET_PINNED = "UPDATE pages SET pinned = ? WHERE namespace = ? AND rowid = ?"
+_SET_PINNED = statement(
+    "pages.set pinned", "UPDATE pages SET pinned = :pinned WHERE namespace = :namespace AND rowid = :rowid"
+)
 
 # The texts go with the row (ON DELETE CASCADE).
-_DELETE = "DELETE FROM pages WHERE namespace = ? AND rowid = ?"
+_DELETE = statement("pages.delete", "DELETE FROM pages WHERE namespace = :namespace AND rowid = :rowid")
 
 
 def level_texts(row: Row) -> tuple[str, str, str, str]:
@@ -124,7 +159,7 @@ def page_from_row(row: Row) -> Page:
 
 async def next_page_id(conn: Writes, namespace: str, page_type: PageType) -> str:
     prefix = ID_PREFIX[page_type]
-    row = await conn.one(_NEXT_ID, (namespace, prefix))
+    row = await conn.one(_NEXT_ID, namespace=namespace, prefix=prefix)
     assert row is not None  # RETURNING always yields the counter
     return f"{prefix}_{row[0]:06d}"
 
@@ -143,34 +178,22 @@ async def insert_page(
     project: str = EVERYWHERE,
 ) -> Page:
     """Insert one page of `project` and return it as stored."""
-    content, reduced, abstract, reference = levels.texts
+    content, reduced, _, _ = levels.texts
     row = await conn.one(
         _INSERT,
-        (
-            namespace,
-            page_id,
-            session,
-            page.type.value,
-            page.role.value if page.role else None,
-            page.modality.value,
-            page.importance,
-            int(page.pinned),
-            page.provenance,
-            now,
-            now,
-            turn,
-            json.dumps(page.metadata, ensure_ascii=False),
-            abstract,
-            reference,
-            *_token_tuple(levels.tokens),
-            expires_at,
-            project,
-        ),
+        namespace=namespace,
+        page_id=page_id,
+        session=session,
+        role=page.role.value if page.role else None,
+        modality=page.modality.value,
+        **_written(page, levels, turn=turn, now=now, expires_at=expires_at, project=project),
     )
     assert row is not None  # RETURNING always yields the inserted row
-    await conn.execute(_INSERT_TEXTS, (row["rowid"], namespace, content, reduced))
+    await conn.execute(
+        _INSERT_TEXTS, rowid=row["rowid"], namespace=namespace, content=content, reduced=reduced
+    )
     await conn.index_pages([row["rowid"]])
-    stored = await conn.one(_GET_BY_ROWID, (namespace, row["rowid"]))
+    stored = await conn.one(_GET_BY_ROWID, namespace=namespace, rowid=row["rowid"])
     assert stored is not None  # inserted just now, in this transaction
     return page_from_row(stored)
 
@@ -188,29 +211,16 @@ async def update_remembered(
     project: str,
 ) -> Page:
     """Rewrite a remembered page in place, as a page of `project`, and return it as now stored."""
-    content, reduced, abstract, reference = levels.texts
+    content, reduced, _, _ = levels.texts
     await conn.execute(
         _UPDATE_REMEMBERED,
-        (
-            page.type.value,
-            page.importance,
-            int(page.pinned),
-            page.provenance,
-            now,
-            turn,
-            json.dumps(page.metadata, ensure_ascii=False),
-            abstract,
-            reference,
-            *_token_tuple(levels.tokens),
-            expires_at,
-            project,
-            namespace,
-            rowid,
-        ),
+        namespace=namespace,
+        rowid=rowid,
+        **_written(page, levels, turn=turn, now=now, expires_at=expires_at, project=project),
     )
-    await conn.execute(_UPDATE_TEXTS, (content, reduced, namespace, rowid))
+    await conn.execute(_UPDATE_TEXTS, content=content, reduced=reduced, namespace=namespace, rowid=rowid)
     await conn.index_pages([rowid])
-    row = await conn.one(_GET_BY_ROWID, (namespace, rowid))
+    row = await conn.one(_GET_BY_ROWID, namespace=namespace, rowid=rowid)
     assert row is not None  # the caller just found it, in this transaction
     return page_from_row(row)
 
@@ -218,7 +228,7 @@ async def update_remembered(
 async def get_page(conn: Reads, namespace: str, page_id: str, *, live: bool = False) -> Page | None:
     """The page `page_id`; if `live`, None for a page expired by the transaction's moment (which
     only a write that deletes it, or a key's rewrite, still needs to see)."""
-    row = await conn.one(_GET_LIVE if live else _GET, (namespace, page_id))
+    row = await conn.one(_GET_LIVE if live else _GET, namespace=namespace, page_id=page_id)
     return page_from_row(row) if row else None
 
 
@@ -235,11 +245,15 @@ async def page_seen_from(
 
 # A remembered page of one type holding exactly this text; the namespace's pages of that type are
 # few beside its transcript, and the text is compared only on those.
-_SAME_TEXT = f"""
+_SAME_TEXT = template(
+    "pages.same text",
+    f"""
 SELECT {PAGE_COLUMNS} FROM {LIVE_WITH_TEXTS}
-WHERE p.namespace = ? AND p.type = ? AND t.content = ? {{visible}}
+WHERE p.namespace = :namespace AND p.type = :type AND t.content = :content {{visible}}
 ORDER BY p.rowid LIMIT 1
-"""
+""",
+    visible=visible_sql("a project")[0],
+)
 
 
 async def page_with_text(
@@ -248,21 +262,44 @@ async def page_with_text(
     """The oldest live page of `page_type` whose full text is `text`, among those a reader in
     `project` sees, if any."""
     visible, params = visible_sql(project)
-    row = await conn.one(_SAME_TEXT.format(visible=visible), (namespace, page_type.value, text, *params))
+    row = await conn.one(
+        _SAME_TEXT.fill(visible=visible), namespace=namespace, type=page_type.value, content=text, **params
+    )
     return page_from_row(row) if row else None
 
 
 async def touch_page(conn: Writes, namespace: str, rowid: int, now: float) -> None:
-    await conn.execute(_TOUCH, (now, namespace, rowid))
+    await conn.execute(_TOUCH, now=now, namespace=namespace, rowid=rowid)
 
 
 async def set_pinned(conn: Writes, namespace: str, rowid: int, pinned: bool) -> None:
-    await conn.execute(_SET_PINNED, (int(pinned), namespace, rowid))
+    await conn.execute(_SET_PINNED, pinned=int(pinned), namespace=namespace, rowid=rowid)
 
 
 async def delete_page(conn: Writes, namespace: str, rowid: int) -> None:
-    await conn.execute(_DELETE, (namespace, rowid))
+    await conn.execute(_DELETE, namespace=namespace, rowid=rowid)
 
 
-def _token_tuple(tokens: LevelTokens) -> tuple[int, int, int, int]:
-    return (tokens.full, tokens.reduced, tokens.abstract, tokens.reference)
+def _written(
+    page: NewPage, levels: Levels, *, turn: int, now: float, expires_at: float | None, project: str
+) -> dict[str, object]:
+    """The parameters an insert and a rewrite of a page both set on its row."""
+    _, _, abstract, reference = levels.texts
+    tokens = levels.tokens
+    return {
+        "type": page.type.value,
+        "importance": page.importance,
+        "pinned": int(page.pinned),
+        "provenance": page.provenance,
+        "now": now,
+        "turn": turn,
+        "metadata": json.dumps(page.metadata, ensure_ascii=False),
+        "abstract": abstract,
+        "reference": reference,
+        "tokens_full": tokens.full,
+        "tokens_reduced": tokens.reduced,
+        "tokens_abstract": tokens.abstract,
+        "tokens_reference": tokens.reference,
+        "expires_at": expires_at,
+        "project": project,
+    }

@@ -21,11 +21,12 @@ def sees(reader: str | None, project: str) -> bool:
     return reader is None or project in (reader, EVERYWHERE)
 
 
-def visible_sql(reader: str | None, table: str = "p") -> tuple[str, tuple[str, ...]]:
-    """A clause (with its leading AND) holding for the pages `reader` sees, and its parameters."""
+def visible_sql(reader: str | None, table: str = "p") -> tuple[str, dict[str, str]]:
+    """A clause (with its leading AND) holding for the pages `reader` sees, and its parameters
+    (`:project`, the reader's)."""
     if reader is None:
-        return "", ()
-    return f"AND {table}.project IN (?, '')", (reader,)
+        return "", {}
+    return f"AND {table}.project IN (:project, '')", {"project": reader}
 
 
 def named_elsewhere(reader: str | None, project: str) -> str | None:

@@ -10,7 +10,6 @@ many of them hold each term), never from the whole file's as FTS5's bm25() would
 scores must not move when another tenant writes, or they would tell it what the other stores.
 """
 
-import functools
 import math
 import re
 from collections import defaultdict
@@ -29,8 +28,10 @@ from memvm.engine.paging.stopwords import STOPWORDS
 from memvm.engine.paging.terms import query_terms, words
 from memvm.engine.paging.tiers import bounded_postings, fulltext, pages_holding
 from memvm.engine.paging.when import time_window
-from memvm.engine.storage.api import Dialect, Reads, Row
+from memvm.engine.storage.api import Reads, Row
+from memvm.engine.storage.dialects import SqlDialect
 from memvm.engine.storage.fulltext import Posting
+from memvm.engine.storage.statements import in_list, statement, template
 from memvm.engine.storage.tokenizer import Stemmer
 
 _MAX_ID_CANDIDATES = 8
@@ -40,17 +41,9 @@ _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 _HIT_COLUMNS = """p.rowid, p.page_id, p.session, p.type, p.role, p.modality, p.created_at,
        p.tokens_full, p.tokens_reduced, p.tokens_abstract, p.tokens_reference, p.project"""
 _MAPPED_IN_VIEWER = (
-    "LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = ?"
+    "LEFT JOIN working_set w ON w.page_rowid = p.rowid AND w.namespace = p.namespace AND w.session = :viewer"
 )
 
-# The best-scoring pages with what re-scoring needs: session, speaker, role, length, and the
-# rowids of the pages up to `reach` before and after each in its session ({neighbours}). The
-# `|| ''` keeps the namespace a filter on the rows found by rowid: as an index search it made
-# SQLite walk the namespace's pages instead (30 ms at 100,000 pages).
-_CANDIDATES = """
-SELECT p.rowid, p.session, p.speaker, p.role, p.tokens_full, p.created_at{neighbours}
-FROM pages p WHERE p.rowid IN ({marks}) AND p.namespace || '' = ?
-"""
 # The page `step` places before (or after) a candidate in its session, through pages_by_session.
 _NEIGHBOUR = """,
        (SELECT q.rowid FROM pages q
@@ -58,38 +51,42 @@ _NEIGHBOUR = """,
         ORDER BY q.rowid {order} LIMIT 1 OFFSET {offset}) AS {name}{step}"""
 
 
-def _candidates_sql(reach: int, count: int) -> str:
-    neighbours = "".join(
+def _neighbours(reach: int) -> str:
+    return "".join(
         _NEIGHBOUR.format(sign=sign, order=order, offset=step - 1, name=name, step=step)
         for step in range(1, reach + 1)
         for sign, order, name in (("<", "DESC", "before"), (">", "ASC", "after"))
     )
-    return _CANDIDATES.format(neighbours=neighbours, marks=", ".join("?" * count))
+
+
+# The best-scoring pages with what re-scoring needs: session, speaker, role, length, and the
+# rowids of the pages up to `reach` before and after each in its session ({neighbours}). The
+# `|| ''` keeps the namespace a filter on the rows found by rowid: as an index search it made
+# SQLite walk the namespace's pages instead (30 ms at 100,000 pages).
+_CANDIDATES = template(
+    "search.candidates",
+    """
+SELECT p.rowid, p.session, p.speaker, p.role, p.tokens_full, p.created_at{neighbours}
+FROM pages p WHERE p.rowid IN ({marks}) AND p.namespace || '' = :namespace
+""",
+    neighbours=_neighbours(2),
+    marks=in_list([0, 0, 0])[0],
+)
 
 
 # The snippet comes from a bounded window of the text (see snippets), never from FTS5's snippet(),
 # whose cost grows with the square of a term's occurrences in the page.
-_DRESS = """
-SELECT {columns}, {window}, w.level AS mapped_level
+def _dress(dialect: SqlDialect) -> str:
+    return f"""
+SELECT {_HIT_COLUMNS}, {window_sql("t.content", dialect)}, w.level AS mapped_level
 FROM pages p JOIN page_texts t ON t.rowid = p.rowid
-{mapped}
+{_MAPPED_IN_VIEWER}
 WHERE p.rowid IN ({{marks}})
 """
 
 
-@functools.cache
-def _dress_sql(dialect: Dialect) -> str:
-    return _DRESS.format(
-        columns=_HIT_COLUMNS, window=window_sql("t.content", dialect), mapped=_MAPPED_IN_VIEWER
-    )
+_DRESS = template("search.dressed", _dress, marks=in_list([0, 0])[0])
 
-
-_BY_ID = f"""
-SELECT {_HIT_COLUMNS}, p.abstract AS snippet, w.level AS mapped_level
-FROM pages p
-{_MAPPED_IN_VIEWER}
-WHERE p.namespace = ? AND p.page_id IN ({{marks}}) {{filters}}
-"""
 
 # Above any BM25 score, and still valid JSON (infinity is not).
 EXACT_ID_SCORE = 1_000_000.0
@@ -97,10 +94,14 @@ EXACT_ID_SCORE = 1_000_000.0
 DEFAULT_TUNING = SearchTuning()
 
 # The namespace's pages and their total length (BM25's collection statistics), and the file's pages.
-_COLLECTION = """
-SELECT coalesce(sum(pages) FILTER (WHERE namespace = ?1), 0), coalesce(sum(chars) FILTER (WHERE namespace = ?1), 0),
+_COLLECTION = statement(
+    "search.collection",
+    """
+SELECT coalesce(sum(pages) FILTER (WHERE namespace = :namespace), 0),
+       coalesce(sum(chars) FILTER (WHERE namespace = :namespace), 0),
        coalesce(sum(pages), 0)
-FROM page_counts"""
+FROM page_counts""",
+)
 
 
 def _id_candidates(text: str) -> list[str]:
@@ -122,18 +123,18 @@ class _Filters:
     pinned_only: bool = False
     project: str | None = None  # the reader's: other projects' pages are left out
 
-    def sql(self) -> tuple[str, list[object]]:
-        visible, visible_params = visible_sql(self.project)
+    def sql(self) -> tuple[str, dict[str, str]]:
+        """The filters as clauses (each with its leading AND), and their parameters."""
+        visible, params = visible_sql(self.project)
         clauses: list[str] = [visible] if visible else []
-        params: list[object] = list(visible_params)
         for column, value in (
             ("type", self.page_type),
             ("modality", self.modality),
             ("session", self.session),
         ):
             if value is not None:
-                clauses.append(f"AND p.{column} = ?")
-                params.append(str(value))
+                clauses.append(f"AND p.{column} = :{column}")
+                params[column] = str(value)
         if self.pinned_only:
             clauses.append("AND p.pinned = 1")
         return " ".join(clauses), params
@@ -146,6 +147,22 @@ class _Filters:
             and (not self.pinned_only or bool(row["pinned"]))
             and sees(self.project, row["project"])
         )
+
+
+# Every filter at once: what the statements that take filters are prepared with.
+_EVERY_FILTER = _Filters(PageType.NOTE, Modality.TEXT, "a session", True, "a project").sql()[0]
+
+_BY_ID = template(
+    "search.by id",
+    f"""
+SELECT {_HIT_COLUMNS}, p.abstract AS snippet, w.level AS mapped_level
+FROM pages p
+{_MAPPED_IN_VIEWER}
+WHERE p.namespace = :namespace AND p.page_id IN ({{marks}}) {{filters}}
+""",
+    marks=in_list(["", ""])[0],
+    filters=_EVERY_FILTER,
+)
 
 
 def _hit(row: Row, *, score: float, snippet: str, reader: str | None) -> SearchHit:
@@ -197,7 +214,7 @@ async def search_pages(
         for hit in await _exact_ids(conn, namespace, viewer_session, query, filters)
         if hit.page_id not in gone
     ]
-    collection = await conn.one(_COLLECTION, (namespace,))
+    collection = await conn.one(_COLLECTION, namespace=namespace)
     assert collection is not None  # an aggregate always yields a row
     pages, chars, in_file = (int(value) for value in collection)
     terms = query_terms(query)
@@ -276,11 +293,20 @@ async def _scored(
     top = sorted(admitted, key=lambda rowid: (-scores[rowid], rowid))[: asked.depth]
     if not top:
         return {}
-    candidates = await conn.all(_candidates_sql(tuning.neighbour_reach, len(top)), (*top, namespace))
+    marks, listed = in_list(top)
+    candidates = await conn.all(
+        _CANDIDATES.fill(neighbours=_neighbours(tuning.neighbour_reach), marks=marks),
+        namespace=namespace,
+        **listed,
+    )
     return rescore(candidates, scores, tuning, terms=asked.terms, role=asked.role, when=asked.when)
 
 
-_FEEDBACK_TEXTS = "SELECT rowid, content FROM page_search WHERE rowid IN ({marks})"
+_FEEDBACK_TEXTS = template(
+    "search.feedback texts",
+    "SELECT rowid, content FROM page_search WHERE rowid IN ({marks})",
+    marks=in_list([0, 0])[0],
+)
 
 
 async def _feedback(
@@ -300,7 +326,7 @@ async def _feedback(
     """
     pages, whole_file = collection
     best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: tuning.feedback_pages]
-    rows = await conn.all(_FEEDBACK_TEXTS.format(marks=", ".join("?" * len(best))), best)
+    rows = await conn.all_in(_FEEDBACK_TEXTS, (), best)
     top = scores[best[0]] or 1.0
     asked = set(stemmer.stems(list(weights)))
     mass: dict[str, float] = defaultdict(float)
@@ -371,9 +397,13 @@ async def _exact_ids(
     if not candidates:
         return []
     clauses, params = filters.sql()
-    marks = ", ".join("?" for _ in candidates)
+    marks, listed = in_list(candidates)
     rows = await conn.all(
-        _BY_ID.format(marks=marks, filters=clauses), (viewer_session, namespace, *candidates, *params)
+        _BY_ID.fill(marks=marks, filters=clauses),
+        viewer=viewer_session,
+        namespace=namespace,
+        **listed,
+        **params,
     )
     order = {page_id: i for i, page_id in enumerate(candidates)}
     return [
@@ -384,14 +414,18 @@ async def _exact_ids(
 
 # What an empty query lists: the pinned pages (few, on their index), then the rest newest first,
 # walking the namespace's index backwards rather than sorting it.
-_LISTED = f"""
+_LISTED = template(
+    "search.listed",
+    f"""
 SELECT {_HIT_COLUMNS}, p.abstract AS snippet, w.level AS mapped_level
 FROM live_pages p
 {_MAPPED_IN_VIEWER}
-WHERE p.namespace = ? AND p.pinned = ? {{filters}}
+WHERE p.namespace = :namespace AND p.pinned = :pinned {{filters}}
 ORDER BY p.rowid DESC
-LIMIT ?
-"""
+LIMIT :limit
+""",
+    filters=_EVERY_FILTER,
+)
 
 
 async def _listed(
@@ -404,10 +438,15 @@ async def _listed(
         if len(hits) >= limit or (pinned == 0 and filters.pinned_only):
             break
         rows = await conn.all(
-            _LISTED.format(filters=clauses), (viewer_session, namespace, pinned, *params, limit - len(hits))
+            _LISTED.fill(filters=clauses),
+            viewer=viewer_session,
+            namespace=namespace,
+            pinned=pinned,
+            limit=limit - len(hits),
+            **params,
         )
         hits += [_hit(row, score=0.0, snippet=row["snippet"], reader=filters.project) for row in rows]
-    collection = await conn.one(_COLLECTION, (namespace,))
+    collection = await conn.one(_COLLECTION, namespace=namespace)
     assert collection is not None  # an aggregate always yields a row
     pages = int(collection[0]) - len(await _expired(conn, namespace))
     message = None if hits else "Nothing is remembered here yet."
@@ -415,12 +454,14 @@ async def _listed(
 
 
 # Pages whose expiry has come and that no write has deleted yet: few, on their partial index.
-_EXPIRED = "SELECT page_id, rowid FROM expired_pages WHERE namespace = ?"
+_EXPIRED = statement(
+    "search.expired", "SELECT page_id, rowid FROM expired_pages WHERE namespace = :namespace"
+)
 
 
 async def _expired(conn: Reads, namespace: str) -> dict[str, int]:
     """The namespace's expired pages by id: the full-text index still holds them."""
-    return {row["page_id"]: row["rowid"] for row in await conn.all(_EXPIRED, (namespace,))}
+    return {row["page_id"]: row["rowid"] for row in await conn.all(_EXPIRED, namespace=namespace)}
 
 
 @dataclass(frozen=True)
@@ -444,10 +485,8 @@ async def _dressed(
     """The best-scoring pages not already `found`, with snippets and their place in the viewer's set."""
     best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(found)]
     placed_by = searched(words.terms, words.stems)
-    rows = await conn.all(
-        _dress_sql(conn.dialect).format(marks=", ".join("?" * len(best))),
-        (placed_by, placed_by, viewer_session, *best),
-    )
+    marks, listed = in_list(best)
+    rows = await conn.all(_DRESS.fill(marks=marks), searched=placed_by, viewer=viewer_session, **listed)
     by_rowid = {row["rowid"]: row for row in rows}
     seen = {hit.page_id for hit in found}
     return [

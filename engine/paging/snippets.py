@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memvm.engine.storage.api import Dialect
+from memvm.engine.storage.dialects import SqlDialect
 from memvm.engine.storage.tokenizer import TERM, Stemmer
 
 # How far into a page the first occurrence of a term is looked for (characters).
@@ -30,14 +30,14 @@ ELLIPSIS = "…"
 _FIRST_AT = """(SELECT coalesce(min(nullif({find}, 0)), 1) FROM {strings})"""
 
 
-def window_sql(text: str, dialect: Dialect) -> str:
+def window_sql(text: str, dialect: SqlDialect) -> str:
     """Select-list SQL for the window of column `text`: `snippet_at` and `snippet_window`.
 
-    It takes one bound parameter, twice: the searched strings (`searched`), once for each column.
+    It takes one parameter, `:searched`: the searched strings (`searched`).
     """
     first = _FIRST_AT.format(
         find=dialect.find(f"lower(substr({text}, 1, {SCAN_CHARS}))", "s.value"),
-        strings=dialect.json_strings("?"),
+        strings=dialect.json_strings(":searched"),
     )
     start = dialect.greatest("1", f"{first} - {_LEAD_CHARS}")
     return f"{start} AS snippet_at, substr({text}, {start}, {WINDOW_CHARS}) AS snippet_window"

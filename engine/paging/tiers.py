@@ -29,6 +29,7 @@ from typing import Any
 
 from memvm.engine.storage.api import Reads
 from memvm.engine.storage.fulltext import Candidates, FullText, Posting
+from memvm.engine.storage.statements import statement
 from memvm.engine.storage.tokenizer import Stemmer
 
 EXACT_PAGES = 20_000
@@ -36,8 +37,12 @@ POSTINGS = 2_000
 CANDIDATES = 1_000
 
 # The namespace's oldest and newest rowids, each off the end of an index.
-_ROWIDS = """
-SELECT (SELECT min(rowid) FROM pages WHERE namespace = ?1), (SELECT max(rowid) FROM pages WHERE namespace = ?1)"""
+_ROWIDS = statement(
+    "tiers.rowids",
+    """
+SELECT (SELECT min(rowid) FROM pages WHERE namespace = :namespace),
+       (SELECT max(rowid) FROM pages WHERE namespace = :namespace)""",
+)
 
 
 def fulltext(conn: Reads) -> FullText:
@@ -91,7 +96,7 @@ async def bounded_postings(
         return [], {}
     each = stemmer.stem_each(common)
     floors = dict(zip(terms, (floor for _, floor in newest), strict=True))
-    rowids = await conn.one(_ROWIDS, (namespace,)) if common else None
+    rowids = await conn.one(_ROWIDS, namespace=namespace) if common else None
     for term in common:
         stems = [stem for stem in each[term] if stem not in holding]
         if not stems:

@@ -8,22 +8,34 @@ come back as if it were current. They are read only where a person or a model as
 
 from memvm.engine.models.pages import Page, PageVersion
 from memvm.engine.storage.api import Reads, Writes
+from memvm.engine.storage.statements import statement
 
-_LATEST = "SELECT max(version) AS version, max(superseded_at) AS at FROM page_versions WHERE page_rowid = ?"
+_LATEST = statement(
+    "versions.latest",
+    "SELECT max(version) AS version, max(superseded_at) AS at FROM page_versions WHERE page_rowid = :page_rowid",
+)
 
-_INSERT = """
+_INSERT = statement(
+    "versions.insert",
+    """
 INSERT INTO page_versions (
     page_rowid, version, namespace, type, content, tokens_full, written_at, superseded_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-"""
+) VALUES (:page_rowid, :version, :namespace, :type, :content, :tokens_full, :written_at, :superseded_at)
+""",
+)
 
-# The oldest beyond the `keep` newest.
-_TRIM = "DELETE FROM page_versions WHERE page_rowid = ? AND version <= ?"
+# The oldest beyond the `keep` newest: those up to `:through`.
+_TRIM = statement(
+    "versions.trim", "DELETE FROM page_versions WHERE page_rowid = :page_rowid AND version <= :through"
+)
 
-_ALL = """
+_ALL = statement(
+    "versions.all",
+    """
 SELECT version, type, content, tokens_full, written_at, superseded_at FROM page_versions
-WHERE page_rowid = ? ORDER BY version
-"""
+WHERE page_rowid = :page_rowid ORDER BY version
+""",
+)
 
 
 async def supersede(conn: Writes, namespace: str, page: Page, now: float, keep: int) -> None:
@@ -32,21 +44,30 @@ async def supersede(conn: Writes, namespace: str, page: Page, now: float, keep: 
 
     The current content was written when the previous version was superseded, or, for the first,
     when the page was created."""
-    latest = await conn.one(_LATEST, (page.rowid,))
+    latest = await conn.one(_LATEST, page_rowid=page.rowid)
     number = int(latest["version"] or 0) + 1 if latest else 1
     written_at = latest["at"] if latest and latest["at"] is not None else page.created_at
     if keep > 0:
-        row = (namespace, page.type.value, page.levels[0], page.tokens.full, written_at, now)
-        await conn.execute(_INSERT, (page.rowid, number, *row))
-    await conn.execute(_TRIM, (page.rowid, number - keep))
+        await conn.execute(
+            _INSERT,
+            page_rowid=page.rowid,
+            version=number,
+            namespace=namespace,
+            type=page.type.value,
+            content=page.levels[0],
+            tokens_full=page.tokens.full,
+            written_at=written_at,
+            superseded_at=now,
+        )
+    await conn.execute(_TRIM, page_rowid=page.rowid, through=number - keep)
 
 
 async def versions_of(conn: Reads, rowid: int) -> list[PageVersion]:
     """A page's superseded versions, oldest first."""
-    return [PageVersion(**dict(row)) for row in await conn.all(_ALL, (rowid,))]
+    return [PageVersion(**dict(row)) for row in await conn.all(_ALL, page_rowid=rowid)]
 
 
 async def current_version(conn: Reads, rowid: int) -> int:
     """The number of a page's current content: one more than its newest superseded version."""
-    latest = await conn.one(_LATEST, (rowid,))
+    latest = await conn.one(_LATEST, page_rowid=rowid)
     return int(latest["version"] or 0) + 1 if latest else 1

@@ -17,6 +17,7 @@ from memvm.engine.paging.mutation_log import LogEntry, append_changes
 from memvm.engine.paging.pages import level_texts
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.storage.api import Reads, Row, Writes
+from memvm.engine.storage.statements import Statement, statement
 
 # How long each type of page holds on to its place: claims and summaries stay longest.
 TYPE_RETENTION = {
@@ -29,23 +30,29 @@ TYPE_RETENTION = {
     PageType.TOOL_RESULT: 0.8,
 }
 
-_MAPPINGS = """
-SELECT w.page_rowid, w.level, w.line_tokens, w.faulted_turn, w.last_access_turn,
-       p.page_id, p.type, p.importance, p.pinned, p.last_access
-FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
-WHERE w.namespace = ? AND w.session = ?
-ORDER BY w.page_rowid
-"""
+_MAPPING_COLUMNS = """w.page_rowid, w.level, w.line_tokens, w.faulted_turn, w.last_access_turn,
+       p.page_id, p.type, p.importance, p.pinned, p.last_access"""
 
-_ONE_MAPPING = _MAPPINGS.replace("ORDER BY w.page_rowid", "AND w.page_rowid = ?")
+_ONE_MAPPING = statement(
+    "working_set.mapping",
+    f"""
+SELECT {_MAPPING_COLUMNS}
+FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
+WHERE w.namespace = :namespace AND w.session = :session
+AND w.page_rowid = :page_rowid
+""",
+)
 
 # What the rest of the working set costs (a line's cost is its tokens plus a newline, as in
-# `line_cost`), and the level `?3` is mapped at now, if it is.
-_ROOM = """
-SELECT coalesce(sum(line_tokens + 1) FILTER (WHERE page_rowid != ?3), 0),
-       max(level) FILTER (WHERE page_rowid = ?3)
-FROM working_set WHERE namespace = ?1 AND session = ?2
-"""
+# `line_cost`), and the level `:page_rowid` is mapped at now, if it is.
+_ROOM = statement(
+    "working_set.room",
+    """
+SELECT coalesce(sum(line_tokens + 1) FILTER (WHERE page_rowid != :page_rowid), 0),
+       max(level) FILTER (WHERE page_rowid = :page_rowid)
+FROM working_set WHERE namespace = :namespace AND session = :session
+""",
+)
 
 # `retention` in SQL, so the weakest mappings come first without reading the whole working set.
 # The same doubles in the same order of operations give the same order as the Python function.
@@ -53,71 +60,90 @@ _RETENTION = (
     "CASE p.type "
     + " ".join(f"WHEN '{page_type.value}' THEN {weight!r}" for page_type, weight in TYPE_RETENTION.items())
     + " END * (0.25 + p.importance)"
-    + " / (1 + CASE WHEN ?4 > w.last_access_turn THEN ?4 - w.last_access_turn ELSE 0 END)"
+    + " / (1 + CASE WHEN :turn > w.last_access_turn THEN :turn - w.last_access_turn ELSE 0 END)"
 )
 
-# Mappings that may be demoted or unmapped to make room for `?3`: not pinned, not faulted this
-# turn (`?4`), weakest first; `?5` bounds how many are read. `_DEMOTABLE`: those
-# of them not yet at the coarsest level.
-_MOVABLE = (
-    _MAPPINGS.replace(
-        "p.last_access\n", "p.last_access, p.role, t.content, t.reduced, p.abstract, p.reference\n"
-    )
-    .replace(
-        "JOIN pages p ON p.rowid = w.page_rowid",
-        "JOIN pages p ON p.rowid = w.page_rowid\nJOIN page_texts t ON t.rowid = w.page_rowid",
-    )
-    .replace(
-        "ORDER BY w.page_rowid",
-        f"""AND w.page_rowid != ?3 AND p.pinned = 0 AND w.faulted_turn IS DISTINCT FROM ?4
+
+def _weakest(condition: str) -> str:
+    """Mappings that may be demoted or unmapped to make room for `:page_rowid`, and meet
+    `condition`: not pinned, not faulted this turn (`:turn`), weakest first; `:limit` bounds how
+    many are read."""
+    return f"""
+SELECT {_MAPPING_COLUMNS}, p.role, t.content, t.reduced, p.abstract, p.reference
+FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
+JOIN page_texts t ON t.rowid = w.page_rowid
+WHERE w.namespace = :namespace AND w.session = :session
+AND w.page_rowid != :page_rowid {condition}AND p.pinned = 0 AND w.faulted_turn IS DISTINCT FROM :turn
 ORDER BY {_RETENTION}, p.last_access, w.page_rowid
-LIMIT ?5""",
-    )
-    .replace("w.namespace = ? AND w.session = ?", "w.namespace = ?1 AND w.session = ?2")
-)
+LIMIT :limit"""
 
-_DEMOTABLE = _MOVABLE.replace("AND p.pinned = 0", f"AND w.level < {int(Level.REFERENCE)} AND p.pinned = 0")
+
+_MOVABLE = statement("working_set.movable", _weakest(""))
+# Those of them not yet at the coarsest level.
+_DEMOTABLE = statement("working_set.demotable", _weakest(f"AND w.level < {int(Level.REFERENCE)} "))
 
 _FIRST_CANDIDATES = 32
 
-_UPSERT = """
+_UPSERT = statement(
+    "working_set.upsert",
+    """
 INSERT INTO working_set
     (namespace, session, page_rowid, level, line_tokens, faulted_turn, last_access_turn, mapped_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (:namespace, :session, :page_rowid, :level, :line_tokens, :faulted_turn, :last_access_turn, :now)
 ON CONFLICT (namespace, session, page_rowid) DO UPDATE SET
     level = excluded.level, line_tokens = excluded.line_tokens,
     faulted_turn = coalesce(excluded.faulted_turn, working_set.faulted_turn),
     last_access_turn = excluded.last_access_turn
-"""
+""",
+)
 
-_SET_LEVEL = """
-UPDATE working_set SET level = ?, line_tokens = ? WHERE namespace = ? AND session = ? AND page_rowid = ?
-"""
+_SET_LEVEL = statement(
+    "working_set.set level",
+    """
+UPDATE working_set SET level = :level, line_tokens = :line_tokens
+WHERE namespace = :namespace AND session = :session AND page_rowid = :page_rowid
+""",
+)
 
-_REFRESH = """
-UPDATE working_set SET last_access_turn = ?, faulted_turn = ?
-WHERE namespace = ? AND session = ? AND page_rowid = ?
-"""
+_REFRESH = statement(
+    "working_set.refresh",
+    """
+UPDATE working_set SET last_access_turn = :turn, faulted_turn = :turn
+WHERE namespace = :namespace AND session = :session AND page_rowid = :page_rowid
+""",
+)
 
-_UNMAP = "DELETE FROM working_set WHERE namespace = ? AND session = ? AND page_rowid = ?"
+_UNMAP = statement(
+    "working_set.unmap",
+    "DELETE FROM working_set WHERE namespace = :namespace AND session = :session AND page_rowid = :page_rowid",
+)
 
 # What the working set cannot give up: pinned pages (how many, and their tokens), and pages
-# faulted in this turn (?3).
-_HELD = """
+# faulted in this turn (:turn).
+_HELD = statement(
+    "working_set.held",
+    """
 SELECT count(*) FILTER (WHERE p.pinned = 1), coalesce(sum(w.line_tokens + 1) FILTER (WHERE p.pinned = 1), 0),
-       coalesce(sum(w.line_tokens + 1) FILTER (WHERE p.pinned = 0 AND w.faulted_turn = ?3), 0)
+       coalesce(sum(w.line_tokens + 1) FILTER (WHERE p.pinned = 0 AND w.faulted_turn = :turn), 0)
 FROM working_set w JOIN pages p ON p.rowid = w.page_rowid
-WHERE w.namespace = ?1 AND w.session = ?2
-"""
+WHERE w.namespace = :namespace AND w.session = :session
+""",
+)
 
-_SESSIONS_MAPPING = "SELECT session, level FROM working_set WHERE namespace = ? AND page_rowid = ?"
+_SESSIONS_MAPPING = statement(
+    "working_set.sessions mapping",
+    "SELECT session, level FROM working_set WHERE namespace = :namespace AND page_rowid = :page_rowid",
+)
 
-_VIEW = """
+_VIEW = statement(
+    "working_set.view",
+    """
 SELECT w.level, w.line_tokens, p.page_id, p.type, p.role, t.content, t.reduced, p.abstract, p.reference
 FROM working_set w JOIN live_pages p ON p.rowid = w.page_rowid JOIN page_texts t ON t.rowid = w.page_rowid
-WHERE w.namespace = ? AND w.session = ?
+WHERE w.namespace = :namespace AND w.session = :session
 ORDER BY p.created_at, p.rowid
-"""
+""",
+)
 
 
 def _mapping(row: Row) -> Mapping:
@@ -136,7 +162,7 @@ def _mapping(row: Row) -> Mapping:
 
 
 async def get_mapping(conn: Reads, namespace: str, session: str, rowid: int) -> Mapping | None:
-    row = await conn.one(_ONE_MAPPING, (namespace, session, rowid))
+    row = await conn.one(_ONE_MAPPING, namespace=namespace, session=session, page_rowid=rowid)
     return _mapping(row) if row else None
 
 
@@ -205,6 +231,8 @@ class WorkingSet:
         self._capacity = capacity
         self._counter = counter
         self._now = now
+        # The parameters every statement about this working set takes.
+        self._here = {"namespace": namespace, "session": session}
 
     async def place(
         self,
@@ -224,7 +252,7 @@ class WorkingSet:
         """
         bodies = bodies if bodies is not None else body_tokens(page.levels, levels, self._counter)
         head = self._counter.count(line_head(page.page_id, page.type, page.role))
-        row = await self._conn.one(_ROOM, (self._namespace, self._session, page.rowid))
+        row = await self._conn.one(_ROOM, **self._here, page_rowid=page.rowid)
         assert row is not None  # an aggregate always yields a row
         used, current_level = row[0], None if row[1] is None else Level(row[1])
         # Only levels finer than where the page already is would change anything.
@@ -244,16 +272,13 @@ class WorkingSet:
         evicted = await self._apply(plan, cause=f"make room for {page.page_id}")
         await self._conn.execute(
             _UPSERT,
-            (
-                self._namespace,
-                self._session,
-                page.rowid,
-                int(level),
-                line_tokens,
-                self._turn if faulted else None,
-                self._turn,
-                self._now,
-            ),
+            **self._here,
+            page_rowid=page.rowid,
+            level=int(level),
+            line_tokens=line_tokens,
+            faulted_turn=self._turn if faulted else None,
+            last_access_turn=self._turn,
+            now=self._now,
         )
         kind = MutationKind.MAP
         if current_level is not None:
@@ -289,7 +314,7 @@ class WorkingSet:
     async def _held(self) -> tuple[list[str], bool]:
         """What the working set cannot give up now, in words (pinned pages, pages loaded this turn),
         and whether pages loaded this turn are part of it."""
-        row = await self._conn.one(_HELD, (self._namespace, self._session, self._turn))
+        row = await self._conn.one(_HELD, **self._here, turn=self._turn)
         assert row is not None  # an aggregate always yields a row
         pinned, pinned_tokens, faulted_tokens = row
         held = []
@@ -319,17 +344,17 @@ class WorkingSet:
         )
 
     async def unmap(self, rowid: int) -> None:
-        await self._conn.execute(_UNMAP, (self._namespace, self._session, rowid))
+        await self._conn.execute(_UNMAP, **self._here, page_rowid=rowid)
 
     async def refresh(self, rowid: int) -> None:
         """Mark a mapped page as used this turn: it moves to the back of the eviction queue."""
-        await self._conn.execute(_REFRESH, (self._turn, self._turn, self._namespace, self._session, rowid))
+        await self._conn.execute(_REFRESH, **self._here, turn=self._turn, page_rowid=rowid)
 
     async def _plan_room(self, rowid: int, shortfall: int) -> list[_Slot] | None:
         """The demotions and unmappings that free `shortfall` tokens (never touching `rowid`), or None."""
         if shortfall <= 0:
             return []
-        params = (self._namespace, self._session, rowid, self._turn)
+        params = {**self._here, "page_rowid": rowid, "turn": self._turn}
         # Room for a page is nearly always found by the first demotion round among the weakest few
         # mappings that can still be demoted: read those first, and more only while the round runs
         # past them. Mappings already at REFERENCE are skipped by that round anyway, so the plan is
@@ -368,13 +393,13 @@ class WorkingSet:
         ]
 
     async def _weakest_first(
-        self, sql: str, params: tuple[object, ...]
+        self, sql: Statement, params: dict[str, object]
     ) -> AsyncIterator[tuple[list[Row], bool]]:
         """Ever longer prefixes (32, 128, 512, ...) of the mappings `sql` lists weakest first, each
         with whether it is all of them: callers stop at the first prefix that is enough."""
         limit = _FIRST_CANDIDATES
         while True:
-            rows = await self._conn.all(sql, (*params, limit))
+            rows = await self._conn.all(sql, **params, limit=limit)
             yield rows, len(rows) < limit
             limit *= 4
 
@@ -401,9 +426,9 @@ class WorkingSet:
 
     async def _apply(self, plan: list[_Slot], *, cause: str) -> list[EvictedPage]:
         # Three statements for the whole plan, however many pages it moves: each is one trip.
-        unmaps = [(self._namespace, self._session, s.mapping.rowid) for s in plan if s.level is None]
+        unmaps = [{**self._here, "page_rowid": s.mapping.rowid} for s in plan if s.level is None]
         demotions = [
-            (int(s.level), s.line_tokens, self._namespace, self._session, s.mapping.rowid)
+            {**self._here, "page_rowid": s.mapping.rowid, "level": int(s.level), "line_tokens": s.line_tokens}
             for s in plan
             if s.level is not None
         ]
@@ -455,7 +480,7 @@ class WorkingSet:
 
 async def sessions_mapping(conn: Reads, namespace: str, rowid: int) -> list[tuple[str, Level]]:
     """Every session whose working set holds the page, with its level there."""
-    rows = await conn.all(_SESSIONS_MAPPING, (namespace, rowid))
+    rows = await conn.all(_SESSIONS_MAPPING, namespace=namespace, page_rowid=rowid)
     return [(row["session"], Level(row["level"])) for row in rows]
 
 
@@ -463,7 +488,7 @@ async def view_entries(conn: Reads, namespace: str, session: str) -> list[Workin
     """The mapped pages as rendered lines, in a stable order (oldest page first); an expired page
     is left out at once, before the write that deletes it unmaps it."""
     entries = []
-    for row in await conn.all(_VIEW, (namespace, session)):
+    for row in await conn.all(_VIEW, namespace=namespace, session=session):
         level = Level(row["level"])
         texts = level_texts(row)
         role = Role(row["role"]) if row["role"] else None

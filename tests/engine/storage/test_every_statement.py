@@ -5,8 +5,8 @@ stage, on a migrated PostgreSQL database, as the engine compiles it. A statement
 path runs cannot then first fail on a user's PostgreSQL.
 
 Statements are found by walking the packages, so a new one is checked without being listed. A
-template's `{marks}` is filled with one placeholder; the templates built from other parts are
-listed below with what fills them, and one the test cannot fill fails it until it is listed.
+string's `{marks}` is filled with one placeholder and its other parts as listed below (one the test
+cannot fill fails it until it is listed); a registered template is filled with its examples.
 """
 
 import importlib
@@ -17,8 +17,7 @@ import sqlite3
 import psycopg
 import pytest
 from memvm.engine import Engine
-from memvm.engine.paging import search
-from memvm.engine.storage import postgres_db, sqlite_db, sqlite_moment
+from memvm.engine.storage import sqlite_moment
 from memvm.engine.storage.postgres_sql import translate
 from memvm.engine.storage.statements import REGISTRY, Statement, Template, Untranslatable, compile_sql
 
@@ -33,24 +32,9 @@ FIELD = re.compile(r"\{(\w+)\}")
 # What fills each named part of a template: a form the code itself produces.
 FILLS = {
     "marks": "?",
-    "visible": "",  # a reader in no project
-    "filters": "",
-    "neighbours": "0",
     "cap": "100",
     "count": "1",
-    "rows": "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 }
-
-# Templates a function builds from parts per call or per dialect: checked as built (below).
-BUILT_BY_A_FUNCTION = {"memvm.engine.paging.search._CANDIDATES", "memvm.engine.paging.search._DRESS"}
-
-
-def built(backend: str) -> dict[str, str]:
-    dialect = sqlite_db.DIALECT if backend == "sqlite" else postgres_db.DIALECT
-    return {
-        "search candidates with neighbours": search._candidates_sql(2, 3),
-        "search hits dressed": search._dress_sql(dialect).format(marks="?, ?"),
-    }
 
 
 def statements() -> dict[str, str]:
@@ -63,8 +47,6 @@ def statements() -> dict[str, str]:
                 continue
             module = importlib.import_module(module_info.name)
             for name, value in vars(module).items():
-                if f"{module_info.name}.{name}" in BUILT_BY_A_FUNCTION:
-                    continue
                 if isinstance(value, str) and STATEMENT.match(value):
                     unknown = set(FIELD.findall(value)) - set(FILLS)
                     assert not unknown, f"{module_info.name}.{name}: add a fill for {sorted(unknown)}"
@@ -75,8 +57,7 @@ def statements() -> dict[str, str]:
 def on_backend(backend: str) -> dict[str, str]:
     """The statements `backend` runs: modules of one backend hold that backend's only."""
     other = "postgres" if backend == "sqlite" else "sqlite"
-    found = {name: sql for name, sql in statements().items() if other not in name.rsplit(".", 2)[-2]}
-    return {**found, **built(backend)}
+    return {name: sql for name, sql in statements().items() if other not in name.rsplit(".", 2)[-2]}
 
 
 def registered() -> dict[str, Statement]:
