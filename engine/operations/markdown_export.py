@@ -27,31 +27,40 @@ from memvm.engine.operations.transfer import TransferError
 from memvm.engine.paging.history_write import CONVERSATION
 from memvm.engine.paging.pages import LIVE_WITH_TEXTS
 from memvm.engine.storage.api import Row
+from memvm.engine.storage.statements import in_list, statement
 
 SESSIONS = "sessions"
 NOTES = "notes"
-_HISTORY_TYPES = (PageType.TRANSCRIPT.value, PageType.TOOL_RESULT.value)
-_NOTE_TYPES = tuple(sorted(kind.value for kind in REMEMBERED_TYPES))
+_HISTORY_TYPES = {"transcript": PageType.TRANSCRIPT.value, "tool_result": PageType.TOOL_RESULT.value}
+_NOTE_TYPE_MARKS, _NOTE_TYPES = in_list(sorted(kind.value for kind in REMEMBERED_TYPES), prefix="type")
 
-_SESSIONS_WITH_HISTORY = """
-SELECT DISTINCT session FROM pages WHERE namespace = ? AND type IN (?, ?) ORDER BY session
-"""
+_SESSIONS_WITH_HISTORY = statement(
+    "markdown_export.sessions with history",
+    "SELECT DISTINCT session FROM pages WHERE namespace = :namespace AND type IN (:transcript, :tool_result) "
+    "ORDER BY session",
+)
 
 _COLUMNS = (
     "p.page_id, p.type, p.role, p.provenance, p.created_at, p.pinned, p.expires_at, p.metadata, t.content"
 )
 
-_SESSION_PAGES = f"""
+_SESSION_PAGES = statement(
+    "markdown_export.session pages",
+    f"""
 SELECT {_COLUMNS} FROM {LIVE_WITH_TEXTS}
-WHERE p.namespace = ? AND p.session = ? AND p.type IN (?, ?)
+WHERE p.namespace = :namespace AND p.session = :session AND p.type IN (:transcript, :tool_result)
 ORDER BY p.created_at, p.rowid
-"""
+""",
+)
 
-_NOTES = f"""
+_NOTES = statement(
+    "markdown_export.notes",
+    f"""
 SELECT {_COLUMNS} FROM {LIVE_WITH_TEXTS}
-WHERE p.namespace = ? AND p.type IN ({", ".join("?" * len(_NOTE_TYPES))})
+WHERE p.namespace = :namespace AND p.type IN ({_NOTE_TYPE_MARKS})
 ORDER BY p.page_id
-"""
+""",
+)
 _FOLDER_MODE = 0o700
 _FILE_MODE = 0o600
 
@@ -108,20 +117,21 @@ async def export_markdown(engine: Engine, *, namespace: str, out: Path, force: b
     with _partial_folder(out) as partial:
         async with engine.db.read(namespace) as conn:
             sessions = [
-                row["session"] for row in await conn.all(_SESSIONS_WITH_HISTORY, (namespace, *_HISTORY_TYPES))
+                row["session"]
+                for row in await conn.all(_SESSIONS_WITH_HISTORY, namespace=namespace, **_HISTORY_TYPES)
             ]
         pages = written = 0
         for session in sessions:
             # One read per session: a large memory is never held in one long snapshot.
             async with engine.db.read(namespace) as conn:
-                rows = await conn.all(_SESSION_PAGES, (namespace, session, *_HISTORY_TYPES))
+                rows = await conn.all(_SESSION_PAGES, namespace=namespace, session=session, **_HISTORY_TYPES)
             if not rows:
                 continue  # every page of it has expired
             _write_new(partial / SESSIONS, file_name(session), session_text(session, rows))
             pages += len(rows)
             written += 1
         async with engine.db.read(namespace) as conn:
-            notes = await conn.all(_NOTES, (namespace, *_NOTE_TYPES))
+            notes = await conn.all(_NOTES, namespace=namespace, **_NOTE_TYPES)
         for row in notes:
             _write_new(partial / NOTES, file_name(row["page_id"]), note_text(row))
         _move_into_place(partial, out)
