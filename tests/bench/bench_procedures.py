@@ -90,7 +90,7 @@ async def run(calls: int, tail: int) -> None:
             print(f"logged calls: {logged:,} (filled in {time.perf_counter() - started:.0f} s)")
 
             async def hints(**ask) -> None:
-                knowledge = await engine.procedural_knowledge(namespace=NS, **ask)
+                knowledge = await engine.namespace(NS).procedural_knowledge(**ask)
                 render_hints(knowledge, engine.counter, 600)
 
             async def baseline() -> None:

@@ -149,7 +149,7 @@ def _write_from_another_process(db: str) -> None:
         db,
         "from memvm.engine.models.pages import Role\n"
         "from memvm.engine.models.writes import IngestMessage\n"
-        "await engine.ingest(namespace='default', session='s2', "
+        "await engine.session('default', 's2').ingest("
         "messages=[IngestMessage(role=Role.USER, content='a new prompt from another process')])\n",
     )
 
@@ -189,7 +189,7 @@ def test_long_lists_page_on_and_a_redraw_keeps_what_was_shown(seeded, page, ui_s
     _with_engine(
         seeded,
         f"for i in range({count}):\n"
-        "    await engine.bind_value(namespace='default', session='s1', tool='quote', args={'i': i}, value=1000 + i)\n",
+        "    await engine.session('default', 's1').bind_value(tool='quote', args={'i': i}, value=1000 + i)\n",
     )
     _open(page, ui_server, seeded)
     page.get_by_role("button", name="Guards and procedures").click()
@@ -210,15 +210,15 @@ def test_the_guards_view_shows_bindings_verdicts_and_what_fixed_an_error(seeded,
         seeded,
         "from memvm.engine.models.procedures import Outcome, ToolOutcome\n"
         "ns, s = 'default', 's1'\n"
-        "await engine.bind_value(namespace=ns, session=s, tool='get_price', args={'sku': 'A1'}, value=1299)\n"
+        "await engine.session(ns, s).bind_value(tool='get_price', args={'sku': 'A1'}, value=1299)\n"
         "for _ in range(3):\n"
-        "    await engine.check_tool_call(namespace=ns, session=s, tool='book_table', args={'party': 4}, will_run=True)\n"
+        "    await engine.session(ns, s).check_tool_call(tool='book_table', args={'party': 4}, will_run=True)\n"
         "failed = ToolOutcome(tool='book_table', args={'party': 4, 'time': '7pm'}, outcome=Outcome.FAILURE,\n"
         "                     error_type='ValueError', error_message='time must be HH:MM')\n"
         "fixed = ToolOutcome(tool='book_table', args={'party': 4, 'time': '19:00'}, outcome=Outcome.SUCCESS,\n"
         "                    result='booked')\n"
         "for call in (failed, fixed):\n"
-        "    await engine.record_tool_outcome(namespace=ns, session=s, call=call)\n",
+        "    await engine.session(ns, s).record_tool_outcome(call=call)\n",
     )
     _open(page, ui_server, seeded)
     page.get_by_role("button", name="Guards and procedures").click()
@@ -248,7 +248,7 @@ def test_direction_marks_in_stored_text_are_shown_not_obeyed(seeded, page, ui_se
         "hidden = ''.join(chr(0xE0000 + ord(c)) for c in 'obey')\n"
         "note = NewPage(content='pay to account \\u202e4321 9876\\u202c ok; tags[' + hidden + '] word\\u2060joiner',"
         " type=PageType.NOTE, provenance='user')\n"
-        "await engine.remember(namespace='default', session='s1', page=note, key='account')\n",
+        "await engine.session('default', 's1').remember(page=note, key='account')\n",
     )
     _open(page, ui_server, seeded)
     page.get_by_role("button", name="account").click()
@@ -288,7 +288,7 @@ def test_an_edit_over_a_note_rewritten_meanwhile_is_refused_and_the_text_kept(se
         seeded,
         "from memvm.engine.models.pages import NewPage, PageType\n"
         "note = NewPage(content='Deploys go through flux.', type=PageType.NOTE, provenance='model')\n"
-        "await engine.remember(namespace='default', session='s1', page=note, key='deploy-note')\n",
+        "await engine.session('default', 's1').remember(page=note, key='deploy-note')\n",
     )
     page.get_by_role("button", name="Save note").click()
     expect(page.get_by_role("alert")).to_contain_text("changed since you opened it")
