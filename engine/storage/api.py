@@ -100,16 +100,23 @@ class Reads(ABC):
         whose check this transaction deferred; at least 1 when the backend cannot tell how many."""
 
     async def all_in(
-        self, sql: "str | Template", params: Sequence[Any], values: Sequence[Any], /, **named: Any
+        self,
+        sql: "str | Template",
+        params: Sequence[Any],
+        values: Sequence[Any],
+        /,
+        parts: Mapping[str, str] | None = None,
+        **named: Any,
     ) -> list[Row]:
         """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks: a Template with its
-        `named` parameters, or text whose positional `params` come first."""
+        `named` parameters (and its other slots filled with `parts`), or text whose positional
+        `params` come first."""
         rows: list[Row] = []
         for start in range(0, len(values), IN_CHUNK):
             chunk = values[start : start + IN_CHUNK]
             if isinstance(sql, Template):
                 marks, listed = in_list(chunk)
-                rows.extend(await self.all(sql.fill(marks=marks), **named, **listed))
+                rows.extend(await self.all(sql.fill(marks=marks, **(parts or {})), **named, **listed))
             else:
                 rows.extend(await self.all(sql.format(marks=", ".join("?" * len(chunk))), (*params, *chunk)))
         return rows

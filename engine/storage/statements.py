@@ -51,6 +51,8 @@ class Statement:
     name: str
     texts: Mapping[str, str]
     params: frozenset[str]
+    # The one backend the statement is for (it reads that backend's own tables); None: both.
+    backend: str | None = None
 
     def check(self, given: Mapping[str, Any]) -> None:
         """Refuse parameters that are not the statement's own: a mistake in the engine, caught
@@ -68,6 +70,7 @@ class Template:
     name: str
     text: Text
     examples: Mapping[str, str] = field(default_factory=dict)
+    backend: str | None = None
 
     def fill(self, **parts: str) -> Statement:
         return _filled(self, tuple(sorted(parts.items())))
@@ -80,16 +83,16 @@ class Template:
 REGISTRY: dict[str, Statement | Template] = {}
 
 
-def statement(name: str, text: Text) -> Statement:
+def statement(name: str, text: Text, *, backend: str | None = None) -> Statement:
     """Register `text` as the statement `name`, compiled for both backends (Untranslatable if it
-    cannot be)."""
+    cannot be); `backend` names the one it is for, when it reads that backend's own tables."""
     compiled = compile_sql(text)
-    return _register(Statement(name, compiled.texts, compiled.params))
+    return _register(Statement(name, compiled.texts, compiled.params, backend))
 
 
-def template(name: str, text: Text, **examples: str) -> Template:
+def template(name: str, text: Text, *, backend: str | None = None, **examples: str) -> Template:
     """Register `text`, whose `{slots}` the engine fills when it runs it, as the template `name`."""
-    made = Template(name, text, examples)
+    made = Template(name, text, examples, backend)
     missing = made.slots() - examples.keys()
     if missing:
         raise Untranslatable(f"template {name}: give an example for each slot ({sorted(missing)})")
@@ -124,7 +127,7 @@ def _register(made: _Made) -> _Made:
 def _filled(made: Template, parts: tuple[tuple[str, str], ...]) -> Statement:
     values = dict(parts)
     compiled = compile_sql(lambda dialect: _text_for(made.text, dialect).format(**values))
-    return Statement(made.name, compiled.texts, compiled.params)
+    return Statement(made.name, compiled.texts, compiled.params, made.backend)
 
 
 def _text_for(text: Text, dialect: SqlDialect) -> str:

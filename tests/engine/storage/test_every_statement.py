@@ -108,6 +108,8 @@ async def test_every_statement_compiles_on_sqlite(tmp_path):
             except sqlite3.Error as exc:
                 failed[name] = str(exc)
         for name, made in registered().items():
+            if made.backend not in (None, "sqlite"):
+                continue
             try:
                 conn.execute(f"EXPLAIN {made.texts['sqlite']}", dict.fromkeys(made.params))
             except sqlite3.Error as exc:
@@ -137,6 +139,8 @@ async def test_every_statement_compiles_on_postgresql(postgres):
             except psycopg.Error as exc:
                 failed[name] = str(exc).splitlines()[0]
         for name, made in registered().items():
+            if made.backend not in (None, "postgresql"):
+                continue
             numbered = numbered_parameters(made)
             try:
                 conn.execute(f"PREPARE checked AS {numbered}")  # type: ignore[arg-type]
