@@ -23,6 +23,7 @@ from memvm.engine.operations.row_rules import violations
 from memvm.engine.operations.tables import Catalogue, Table, catalogue, schema_version
 from memvm.engine.storage.api import STREAM_BATCH, Reads, RowRefused, Writes
 from memvm.engine.storage.migrations import SCHEMA_VERSION
+from memvm.engine.storage.statements import Statement, template
 
 FORMAT = "memvm-export"
 FORMAT_VERSION = 1
@@ -36,14 +37,27 @@ def _quoted(names: Iterable[str]) -> str:
     return ", ".join(f'"{name}"' for name in names)
 
 
-def rows_sql(table: Table, namespace: str | None) -> tuple[str, tuple[str, ...]]:
+# A table's rows in primary-key order: the table, its columns and its key are the catalogue's.
+_ROWS = template(
+    "transfer.rows",
+    "SELECT {columns} FROM {table} {where} ORDER BY {key}",
+    columns='"namespace", "session"',
+    table='"sessions"',
+    where="WHERE namespace = :namespace",
+    key='"namespace", "session"',
+)
+
+
+def rows_sql(table: Table, namespace: str | None) -> tuple[Statement, dict[str, str]]:
     """The statement that reads `table`'s rows for the export (of `namespace`, or of all), in
     primary-key order; and its parameters."""
-    where, params = ("WHERE namespace = ?", (namespace,)) if namespace is not None else ("", ())
-    return (
-        f'SELECT {_quoted(table.columns)} FROM "{table.name}" {where} ORDER BY {_quoted(table.key)}',
-        params,
+    where, params = (
+        ("WHERE namespace = :namespace", {"namespace": namespace}) if namespace is not None else ("", {})
     )
+    filled = _ROWS.fill(
+        columns=_quoted(table.columns), table=f'"{table.name}"', where=where, key=_quoted(table.key)
+    )
+    return filled, params
 
 
 def header_line() -> str:

@@ -11,6 +11,7 @@ from memvm.engine.storage import postgres_schema, sqlite_schema
 from memvm.engine.storage.api import Database, Reads
 from memvm.engine.storage.migration import Migration
 from memvm.engine.storage.schema_changes import CHANGES
+from memvm.engine.storage.statements import statement
 
 MIGRATIONS: dict[str, tuple[Migration, ...]] = {
     "sqlite": (*sqlite_schema.BASE, *(change.on("sqlite") for change in CHANGES)),
@@ -19,6 +20,11 @@ MIGRATIONS: dict[str, tuple[Migration, ...]] = {
 
 # The schema version this memvm writes and expects, on either backend.
 SCHEMA_VERSION = CHANGES[-1].version
+
+_APPLIED = statement(
+    "migrations.applied",
+    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (:version, :name, :now)",
+)
 
 _LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -82,10 +88,7 @@ async def migrate(db: Database) -> list[int]:
                 continue
             for statement in migration.statements:
                 await conn.execute(statement)
-            await conn.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (migration.version, migration.name, time.time()),
-            )
+            await conn.execute(_APPLIED, version=migration.version, name=migration.name, now=time.time())
             applied.append(migration.version)
         if db.backend == "sqlite":
             await conn.execute(f"PRAGMA user_version = {newest}")

@@ -41,7 +41,14 @@ from memvm.engine.storage.namespace_quota import check_namespace_room
 from memvm.engine.storage.open import shown
 from memvm.engine.storage.postgres_catalog import COLUMNS, MOVE_IDENTITIES, OWN_TABLES
 from memvm.engine.storage.postgres_changes import ChangeChannel
-from memvm.engine.storage.postgres_postings import INSERT_TERMS, SEARCHED_TEXTS, SET_SEARCH_CHARS, index_rows
+from memvm.engine.storage.postgres_postings import (
+    DELETE_TERMS_OF,
+    INSERT_TERMS,
+    SEARCHED_TEXTS,
+    SEARCHED_TEXTS_OF,
+    SET_SEARCH_CHARS,
+    index_rows,
+)
 from memvm.engine.storage.postgres_sql import PgRow, bind, translate
 from memvm.engine.storage.purge_queue import OWE_PURGE, PURGE_STARTED
 from memvm.engine.storage.read_slots import ReadSlots
@@ -181,7 +188,7 @@ class Reads(api.Reads):
         return 0
 
 
-# The columns of page_terms, in the order INSERT_TERMS (and index_rows) gives them.
+# The columns of page_terms, in the order index_rows gives them.
 _POSTING_COLUMNS = ("namespace", "stem", "page_rowid", "tf")
 
 
@@ -261,7 +268,7 @@ class Writes(Reads, api.Writes):
         few dozen a page."""
         for statement in MOVE_IDENTITIES:
             await self.execute(statement)
-        async with aclosing(self.stream(SEARCHED_TEXTS)) as batches:
+        async with aclosing(self.stream(SEARCHED_TEXTS, {})) as batches:
             async for texts in batches:
                 lengths, terms = await anyio.to_thread.run_sync(index_rows, texts, self._stemmer)
                 await self.executemany(SET_SEARCH_CHARS, lengths)
@@ -280,12 +287,14 @@ class Writes(Reads, api.Writes):
             return
         rowids = sorted(self._pending)
         self._pending.clear()
-        await self.all_in("DELETE FROM page_terms WHERE page_rowid IN ({marks})", (), rowids)
-        texts = await self.all_in(f"{SEARCHED_TEXTS} WHERE rowid IN ({{marks}})", (), rowids)
+        await self.all_in(DELETE_TERMS_OF, (), rowids)
+        texts = await self.all_in(SEARCHED_TEXTS_OF, (), rowids)
         lengths, terms = await anyio.to_thread.run_sync(index_rows, texts, self._stemmer)
         await self.executemany(SET_SEARCH_CHARS, lengths)
         if terms:
-            await self.executemany(INSERT_TERMS, terms)
+            await self.executemany(
+                INSERT_TERMS, [dict(zip(_POSTING_COLUMNS, term, strict=True)) for term in terms]
+            )
 
 
 class Database(api.Database):

@@ -7,6 +7,7 @@ It reads inside one REPEATABLE READ transaction, so serving processes go on writ
 
 import anyio
 from memvm.engine.storage.api import Database, StorageReport
+from memvm.engine.storage.statements import template
 from memvm.engine.storage.tokenizer import Stemmer
 
 # Pages whose postings doctor recounts with the tokenizer, chosen at random each run.
@@ -24,7 +25,12 @@ _UNINDEXED = (
 _SAMPLE = (
     f"SELECT rowid, content, speaker, search_key FROM page_search ORDER BY random() LIMIT {_SAMPLED_PAGES}"
 )
-_STORED_TERMS = "SELECT page_rowid, stem, tf FROM page_terms WHERE page_rowid IN ({marks})"
+_STORED_TERMS = template(
+    "postgres_doctor.stored terms",
+    "SELECT page_rowid, stem, tf FROM page_terms WHERE page_rowid IN ({marks})",
+    backend="postgresql",
+    marks=":in0",
+)
 
 
 async def server_report(db: Database) -> StorageReport:

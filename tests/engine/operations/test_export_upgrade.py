@@ -23,7 +23,7 @@ async def _export_at_schema_6(path) -> list[str]:
         for table in await memory_tables(conn):
             lines += [
                 json.dumps({"table": table.name, "row": dict(zip(table.columns, values, strict=True))})
-                for values in await conn.all(*rows_sql(table, None))
+                for values in await conn.all(rows_sql(table, None)[0])
             ]
     lines.append(json.dumps({"end": True, "rows": len(lines) - 1}))
     return lines
