@@ -287,7 +287,7 @@ _PINNED_AMONG = template(
 
 async def pinned_among(conn: Reads, namespace: str, page_ids: list[str]) -> set[str]:
     """Which of `page_ids` are pinned (search results do not say)."""
-    return {row["page_id"] for row in await conn.all_in(_PINNED_AMONG, (), page_ids, namespace=namespace)}
+    return {row["page_id"] for row in await conn.all_in(_PINNED_AMONG, page_ids, namespace=namespace)}
 
 
 async def _session_log(

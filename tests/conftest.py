@@ -23,6 +23,7 @@ from memvm.engine.clock import ManualClock
 from memvm.engine.models.pages import NewPage, PageType, Role
 from memvm.engine.models.writes import IngestMessage
 from memvm.engine.storage.open import is_postgres_url
+from memvm.engine.storage.statements import Statement, compile_sql
 
 NS = "default"
 
@@ -229,7 +230,8 @@ def db_rows(db_url: str | Path, sql: str, params: tuple[Any, ...] = ()) -> list[
     target = str(db_url)
     if backend_of(target) == "postgresql":
         import psycopg
-        from memvm.engine.storage.postgres_sql import bind
+
+        from tests.placeholders import bind
 
         text, values = bind(sql, params)
         with psycopg.connect(target, autocommit=True) as conn:
@@ -336,3 +338,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     for line in _FIGURES:
         terminalreporter.write_line(line)
+
+
+def query(sql: str) -> Statement:
+    """A test's own query with `:name` parameters, run through an engine transaction as the
+    engine's registered statements are (unregistered: it is the test's, not the product's)."""
+    compiled = compile_sql(sql)
+    return Statement("a test's query", compiled.texts, compiled.params)

@@ -282,9 +282,9 @@ async def bound_values(conn: Reads, namespace: str, session: str, names: Iterabl
         else:
             aliases.append(name)
     known: dict[str, Any] = {}
-    for row in await conn.all_in(_VALUES_BY_SEQ, (), list(sequences), namespace=namespace, session=session):
+    for row in await conn.all_in(_VALUES_BY_SEQ, list(sequences), namespace=namespace, session=session):
         known[sequences[row["seq"]]] = json.loads(row["value"])
-    for row in await conn.all_in(_VALUES_BY_ALIAS, (), aliases, namespace=namespace, session=session):
+    for row in await conn.all_in(_VALUES_BY_ALIAS, aliases, namespace=namespace, session=session):
         known[row["alias"]] = json.loads(row["value"])
     return known
 

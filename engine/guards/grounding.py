@@ -248,12 +248,12 @@ def _decimals(item: Literal) -> int:
 async def _numbers_in(
     conn: Reads, sql: Template, namespace: str, session: str, numbers: list[float]
 ) -> set[float]:
-    rows = await conn.all_in(sql, (), numbers, namespace=namespace, session=session)
+    rows = await conn.all_in(sql, numbers, namespace=namespace, session=session)
     return {row["number"] for row in rows}
 
 
 async def _bound_refs(conn: Reads, namespace: str, session: str, numbers: list[float]) -> dict[float, str]:
-    rows = await conn.all_in(_BOUND_NUMBERS_IN, (), numbers, namespace=namespace, session=session)
+    rows = await conn.all_in(_BOUND_NUMBERS_IN, numbers, namespace=namespace, session=session)
     return {row["number"]: f"${sequential_name(row['seq'])}" for row in rows}
 
 

@@ -326,7 +326,7 @@ async def _feedback(
     """
     pages, whole_file = collection
     best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: tuning.feedback_pages]
-    rows = await conn.all_in(_FEEDBACK_TEXTS, (), best)
+    rows = await conn.all_in(_FEEDBACK_TEXTS, best)
     top = scores[best[0]] or 1.0
     asked = set(stemmer.stems(list(weights)))
     mass: dict[str, float] = defaultdict(float)

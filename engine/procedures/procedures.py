@@ -107,7 +107,7 @@ async def procedural_knowledge(
     chosen = list(dict.fromkeys(tools or []))[:MAX_TOOLS] or await _pick_tools(
         conn, namespace, goal_words, signatures
     )
-    stats = {row["tool"]: row for row in await conn.all_in(_STATS_FOR, (), chosen, namespace=namespace)}
+    stats = {row["tool"]: row for row in await conn.all_in(_STATS_FOR, chosen, namespace=namespace)}
     hints = [await _tool_hints(conn, namespace, stats[tool], goal_words) for tool in chosen if tool in stats]
     guidance = await _guidance(conn, namespace, signatures, chosen if tools else None) if signatures else []
     return ProceduralKnowledge(tools=hints, guidance=guidance)

@@ -25,8 +25,7 @@ from memvm.engine.storage.statements import Statement, Template, in_list
 if TYPE_CHECKING:
     from memvm.engine.storage.fulltext import FullText
 
-# What a transaction runs: a registered Statement, or (until every statement is one) SQL text
-# with `?` placeholders.
+# What a transaction runs: a registered Statement, or SQL text that takes no parameters.
 Sql = str | Statement
 
 # Rows a stream (Reads.stream) hands over at once.
@@ -77,22 +76,22 @@ class Reads(ABC):
     now: float
 
     @abstractmethod
-    async def all(self, sql: Sql, params: Iterable[Any] = (), /, **named: Any) -> list[Row]:
+    async def all(self, sql: Sql, /, **named: Any) -> list[Row]:
         """The rows of `sql`: a Statement with its `named` parameters (statements.py), or text
-        with `?` placeholders and positional `params`."""
+        that takes none, run as written (a catalogue read, a control statement, a migration's)."""
 
-    async def one(self, sql: Sql, params: Iterable[Any] = (), /, **named: Any) -> Row | None:
-        rows = await self.all(sql, params, **named)
+    async def one(self, sql: Sql, /, **named: Any) -> Row | None:
+        rows = await self.all(sql, **named)
         return rows[0] if rows else None
 
     @abstractmethod
     def stream(
-        self, sql: Sql, params: Iterable[Any] | Mapping[str, Any] = (), *, batch: int = STREAM_BATCH
+        self, sql: Sql, params: Mapping[str, Any] | None = None, *, batch: int = STREAM_BATCH
     ) -> AsyncGenerator[list[Row], None]:
-        """The rows of `sql`, `batch` at a time, as the transaction's snapshot holds them: memory
-        stays flat however many rows there are (an export's). Read it to the end, or close it
-        (`contextlib.aclosing`) before the transaction ends. A Statement's parameters are a
-        mapping."""
+        """The rows of `sql` (with `params`, a Statement's), `batch` at a time, as the
+        transaction's snapshot holds them: memory stays flat however many rows there are (an
+        export's). Read it to the end, or close it (`contextlib.aclosing`) before the transaction
+        ends."""
 
     @abstractmethod
     async def dangling_rows(self) -> int:
@@ -100,44 +99,36 @@ class Reads(ABC):
         whose check this transaction deferred; at least 1 when the backend cannot tell how many."""
 
     async def all_in(
-        self,
-        sql: "str | Template",
-        params: Sequence[Any],
-        values: Sequence[Any],
-        /,
-        parts: Mapping[str, str] | None = None,
-        **named: Any,
+        self, sql: Template, values: Sequence[Any], /, parts: Mapping[str, str] | None = None, **named: Any
     ) -> list[Row]:
-        """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks: a Template with its
-        `named` parameters (and its other slots filled with `parts`), or text whose positional
-        `params` come first."""
+        """Run `sql`, whose `{marks}` is an IN list, for `values` in chunks, with its `named`
+        parameters and its other slots filled with `parts`."""
         rows: list[Row] = []
         for start in range(0, len(values), IN_CHUNK):
-            chunk = values[start : start + IN_CHUNK]
-            if isinstance(sql, Template):
-                marks, listed = in_list(chunk)
-                rows.extend(await self.all(sql.fill(marks=marks, **(parts or {})), **named, **listed))
-            else:
-                rows.extend(await self.all(sql.format(marks=", ".join("?" * len(chunk))), (*params, *chunk)))
+            marks, listed = in_list(values[start : start + IN_CHUNK])
+            rows.extend(await self.all(sql.fill(marks=marks, **(parts or {})), **named, **listed))
         return rows
 
-    def _named(self, sql: Statement, named: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        """The text of `sql` for this backend and its parameters, checked to be the statement's."""
-        sql.check(named)
-        return sql.texts[self.dialect.name], dict(named)
+    def _bound(self, sql: Sql, named: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        """The text of `sql` for this backend and its parameters: a Statement's, checked to be its
+        own; text runs as written, and takes none."""
+        if isinstance(sql, Statement):
+            sql.check(named)
+            return sql.texts[self.dialect.name], dict(named)
+        if named:
+            raise TypeError("SQL text runs as written, without parameters: register a statement for it")
+        return sql, None
 
 
 class Writes(Reads):
     """The connection of one open write transaction: reads see its own writes."""
 
     @abstractmethod
-    async def execute(self, sql: Sql, params: Iterable[Any] = (), /, **named: Any) -> None: ...
+    async def execute(self, sql: Sql, /, **named: Any) -> None: ...
 
     @abstractmethod
-    async def executemany(
-        self, sql: Sql, rows: Iterable[Iterable[Any]] | Iterable[Mapping[str, Any]]
-    ) -> None:
-        """Run `sql` once per row: a Statement's rows are mappings of its parameters."""
+    async def executemany(self, sql: Statement, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Run `sql` once per row, each a mapping of its parameters."""
 
     @abstractmethod
     async def index_pages(self, rowids: Sequence[int]) -> None:

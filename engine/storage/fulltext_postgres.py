@@ -161,7 +161,7 @@ async def holding_among(
         return set()
     names, named = _named_stems(stems, "s")
     parts = {"holding": _holding_all_sql(names)}
-    rows = await conn.all_in(_HOLDING_AMONG, (), among.rowids, parts, namespace=namespace, **named)
+    rows = await conn.all_in(_HOLDING_AMONG, among.rowids, parts, namespace=namespace, **named)
     return {int(row[0]) for row in rows}
 
 

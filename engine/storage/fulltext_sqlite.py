@@ -203,7 +203,7 @@ async def postings(
         return [dict(row) for row in await conn.all(counted, namespace=namespace, **named)]
     found: list[Posting] = []
     for batch in _batches(holding):
-        texts = await conn.all_in(_TEXTS, (), batch)
+        texts = await conn.all_in(_TEXTS, batch)
         rows = [(row["rowid"], row["content"], row["speaker"], row["search_key"]) for row in texts]
         counts = await anyio.to_thread.run_sync(stemmer.frequencies, rows, stems)
         found += [{**holding[rowid], "stem": stem, "tf": tf} for rowid, stem, tf in counts]

@@ -49,7 +49,7 @@ from memvm.engine.storage.postgres_postings import (
     SET_SEARCH_CHARS,
     index_rows,
 )
-from memvm.engine.storage.postgres_sql import PgRow, bind, translate
+from memvm.engine.storage.postgres_rows import PgRow
 from memvm.engine.storage.purge_queue import OWE_PURGE, PURGE_STARTED
 from memvm.engine.storage.read_slots import ReadSlots
 from memvm.engine.storage.statements import Statement
@@ -146,15 +146,8 @@ class Reads(api.Reads):
         self.namespace = namespace
         self.now = now
 
-    def _bound(
-        self, sql: api.Sql, params: Iterable[Any], named: Mapping[str, Any]
-    ) -> tuple[str, dict[str, Any] | None]:
-        if isinstance(sql, Statement):
-            return self._named(sql, named)
-        return bind(sql, tuple(params))
-
-    async def all(self, sql: api.Sql, params: Iterable[Any] = (), /, **named: Any) -> list[api.Row]:
-        text, values = self._bound(sql, params, named)
+    async def all(self, sql: api.Sql, /, **named: Any) -> list[api.Row]:
+        text, values = self._bound(sql, named)
         try:
             cursor = await self._conn.execute(text, values)
             return list(await cursor.fetchall()) if cursor.description else []
@@ -163,14 +156,9 @@ class Reads(api.Reads):
             raise
 
     async def stream(
-        self, sql: api.Sql, params: Iterable[Any] | Mapping[str, Any] = (), *, batch: int = api.STREAM_BATCH
+        self, sql: api.Sql, params: Mapping[str, Any] | None = None, *, batch: int = api.STREAM_BATCH
     ) -> AsyncGenerator[list[api.Row], None]:
-        values: dict[str, Any] | None
-        if isinstance(sql, Statement):
-            assert isinstance(params, Mapping)
-            text, values = self._named(sql, params)
-        else:
-            text, values = self._bound(sql, params, {})
+        text, values = self._bound(sql, params or {})
         try:
             # A server-side cursor: the rows come `batch` at a time, never all at once. Named apart
             # from any other open in the same transaction.
@@ -200,18 +188,12 @@ class Writes(Reads, api.Writes):
         self._stemmer = stemmer
         self._pending: set[int] = set()
 
-    async def execute(self, sql: api.Sql, params: Iterable[Any] = (), /, **named: Any) -> None:
-        await self.all(sql, params, **named)
+    async def execute(self, sql: api.Sql, /, **named: Any) -> None:
+        await self.all(sql, **named)
 
-    async def executemany(
-        self, sql: api.Sql, rows: Iterable[Iterable[Any]] | Iterable[Mapping[str, Any]]
-    ) -> None:
-        if isinstance(sql, Statement):
-            text = sql.texts["postgresql"]
-            bound = [self._named(sql, row)[1] for row in rows if isinstance(row, Mapping)]
-        else:
-            text, order = translate(sql)
-            bound = [{f"p{i + 1}": row[i] for i in order} for row in (tuple(row) for row in rows)]
+    async def executemany(self, sql: Statement, rows: Iterable[Mapping[str, Any]]) -> None:
+        text = sql.texts["postgresql"]
+        bound = [self._bound(sql, row)[1] or {} for row in rows]
         if not bound:
             return
         try:
@@ -287,8 +269,8 @@ class Writes(Reads, api.Writes):
             return
         rowids = sorted(self._pending)
         self._pending.clear()
-        await self.all_in(DELETE_TERMS_OF, (), rowids)
-        texts = await self.all_in(SEARCHED_TEXTS_OF, (), rowids)
+        await self.all_in(DELETE_TERMS_OF, rowids)
+        texts = await self.all_in(SEARCHED_TEXTS_OF, rowids)
         lengths, terms = await anyio.to_thread.run_sync(index_rows, texts, self._stemmer)
         await self.executemany(SET_SEARCH_CHARS, lengths)
         if terms:

@@ -56,7 +56,7 @@ async def search_index_verdict(db: Database) -> str:
         unindexed = int((await conn.one(_UNINDEXED))[0])  # type: ignore[index]
         sample = await conn.all(_SAMPLE)
         rowids = [int(row[0]) for row in sample]
-        stored_rows = await conn.all_in(_STORED_TERMS, (), rowids)
+        stored_rows = await conn.all_in(_STORED_TERMS, rowids)
     texts = [(int(row[0]), str(row[1]), row[2], row[3]) for row in sample]
     expected = sorted(await anyio.to_thread.run_sync(_recount, texts))
     stored = sorted((int(r[0]), str(r[1]), int(r[2])) for r in stored_rows)

@@ -109,30 +109,20 @@ class Reads(api.Reads):
         # Read by memvm_now() on the connection's thread, as the views ask it (see sqlite_moment).
         moment.now = now
 
-    def _bound(self, sql: api.Sql, params: Iterable[Any], named: Mapping[str, Any]) -> tuple[str, Any]:
-        if isinstance(sql, Statement):
-            return self._named(sql, named)
-        return sql, tuple(params)
-
-    async def all(self, sql: api.Sql, params: Iterable[Any] = (), /, **named: Any) -> list[api.Row]:
+    async def all(self, sql: api.Sql, /, **named: Any) -> list[api.Row]:
         # One trip to the connection's thread: execute, fetch and close there together. Each await
         # on an aiosqlite connection is a thread hop, and hops, not SQL, dominate a tool call.
         try:
-            return list(await self._conn.execute_fetchall(*self._bound(sql, params, named)))
+            return list(await self._conn.execute_fetchall(*self._bound(sql, named)))
         except sqlite3.Error as exc:
             _raise_translated(exc)
             raise
 
     async def stream(
-        self, sql: api.Sql, params: Iterable[Any] | Mapping[str, Any] = (), *, batch: int = api.STREAM_BATCH
+        self, sql: api.Sql, params: Mapping[str, Any] | None = None, *, batch: int = api.STREAM_BATCH
     ) -> AsyncGenerator[list[api.Row], None]:
-        if isinstance(sql, Statement):
-            assert isinstance(params, Mapping)
-            bound = self._named(sql, params)
-        else:
-            bound = self._bound(sql, params, {})
         try:
-            async with self._conn.execute(*bound) as cursor:
+            async with self._conn.execute(*self._bound(sql, params or {})) as cursor:
                 while rows := await cursor.fetchmany(batch):
                     yield list(rows)
         except sqlite3.Error as exc:
@@ -146,17 +136,11 @@ class Reads(api.Reads):
 class Writes(Reads, api.Writes):
     """The connection of the one open SQLite write transaction: reads see its own writes."""
 
-    async def execute(self, sql: api.Sql, params: Iterable[Any] = (), /, **named: Any) -> None:
-        await self._conn.execute(*self._bound(sql, params, named))
+    async def execute(self, sql: api.Sql, /, **named: Any) -> None:
+        await self._conn.execute(*self._bound(sql, named))
 
-    async def executemany(
-        self, sql: api.Sql, rows: Iterable[Iterable[Any]] | Iterable[Mapping[str, Any]]
-    ) -> None:
-        if isinstance(sql, Statement):
-            named = [self._named(sql, row)[1] for row in rows if isinstance(row, Mapping)]
-            await self._conn.executemany(sql.texts["sqlite"], named)
-        else:
-            await self._conn.executemany(sql, [tuple(row) for row in rows])
+    async def executemany(self, sql: Statement, rows: Iterable[Mapping[str, Any]]) -> None:
+        await self._conn.executemany(sql.texts["sqlite"], [self._bound(sql, row)[1] or {} for row in rows])
 
     async def index_pages(self, rowids: Sequence[int]) -> None:
         """Nothing to do: the schema's triggers keep the FTS5 index in step with every write."""

@@ -20,7 +20,25 @@ import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.config import Synchronous
 from memvm.engine.models.procedures import Outcome, ToolOutcome
+from memvm.engine.storage.statements import Statement, compile_sql
 from memvm.resources.procedural import render_hints
+
+
+def _baseline(sql: str) -> Statement:
+    """A query of the baseline's own, not one of memvm's (so not registered)."""
+    compiled = compile_sql(sql)
+    return Statement("baseline", compiled.texts, compiled.params)
+
+
+# The baseline: the same answers from a GROUP BY over the whole log.
+BASELINE_STATS = _baseline(
+    "SELECT tool, count(*), avg(outcome = 'success'), avg(duration_ms) FROM tool_calls "
+    "WHERE namespace = :namespace AND tool IN (:t0, :t1, :t2, :t3, :t4) GROUP BY tool"
+)
+BASELINE_ERRORS = _baseline(
+    "SELECT tool, error_signature, count(*) AS n FROM tool_calls WHERE namespace = :namespace "
+    "AND error_signature IS NOT NULL GROUP BY tool, error_signature ORDER BY n DESC LIMIT 15"
+)
 
 TOOLS = [f"tool_{i:02d}" for i in range(40)]
 ERRORS = ["timeout after {n}s", "invalid date '{n}/05'", "user {n} not found", "rate limited", "BadIban"]
@@ -99,15 +117,9 @@ async def run(calls: int, tail: int) -> None:
 
             async def baseline_queries(conn) -> None:
                 await conn.all(
-                    "SELECT tool, count(*), avg(outcome = 'success'), avg(duration_ms) FROM tool_calls "
-                    "WHERE namespace = ? AND tool IN (?, ?, ?, ?, ?) GROUP BY tool",
-                    (NS, *TOOLS[:5]),
+                    BASELINE_STATS, namespace=NS, **{f"t{n}": tool for n, tool in enumerate(TOOLS[:5])}
                 )
-                await conn.all(
-                    "SELECT tool, error_signature, count(*) AS n FROM tool_calls WHERE namespace = ? "
-                    "AND error_signature IS NOT NULL GROUP BY tool, error_signature ORDER BY n DESC LIMIT 15",
-                    (NS,),
-                )
+                await conn.all(BASELINE_ERRORS, namespace=NS)
 
             report("get_procedural_hints (latest tools)", await timed(50, hints))
             report("get_procedural_hints (tools=5 named)", await timed(50, lambda: hints(tools=TOOLS[:5])))

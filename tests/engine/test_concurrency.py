@@ -13,7 +13,7 @@ import anyio
 import pytest
 from memvm.engine.models.pages import PageType
 
-from tests.conftest import NS, note
+from tests.conftest import NS, note, query
 
 pytestmark = pytest.mark.anyio
 
@@ -46,13 +46,13 @@ async def test_searches_racing_rewrites_and_forgets_of_their_page_never_fail(eng
 
 async def test_reads_inside_one_read_transaction_see_one_snapshot(engine):
     await engine.session(NS, "s").remember(page=note("first"))
-    count = "SELECT count(*) FROM pages WHERE namespace = ?"
+    count = query("SELECT count(*) FROM pages WHERE namespace = :namespace")
     async with engine.db.read(None) as conn:
-        (before,) = await conn.one(count, (NS,))
+        (before,) = await conn.one(count, namespace=NS)
         await engine.session(NS, "s").remember(page=note("second"))
-        (during,) = await conn.one(count, (NS,))
+        (during,) = await conn.one(count, namespace=NS)
     async with engine.db.read(None) as conn:
-        (after,) = await conn.one(count, (NS,))
+        (after,) = await conn.one(count, namespace=NS)
     assert (before, during, after) == (1, 1, 2)
 
 
@@ -60,9 +60,11 @@ async def test_a_write_cancelled_half_way_leaves_nothing_and_the_next_write_succ
     async def hold_open_write() -> None:
         async with engine.db.write() as conn:
             await conn.execute(
-                "INSERT INTO sessions (namespace, session, turn, faults_this_turn, turn_started_at, "
-                "last_call_at, created_at) VALUES (?, 'half', 0, 0, 0, 0, 0)",
-                (NS,),
+                query(
+                    "INSERT INTO sessions (namespace, session, turn, faults_this_turn, turn_started_at, "
+                    "last_call_at, created_at) VALUES (:namespace, 'half', 0, 0, 0, 0, 0)"
+                ),
+                namespace=NS,
             )
             await anyio.sleep_forever()
 
@@ -71,7 +73,10 @@ async def test_a_write_cancelled_half_way_leaves_nothing_and_the_next_write_succ
     stored = await engine.session(NS, "s").remember(page=note("after the cancel"))
     async with engine.db.read(None) as conn:
         assert await conn.one("SELECT 1 FROM sessions WHERE session = 'half'") is None
-        assert await conn.one("SELECT 1 FROM pages WHERE page_id = ?", (stored.page_id,)) is not None
+        assert (
+            await conn.one(query("SELECT 1 FROM pages WHERE page_id = :page_id"), page_id=stored.page_id)
+            is not None
+        )
 
 
 async def test_tool_calls_cancelled_at_random_moments_never_break_the_next_one(engine):
@@ -88,8 +93,12 @@ async def test_tool_calls_cancelled_at_random_moments_never_break_the_next_one(e
         if engine.db.backend == "sqlite":
             assert (await conn.one("PRAGMA integrity_check"))[0] == "ok"
         # Nothing half-written: the kept counts and the search index agree with the pages.
-        counted = await conn.one("SELECT pages FROM page_counts WHERE namespace = ?", (NS,))
-        stored = await conn.one("SELECT count(*) FROM pages WHERE namespace = ?", (NS,))
+        counted = await conn.one(
+            query("SELECT pages FROM page_counts WHERE namespace = :namespace"), namespace=NS
+        )
+        stored = await conn.one(
+            query("SELECT count(*) FROM pages WHERE namespace = :namespace"), namespace=NS
+        )
         assert counted[0] == stored[0]
         if engine.db.backend == "postgresql":
             unindexed = await conn.one(

@@ -6,7 +6,7 @@ import pytest
 from memvm.engine.operations.transfer import export_read
 
 from tests.commands import run
-from tests.conftest import note
+from tests.conftest import note, query
 from tests.seeding import every_table, opened, seed
 
 
@@ -37,7 +37,9 @@ async def test_a_stream_hands_over_its_rows_in_batches_from_the_reads_snapshot(e
     batches = []
     async with engine.db.read("acme") as conn:
         async for batch in conn.stream(
-            "SELECT page_id FROM pages WHERE namespace = ? ORDER BY page_id", ["acme"], batch=3
+            query("SELECT page_id FROM pages WHERE namespace = :namespace ORDER BY page_id"),
+            {"namespace": "acme"},
+            batch=3,
         ):
             batches.append([row[0] for row in batch])
             if len(batches) == 1:

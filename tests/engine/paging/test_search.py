@@ -14,7 +14,7 @@ from memvm.engine.paging.search import EXACT_ID_SCORE, search_pages
 from memvm.engine.paging.terms import query_terms
 from memvm.engine.storage.tokenizer import match_expression
 
-from tests.conftest import NS, assistant, examples, long_text, note, user
+from tests.conftest import NS, assistant, examples, long_text, note, query, user
 from tests.engine.old_schema import add_page, add_session, file_at
 
 pytestmark = pytest.mark.anyio
@@ -236,10 +236,13 @@ async def test_each_pages_score_is_bm25_over_its_counts_and_the_namespaces_stati
         rowids = {
             row["page_id"]: (row["rowid"], row["search_chars"])
             for row in await conn.all(
-                "SELECT page_id, rowid, search_chars FROM pages WHERE namespace = ?", (NS,)
+                query("SELECT page_id, rowid, search_chars FROM pages WHERE namespace = :namespace"),
+                namespace=NS,
             )
         }
-        total = await conn.one("SELECT sum(pages), sum(chars) FROM page_counts WHERE namespace = ?", (NS,))
+        total = await conn.one(
+            query("SELECT sum(pages), sum(chars) FROM page_counts WHERE namespace = :namespace"), namespace=NS
+        )
     pages, chars = int(total[0]), int(total[1])
     stem = dict(
         zip(["kayak", "lake", "canoe"], engine.stemmer.stems(["kayak", "lake", "canoe"]), strict=True)

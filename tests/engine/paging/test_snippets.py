@@ -7,7 +7,7 @@ import pytest
 from memvm.engine.paging.snippets import ELLIPSIS, SCAN_CHARS, SPAN_WORDS, WINDOW_CHARS, snippet
 from memvm.engine.storage.tokenizer import Stemmer
 
-from tests.conftest import NS, note
+from tests.conftest import NS, note, query
 
 pytestmark = pytest.mark.anyio
 
@@ -113,7 +113,7 @@ async def test_one_tenants_slow_reads_leave_another_tenant_a_connection(engine):
     async def slow_reader() -> None:
         nonlocal inside
         async with engine.db.read("a") as conn:
-            await conn.all("SELECT count(*) FROM pages WHERE namespace = ?", ("a",))
+            await conn.all(query("SELECT count(*) FROM pages WHERE namespace = :namespace"), namespace="a")
             inside += 1
             if inside == share:
                 shared_out.set()

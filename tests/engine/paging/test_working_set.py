@@ -8,7 +8,7 @@ from memvm.engine.paging.context_lines import context_line, line_body, line_cost
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.paging.working_set import _mapping, retention
 
-from tests.conftest import NS, assistant, db_rows, examples, long_text, note, user
+from tests.conftest import NS, assistant, db_rows, examples, long_text, note, query, user
 
 pytestmark = pytest.mark.anyio
 
@@ -110,7 +110,7 @@ SELECT w.page_rowid, w.level, w.line_tokens, w.faulted_turn, w.last_access_turn,
        p.page_id, p.type, p.role, p.importance, p.pinned, p.last_access,
        t.content, t.reduced, p.abstract, p.reference
 FROM working_set w JOIN pages p ON p.rowid = w.page_rowid JOIN page_texts t ON t.rowid = w.page_rowid
-WHERE w.namespace = ? AND w.session = ?
+WHERE w.namespace = :namespace AND w.session = :session
 """
 
 
@@ -191,7 +191,7 @@ async def test_eviction_chooses_what_the_reference_model_chooses(open_engine, cl
     checked = 0
     for _ in range(80):
         async with engine.db.read(None) as conn:
-            rows = await conn.all(_SNAPSHOT, (NS, "s"))
+            rows = await conn.all(query(_SNAPSHOT), namespace=NS, session="s")
         mapped = {row["page_id"] for row in rows}
         page_id = rng.choice(page_ids)
         if page_id in mapped:

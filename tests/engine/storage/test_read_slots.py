@@ -5,7 +5,7 @@ from collections import Counter
 import anyio
 import pytest
 
-from tests.conftest import note
+from tests.conftest import note, query
 
 pytestmark = pytest.mark.anyio
 
@@ -19,7 +19,9 @@ async def test_two_tenants_slow_reads_leave_a_third_tenant_a_connection(engine):
 
     async def slow_reader(namespace: str) -> None:
         async with engine.db.read(namespace) as conn:
-            await conn.all("SELECT count(*) FROM pages WHERE namespace = ?", (namespace,))
+            await conn.all(
+                query("SELECT count(*) FROM pages WHERE namespace = :namespace"), namespace=namespace
+            )
             inside.append(namespace)
             if len(inside) == connections - 1:
                 settled.set()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NS, backend_of, db_rows, note
+from tests.conftest import NS, backend_of, db_rows, note, query
 
 pytestmark = pytest.mark.anyio
 
@@ -16,21 +16,21 @@ ROOT = Path(__file__).resolve().parents[3]
 async def test_a_transaction_judges_expiry_at_the_moment_it_began(engine, clock):
     await engine.session(NS, "s").remember(page=note("the door code is 4711"), key="door", ttl_seconds=60)
     await engine.session(NS, "s").remember(page=note("the wifi is called attic"), key="wifi")
-    live = "SELECT page_id FROM live_pages WHERE namespace = ? ORDER BY page_id"
-    expired = "SELECT page_id FROM expired_pages WHERE namespace = ?"
+    live = query("SELECT page_id FROM live_pages WHERE namespace = :namespace ORDER BY page_id")
+    expired = query("SELECT page_id FROM expired_pages WHERE namespace = :namespace")
     async with engine.db.read(NS) as conn:
         assert conn.namespace == NS and conn.now == clock.now()
         clock.advance(61)
         # The clock moved on inside the transaction: its queries still see the moment it began.
-        assert [row["page_id"] for row in await conn.all(live, (NS,))] == ["door", "wifi"]
-        assert await conn.all(expired, (NS,)) == []
+        assert [row["page_id"] for row in await conn.all(live, namespace=NS)] == ["door", "wifi"]
+        assert await conn.all(expired, namespace=NS) == []
     async with engine.db.read(NS) as conn:
-        assert [row["page_id"] for row in await conn.all(live, (NS,))] == ["wifi"]
-        assert [row["page_id"] for row in await conn.all(expired, (NS,))] == ["door"]
+        assert [row["page_id"] for row in await conn.all(live, namespace=NS)] == ["wifi"]
+        assert [row["page_id"] for row in await conn.all(expired, namespace=NS)] == ["door"]
     async with engine.db.write(NS) as conn:
-        assert conn.now == clock.now() and [row["page_id"] for row in await conn.all(expired, (NS,))] == [
-            "door"
-        ]
+        assert conn.now == clock.now() and [
+            row["page_id"] for row in await conn.all(expired, namespace=NS)
+        ] == ["door"]
 
 
 async def test_a_connection_that_never_set_a_moment_is_told_so_rather_than_guessing(engine):

@@ -1,19 +1,18 @@
-"""The engine's statements as psycopg takes them, and rows as the engine reads them.
+"""SQL text with SQLite's `?` placeholders as psycopg takes it: what the tests' own queries of a
+database past the engine (conftest.db_rows) are written in, on either backend. The engine's
+statements are named and compiled when registered (engine/storage/statements.py).
 
-The engine writes its SQL once, with SQLite's placeholders: `?` and `?N` (the N-th parameter,
-which may appear more than once). psycopg takes `%s` and `%(name)s`, so each statement is
-rewritten once (and cached): `?N` becomes `%(pN)s`, which psycopg sends as one server parameter
+psycopg takes `%s` and `%(name)s`, so each query is rewritten once (and cached): `?N` becomes `%(pN)s`, which psycopg sends as one server parameter
 however often it appears (so its type is inferred from all of its uses), a bare `?` becomes the
 next number as SQLite counts, and a literal `%` is doubled. Quoted strings, quoted names and
 line comments are left as they are. What this reading cannot tell apart from a placeholder or a
 quote is refused rather than guessed at: a block comment, a dollar-quoted string, an E'' string
-and PostgreSQL's `?|` and `?&` operators (tests/engine/storage/test_every_statement.py prepares
-every statement on both backends, so a refusal shows in the tests, never to a user).
+and PostgreSQL's `?|` and `?&` operators.
 """
 
 import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 _DOLLAR_QUOTE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
@@ -99,30 +98,3 @@ def bind(sql: str, params: Sequence[Any]) -> tuple[str, dict[str, Any] | None]:
     if not order:
         return sql, None
     return text, {f"p{index + 1}": params[index] for index in order}
-
-
-class PgRow(Sequence[Any]):
-    """A row read by position or by column name, like sqlite3.Row; `dict(row)` gives its columns."""
-
-    __slots__ = ("_names", "_values")
-
-    def __init__(self, names: dict[str, int], values: Sequence[Any]) -> None:
-        self._names = names
-        self._values = values
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, str):
-            return self._values[self._names[key]]
-        return self._values[key]
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._values)
-
-    def keys(self) -> list[str]:
-        return list(self._names)
-
-    def __repr__(self) -> str:
-        return f"PgRow({dict(zip(self._names, self._values, strict=True))!r})"
