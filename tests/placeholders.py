@@ -11,15 +11,10 @@ and PostgreSQL's `?|` and `?&` operators.
 """
 
 import functools
-import re
 from collections.abc import Sequence
 from typing import Any
 
-_DOLLAR_QUOTE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
-
-
-class Untranslatable(ValueError):
-    """A statement holding what the placeholder translation cannot read safely."""
+from memvm.engine.storage.statements import Untranslatable, quoted_end, unreadable_at
 
 
 @functools.lru_cache(maxsize=4096)
@@ -33,7 +28,7 @@ def translate(sql: str) -> tuple[str, tuple[int, ...]]:
         char = sql[i]
         _refuse_unreadable(sql, i)
         if char in "'\"":
-            end = _quoted_end(sql, i, char)
+            end = quoted_end(sql, i, char)
             out.append(sql[i:end])
             i = end
         elif char == "-" and sql.startswith("--", i):
@@ -60,32 +55,10 @@ def translate(sql: str) -> tuple[str, tuple[int, ...]]:
 
 
 def _refuse_unreadable(sql: str, i: int) -> None:
-    char = sql[i]
-    if char == "/" and sql.startswith("/*", i):
-        raise Untranslatable("a block comment (write -- comments)")
-    if char == "$" and _DOLLAR_QUOTE.match(sql, i):
-        raise Untranslatable("a dollar-quoted string")
-    if (
-        char in "eE"
-        and sql.startswith("'", i + 1)
-        and (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_"))
-    ):
-        raise Untranslatable("an E'' string")
-    if char == "?" and sql[i + 1 : i + 2] in ("|", "&"):
+    if (unreadable := unreadable_at(sql, i)) is not None:
+        raise Untranslatable(unreadable)
+    if sql[i] == "?" and sql[i + 1 : i + 2] in ("|", "&"):
         raise Untranslatable("a ?| or ?& operator")
-
-
-def _quoted_end(sql: str, start: int, quote: str) -> int:
-    """The index just past the quoted string or name opening at `start` (a doubled quote stays inside)."""
-    i = start + 1
-    while True:
-        end = sql.find(quote, i)
-        if end < 0:
-            return len(sql)
-        if sql.startswith(quote * 2, end):
-            i = end + 2
-            continue
-        return end + 1
 
 
 def bind(sql: str, params: Sequence[Any]) -> tuple[str, dict[str, Any] | None]:

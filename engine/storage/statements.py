@@ -148,7 +148,7 @@ def _compile(sql: str) -> tuple[str, str, set[str]]:
         char = sql[i]
         _refuse_unreadable(sql, i)
         if char in "'\"":
-            end = _quoted_end(sql, i, char)
+            end = quoted_end(sql, i, char)
             piece = sql[i:end]
         elif sql.startswith("--", i):
             end = sql.find("\n", i)
@@ -175,23 +175,31 @@ def _compile(sql: str) -> tuple[str, str, set[str]]:
     return "".join(sqlite_out), "".join(postgres_out), names
 
 
-def _refuse_unreadable(sql: str, i: int) -> None:
+def unreadable_at(sql: str, i: int) -> str | None:
+    """What at `sql[i]` no reading of placeholders can tell apart from one or from a quote, if
+    anything: a block comment, a dollar-quoted string, an E'' string."""
     char = sql[i]
     if char == "/" and sql.startswith("/*", i):
-        raise Untranslatable("a block comment (write -- comments)")
+        return "a block comment (write -- comments)"
     if char == "$" and _DOLLAR_QUOTE.match(sql, i):
-        raise Untranslatable("a dollar-quoted string")
+        return "a dollar-quoted string"
     if (
         char in "eE"
         and sql.startswith("'", i + 1)
         and (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_"))
     ):
-        raise Untranslatable("an E'' string")
-    if char == "?":
+        return "an E'' string"
+    return None
+
+
+def _refuse_unreadable(sql: str, i: int) -> None:
+    if (unreadable := unreadable_at(sql, i)) is not None:
+        raise Untranslatable(unreadable)
+    if sql[i] == "?":
         raise Untranslatable("a ? (write :name parameters; jsonb's ? operators have function forms)")
 
 
-def _quoted_end(sql: str, start: int, quote: str) -> int:
+def quoted_end(sql: str, start: int, quote: str) -> int:
     """The index just past the quoted string or name opening at `start` (a doubled quote stays inside)."""
     i = start + 1
     while True:
