@@ -74,6 +74,30 @@ def test_storage_knows_nothing_of_the_capabilities_it_stores():
     assert offences == []
 
 
+# Only storage opens a database or asks which backend a name means: everything else reaches a
+# database through the storage seam (a Database and its transactions), one code for both backends.
+DRIVERS = ("sqlite3", "aiosqlite", "psycopg", "psycopg_pool")
+BACKEND_QUESTIONS = ("is_postgres_url",)
+
+
+def test_only_storage_opens_a_database_or_asks_which_backend():
+    offences = []
+    for package in ALLOWED:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path.is_relative_to(ROOT / "engine" / "storage"):
+                continue
+            offences += [
+                f"{path.relative_to(ROOT)} imports {name}"
+                for name in imported_modules(path)
+                if name.split(".")[0] in DRIVERS or name.endswith(BACKEND_QUESTIONS)
+            ]
+            text = path.read_text()
+            offences += [
+                f"{path.relative_to(ROOT)} asks {asked}" for asked in BACKEND_QUESTIONS if asked in text
+            ]
+    assert offences == []
+
+
 def test_every_model_is_imported_from_the_module_that_owns_it():
     # engine/models/__init__.py is a docstring: a re-export there would hide where a name lives.
     package = ast.parse((ROOT / "engine" / "models" / "__init__.py").read_text())
