@@ -6,11 +6,11 @@ for a person's view of one; the engine itself opens, closes and collects expired
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.config import EngineConfig
 from memvm.engine.hosts.hook_events import HookEvents
-from memvm.engine.namespace_view import NamespaceView
 from memvm.engine.paging import memory
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.redacted_writes import Redaction
@@ -19,6 +19,9 @@ from memvm.engine.storage.api import Database
 from memvm.engine.storage.migrations import check_current, migrate
 from memvm.engine.storage.open import open_database
 from memvm.engine.storage.tokenizer import Stemmer
+
+if TYPE_CHECKING:
+    from memvm.engine.namespace_view import NamespaceView
 
 
 class Engine:
@@ -94,8 +97,11 @@ class Engine:
         """What the host hooks ask and record of their events (see hosts/hook_events.py)."""
         return HookEvents(self.db, self.clock, self.redaction)
 
-    def view(self, namespace: str) -> NamespaceView:
+    def view(self, namespace: str) -> "NamespaceView":
         """What a person's view of `namespace` reads (see namespace_view.py)."""
+        # Imported when asked: a hook answering one event in its own process never reads a view.
+        from memvm.engine.namespace_view import NamespaceView
+
         return NamespaceView(self.db, namespace)
 
     async def collect_expired(self, *, purge: bool = True) -> int:
