@@ -23,7 +23,8 @@ from memvm.engine.clock import ManualClock
 from memvm.engine.models.pages import NewPage, PageType, Role
 from memvm.engine.models.writes import IngestMessage
 from memvm.engine.storage.open import is_postgres_url
-from memvm.engine.storage.statements import Statement, compile_sql
+
+from tests.placeholders import query  # noqa: F401 -- the tests take it from here
 
 NS = "default"
 
@@ -338,10 +339,3 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     for line in _FIGURES:
         terminalreporter.write_line(line)
-
-
-def query(sql: str) -> Statement:
-    """A test's own query with `:name` parameters, run through an engine transaction as the
-    engine's registered statements are (unregistered: it is the test's, not the product's)."""
-    compiled = compile_sql(sql)
-    return Statement("a test's query", compiled.texts, compiled.params)

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from memvm.engine.storage.statements import Untranslatable, quoted_end, unreadable_at
+from memvm.engine.storage.statements import Statement, Untranslatable, compile_sql, quoted_end, unreadable_at
 
 
 @functools.lru_cache(maxsize=4096)
@@ -71,3 +71,10 @@ def bind(sql: str, params: Sequence[Any]) -> tuple[str, dict[str, Any] | None]:
     if not order:
         return sql, None
     return text, {f"p{index + 1}": params[index] for index in order}
+
+
+def query(sql: str) -> Statement:
+    """A test's (or a benchmark's) own query with `:name` parameters, run through an engine
+    transaction as the engine's registered statements are (unregistered: it is not the product's)."""
+    compiled = compile_sql(sql)
+    return Statement("a test's query", compiled.texts, compiled.params)

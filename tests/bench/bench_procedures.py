@@ -20,22 +20,17 @@ import anyio
 from memvm.engine import Engine, EngineConfig
 from memvm.engine.config import Synchronous
 from memvm.engine.models.procedures import Outcome, ToolOutcome
-from memvm.engine.storage.statements import Statement, compile_sql
 from memvm.resources.procedural import render_hints
 
-
-def _baseline(sql: str) -> Statement:
-    """A query of the baseline's own, not one of memvm's (so not registered)."""
-    compiled = compile_sql(sql)
-    return Statement("baseline", compiled.texts, compiled.params)
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.placeholders import query
 
 # The baseline: the same answers from a GROUP BY over the whole log.
-BASELINE_STATS = _baseline(
+BASELINE_STATS = query(
     "SELECT tool, count(*), avg(outcome = 'success'), avg(duration_ms) FROM tool_calls "
     "WHERE namespace = :namespace AND tool IN (:t0, :t1, :t2, :t3, :t4) GROUP BY tool"
 )
-BASELINE_ERRORS = _baseline(
+BASELINE_ERRORS = query(
     "SELECT tool, error_signature, count(*) AS n FROM tool_calls WHERE namespace = :namespace "
     "AND error_signature IS NOT NULL GROUP BY tool, error_signature ORDER BY n DESC LIMIT 15"
 )

@@ -30,20 +30,22 @@ from fresh_postgres import Databases  # noqa: E402
 from memvm.engine import Engine, kept_logs  # noqa: E402
 from memvm.engine.models.procedures import Outcome, ToolOutcome  # noqa: E402
 
+from tests.placeholders import query  # noqa: E402
+
 FULL, EMPTY = "full", "empty"
 
 # A log already at its size, written in one statement on either backend.
-_FILL_CALLS = """
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+_FILL_CALLS = query("""
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :rows)
 INSERT INTO tool_calls (namespace, call_id, session, turn, tool, args, call_hash, outcome, at)
-SELECT ?, i, 's', 1, 'tool_' || (i % 40), '{"id": ' || i || '}', 'h' || i, 'success', i FROM n
-"""
-_FILL_LOG = """
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+SELECT :namespace, i, 's', 1, 'tool_' || (i % 40), '{"id": ' || i || '}', 'h' || i, 'success', i FROM n
+""")
+_FILL_LOG = query("""
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :rows)
 INSERT INTO mutation_log (namespace, session, page_id, turn, kind, actor, cause, at)
-SELECT ?, 's', 'msg_' || i, 1, 'map', 'model', 'search', i FROM n
-"""
-_COUNT = "SELECT count(*) AS n FROM tool_calls WHERE namespace = ?"
+SELECT :namespace, 's', 'msg_' || i, 1, 'map', 'model', 'search', i FROM n
+""")
+_COUNT = query("SELECT count(*) AS n FROM tool_calls WHERE namespace = :namespace")
 
 
 def percentile(times: list[float], share: float) -> float:
@@ -65,8 +67,8 @@ async def run(rows: int, calls: int, bound: int | None, db_url: str | None) -> N
             await engine.session("warm", "s").record_tool_outcome(call=warm)  # first-call costs
             started = time.perf_counter()
             async with engine.db.write(FULL) as conn:
-                await conn.execute(_FILL_CALLS, (rows, FULL))
-                await conn.execute(_FILL_LOG, (rows, FULL))
+                await conn.execute(_FILL_CALLS, rows=rows, namespace=FULL)
+                await conn.execute(_FILL_LOG, rows=rows, namespace=FULL)
             filled_s = time.perf_counter() - started
             times: dict[str, list[float]] = {FULL: [], EMPTY: []}
             for index in range(calls):
@@ -76,7 +78,7 @@ async def run(rows: int, calls: int, bound: int | None, db_url: str | None) -> N
                     await engine.session(namespace, "s").record_tool_outcome(call=call)
                     times[namespace].append((time.perf_counter() - start) * 1000)
             async with engine.db.read(FULL) as conn:
-                kept = await conn.one(_COUNT, (FULL,))
+                kept = await conn.one(_COUNT, namespace=FULL)
         finally:
             await engine.close()
     assert kept is not None
