@@ -30,7 +30,7 @@ class Engine:
         self.config = config
         self.counter = counter
         self.clock = clock
-        self._writer = memory.Writer(db=db, config=config, counter=counter, clock=clock)
+        self._writer = memory.Writer(db=db, config=config, counter=counter)
         self.stemmer = Stemmer()
 
     @classmethod
@@ -95,7 +95,7 @@ class Engine:
     @property
     def hook_events(self) -> HookEvents:
         """What the host hooks ask and record of their events (see hosts/hook_events.py)."""
-        return HookEvents(self.db, self.clock, self.redaction)
+        return HookEvents(self.db, self.redaction)
 
     def view(self, namespace: str) -> "NamespaceView":
         """What a person's view of `namespace` reads (see namespace_view.py)."""

@@ -181,7 +181,6 @@ class SessionScope(NamespaceScope):
             engine.db,
             config=engine.config,
             counter=engine.counter,
-            clock=engine.clock,
             namespace=self.namespace,
             session=self.session,
             page_id=page_id,

@@ -12,7 +12,6 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from memvm.engine.clock import Clock
 from memvm.engine.guards.literals import call_hash
 from memvm.engine.kept_logs import keep_newest_if_due
 from memvm.engine.models.hosts import HandledHookEvent
@@ -100,7 +99,6 @@ class HookEvents:
     namespace, what is recorded redacted as every write is."""
 
     db: Database
-    clock: Clock
     redaction: Redaction
 
     async def handled(self, *, namespace: str, digest: str) -> HandledHookEvent | None:
@@ -133,5 +131,5 @@ class HookEvents:
                 digest=digest,
                 event=self.redaction.text(event),
                 answer=self.redaction.optional(answer),
-                now=self.clock.now(),
+                now=conn.now,
             )

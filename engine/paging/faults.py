@@ -8,7 +8,6 @@ charged), with why and what would make room.
 """
 
 import anyio
-from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.errors import FaultLimitReached
 from memvm.engine.models.pages import Level, Page
@@ -35,7 +34,6 @@ async def page_fault(
     *,
     config: EngineConfig,
     counter: TokenCounter,
-    clock: Clock,
     namespace: str,
     session: str,
     page_id: str,
@@ -57,8 +55,8 @@ async def page_fault(
     async with db.read(namespace) as conn:
         seen = await page_seen_from(conn, namespace, page_id, project, live=True)
     bodies = await _bodies(seen, levels, counter)
-    now = clock.now()
     async with db.write(namespace) as conn:
+        now = conn.now
         new_session = await read_session(conn, namespace, session) is None
         state, accountable = await touch_with_allowance(
             conn, namespace, session, host_session, now, config.turn_idle_seconds

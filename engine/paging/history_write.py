@@ -105,7 +105,7 @@ async def write_history(
             # Another import of the same file may have written some of them since the read above.
             known = await stored_source_ids(conn, namespace, session)
             state = await touch_session(
-                conn, namespace, session, writer.clock.now(), writer.config.turn_idle_seconds, by_host=True
+                conn, namespace, session, conn.now, writer.config.turn_idle_seconds, by_host=True
             )
             for message, page, levels in zip(new[batch], pages[batch], all_levels[batch], strict=True):
                 if message.source_id in known:

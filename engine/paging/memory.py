@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import anyio
-from memvm.engine.clock import Clock
 from memvm.engine.config import EngineConfig
 from memvm.engine.errors import (
     InvalidArgument,
@@ -71,12 +70,12 @@ def refuse_too_long(config: EngineConfig, text: str) -> None:
 
 @dataclass(frozen=True)
 class Writer:
-    """What every write needs: the database, the settings, the token counter and the clock."""
+    """What every write needs: the database, the settings and the token counter. Its time is its
+    transaction's (`conn.now`)."""
 
     db: Database
     config: EngineConfig
     counter: TokenCounter
-    clock: Clock
 
     @property
     def redaction(self) -> Redaction:
@@ -90,7 +89,7 @@ class Writer:
             turn=turn,
             capacity=self.config.page_budget,
             counter=self.counter,
-            now=self.clock.now(),
+            now=conn.now,
         )
 
     def levels(self, page: NewPage) -> Levels:
@@ -153,9 +152,9 @@ async def remember(
             "until it is forgotten."
         )
     (levels,) = await writer.levels_off_loop([page])
-    now = writer.clock.now()
-    expires_at = None if ttl_seconds is None else now + ttl_seconds
     async with writer.db.write(namespace) as conn:
+        now = conn.now
+        expires_at = None if ttl_seconds is None else now + ttl_seconds
         state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
         await delete_expired(writer, conn, namespace)
         working_set = writer.working_set(conn, namespace, session, state.turn)
@@ -165,7 +164,7 @@ async def remember(
             # The same text remembered again is the page already holding it, not a second copy: a
             # model that repeats itself must not fill memory, nor make search return it twice.
             existing = await page_with_text(conn, namespace, page.type, levels.texts[Level.FULL], project)
-        if existing is not None and _expired(existing, conn.now):
+        if existing is not None and _expired(existing, now):
             # Gone for every reader already: the key starts afresh, with no versions of it.
             await _drop(writer, conn, namespace, existing, cause="expired")
             existing = None
@@ -258,9 +257,9 @@ async def ingest(
     ]
     all_levels = await writer.levels_off_loop(pages)
     all_bodies = await writer.bodies_off_loop([levels.texts for levels in all_levels], list(Level))
-    now = writer.clock.now()
     page_ids = []
     async with writer.db.write(namespace) as conn:
+        now = conn.now
         state = await touch_session(
             conn, namespace, session, now, writer.config.turn_idle_seconds, by_host=True
         )
@@ -302,9 +301,8 @@ async def pin_page(
 ) -> PageState:
     """Pin or unpin a page for the whole namespace; pinning maps it into `session` unless `place`
     is False (a curator pinning a page has no context of its own to put it in)."""
-    now = writer.clock.now()
     async with writer.db.write(namespace) as conn:
-        state = await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        state = await touch_session(conn, namespace, session, conn.now, writer.config.turn_idle_seconds)
         page = await page_seen_from(conn, namespace, page_id, project, live=True)
         await set_pinned(conn, namespace, page.rowid, pinned)
         working_set = writer.working_set(conn, namespace, session, state.turn)
@@ -339,9 +337,8 @@ async def forget(
 ) -> ForgetResult:
     """Delete the page and what it left in other tables (see derived), in one write; then take
     the deleted text out of storage (Database.purge_deleted), outside the write."""
-    now = writer.clock.now()
     async with writer.db.write(namespace, removal=True) as conn:
-        await touch_session(conn, namespace, session, now, writer.config.turn_idle_seconds)
+        await touch_session(conn, namespace, session, conn.now, writer.config.turn_idle_seconds)
         page = await page_seen_from(conn, namespace, page_id, project)
         await _drop(writer, conn, namespace, page, cause="forget")
     return ForgetResult(page_id=page_id, deleted=True, purged=await _purged(writer.db))

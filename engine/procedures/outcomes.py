@@ -162,8 +162,8 @@ async def record_tool_outcome(
         else None
     )
     digest = call_hash(call.tool, call.args)
-    now = writer.clock.now()
     async with writer.db.write(namespace) as conn:
+        now = conn.now
         state, guarded = await touch_with_allowance(
             conn, namespace, session, host_session, now, writer.config.turn_idle_seconds
         )

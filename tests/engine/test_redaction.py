@@ -180,7 +180,7 @@ async def test_no_write_path_stores_a_secret(engine, db_path):
 async def test_the_write_functions_redact_by_themselves_whoever_calls_them(engine, db_path):
     """Redaction is the write path's, not its caller's: the engine's write functions, called as
     another part of the engine would call them, store no secret either."""
-    writer = Writer(db=engine.db, config=engine.config, counter=engine.counter, clock=engine.clock)
+    writer = Writer(db=engine.db, config=engine.config, counter=engine.counter)
     secret = SECRETS[0][1]
     done = await memory.remember(
         writer, namespace=NS, session="s", page=note(f"the key is {secret}"), key=None
