@@ -107,10 +107,13 @@ def in_list(values: Sequence[Any], prefix: str = "in") -> tuple[str, dict[str, A
 
 
 def compile_sql(text: Text) -> Compiled:
+    if isinstance(text, str):  # one text for both: one reading gives both backends' forms
+        sqlite_text, postgres_text, names = _compile(text)
+        return Compiled({"sqlite": sqlite_text, "postgresql": postgres_text}, frozenset(names))
     texts: dict[str, str] = {}
     params: set[str] = set()
     for dialect in DIALECTS:
-        sqlite_text, postgres_text, names = _compile(_text_for(text, dialect))
+        sqlite_text, postgres_text, names = _compile(text(dialect))
         texts[dialect.name] = sqlite_text if dialect.name == "sqlite" else postgres_text
         params |= names
     return Compiled(texts, frozenset(params))
@@ -126,7 +129,11 @@ def _register(made: _Made) -> _Made:
 @functools.lru_cache(maxsize=2048)
 def _filled(made: Template, parts: tuple[tuple[str, str], ...]) -> Statement:
     values = dict(parts)
-    compiled = compile_sql(lambda dialect: _text_for(made.text, dialect).format(**values))
+    text = made.text
+    filled: Text = (
+        text.format(**values) if isinstance(text, str) else lambda dialect: text(dialect).format(**values)
+    )
+    compiled = compile_sql(filled)
     return Statement(made.name, compiled.texts, compiled.params, made.backend)
 
 
