@@ -2,12 +2,11 @@
 
 Both backends (SQLite in `sqlite_db`, PostgreSQL in `postgres_db`) implement these, so paging,
 guards, procedures and the operator's commands (export, import, doctor, backup) are written once.
-Statements are written once too, in the SQL both accept, with `?` (or `?N`) placeholders; what
-cannot be said the same way on both (scalar GREATEST, a snippet's window, the full-text index, the
-catalogue of tables) is asked of the transaction's `dialect`, and what only one backend has to do
-(its file or server checks, its own backup, its keys deferred and checked) is a method of its
-objects here.
-"""
+Statements are written once too, in the SQL both accept, as named statements with `:name`
+parameters (statements.py); what cannot be said the same way on both (scalar GREATEST, a
+snippet's window, the full-text index, the catalogue of tables) is asked of the `dialect`, and
+what only one backend has to do (its file or server checks, its own backup, its keys deferred and
+checked) is a method of its objects here."""
 
 import functools
 from abc import ABC, abstractmethod
