@@ -113,7 +113,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
     )
     mcp_resources.register(server, holder)
     mcp_prompts.register(server, holder)
-    protocol_handlers.register(server, holder, bus)
+    protocol_handlers.register(server, holder)
     server.runtimes = holder
     return server
 

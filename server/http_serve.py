@@ -52,7 +52,6 @@ def http_app(
     app.user_middleware.append(
         Middleware(
             SessionQuota,
-            manager=server.session_manager,
             path=STREAMABLE_HTTP_PATH,
             tokens_required=tokens is not None,
         )

@@ -1,17 +1,18 @@
 """Protocol requests beyond tools and resources: subscribe, listen, logging level, completion.
 
-MCPServer serves completion only through its `completion()` decorator, and subscribe, logging
-level not at all and subscriptions/listen without bounds; those three are registered on its
-low-level server (see memvm.server.sdk_internals), which also makes the server advertise the
-matching capabilities.
+MCPServer serves completion through its `completion()` decorator, subscriptions/listen (on the
+bus it was given) without bounds, and resources/subscribe, resources/unsubscribe and
+logging/setLevel not at all. `ProtocolMethods`, a server middleware, answers those three in the
+handshake era (the new era has dropped them), says so in the handshake's capabilities, and bounds
+what a listen stream asks for before the SDK's own handler opens it.
 """
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
-from mcp.server.context import HandlerResult, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -27,11 +28,12 @@ from mcp_types import (
     SubscriptionsListenRequestParams,
     UnsubscribeRequestParams,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from memvm.resources.rules import RuleMode
 from memvm.server.app_state import Runtime, RuntimeHolder
 from memvm.server.mcp_resources import FOLLOWABLE, followable
-from memvm.server.sdk_internals import add_request_handler
-from memvm.server.subscriptions import MAX_PER_CONNECTION, NamespacedBus, SubscriptionRefused
+from memvm.server.subscriptions import MAX_PER_CONNECTION, SubscriptionRefused
+from pydantic import BaseModel
 
 MAX_COMPLETIONS = 100
 
@@ -66,32 +68,21 @@ async def unsubscribe(
     return EmptyResult()
 
 
-Listen = Callable[
-    [ServerRequestContext[Runtime, Any], SubscriptionsListenRequestParams], Awaitable[HandlerResult]
-]
-
-
-def bounded_listen(sdk_listen: Listen) -> Listen:
-    """The SDK's listen handler, following only resources memvm announces, and few of them.
+def bounded_listen(params: SubscriptionsListenRequestParams) -> SubscriptionsListenRequestParams:
+    """What a listen stream asks for, following only resources memvm announces, and few of them.
 
     URIs that never fire are left out of the stream's filter rather than refused: the stream's
     acknowledgement lists what it follows, as the protocol has it.
     """
-
-    async def listen(
-        ctx: ServerRequestContext[Runtime, Any], params: SubscriptionsListenRequestParams
-    ) -> HandlerResult:
-        wanted = params.notifications.resource_subscriptions or []
-        if len(wanted) > MAX_PER_CONNECTION:
-            raise MCPError(
-                INVALID_PARAMS,
-                f"A listen stream follows at most {MAX_PER_CONNECTION} resources; ask for fewer.",
-            )
-        kept = list(dict.fromkeys(uri for uri in wanted if followable(uri)))
-        notifications = params.notifications.model_copy(update={"resource_subscriptions": kept or None})
-        return await sdk_listen(ctx, params.model_copy(update={"notifications": notifications}))
-
-    return listen
+    wanted = params.notifications.resource_subscriptions or []
+    if len(wanted) > MAX_PER_CONNECTION:
+        raise MCPError(
+            INVALID_PARAMS,
+            f"A listen stream follows at most {MAX_PER_CONNECTION} resources; ask for fewer.",
+        )
+    kept = list(dict.fromkeys(uri for uri in wanted if followable(uri)))
+    notifications = params.notifications.model_copy(update={"resource_subscriptions": kept or None})
+    return params.model_copy(update={"notifications": notifications})
 
 
 async def set_level(ctx: ServerRequestContext[Runtime, Any], params: SetLevelRequestParams) -> EmptyResult:
@@ -115,13 +106,45 @@ async def complete(
     return Completion(values=values[:MAX_COMPLETIONS], has_more=len(values) > MAX_COMPLETIONS)
 
 
-def register(server: MCPServer[Runtime], holder: RuntimeHolder, bus: NamespacedBus) -> None:
-    add_request_handler(server, "resources/subscribe", SubscribeRequestParams, subscribe)
-    add_request_handler(server, "resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
-    # In place of the SDK's own handler on the same bus, which MCPServer registered.
-    listen = bounded_listen(ListenHandler(bus))
-    add_request_handler(server, "subscriptions/listen", SubscriptionsListenRequestParams, listen)
-    add_request_handler(server, "logging/setLevel", SetLevelRequestParams, set_level)
+Handler = Callable[[ServerRequestContext[Runtime, Any], Any], Awaitable[EmptyResult]]
+
+# Answered here in the handshake era, each with the type its parameters are read as.
+_ANSWERED: dict[str, tuple[type[BaseModel], Handler]] = {
+    "resources/subscribe": (SubscribeRequestParams, subscribe),
+    "resources/unsubscribe": (UnsubscribeRequestParams, unsubscribe),
+    "logging/setLevel": (SetLevelRequestParams, set_level),
+}
+
+
+class ProtocolMethods:
+    """Server middleware for the protocol methods MCPServer leaves out or leaves unbounded."""
+
+    async def __call__(self, ctx: ServerRequestContext[Runtime, Any], call_next: CallNext) -> HandlerResult:
+        handshake_era = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        if ctx.method == "initialize":
+            return _advertised(await call_next(ctx))
+        if handshake_era and ctx.method in _ANSWERED:
+            params_type, handler = _ANSWERED[ctx.method]
+            # A malformed request raises ValidationError, which the SDK answers as invalid params.
+            return await handler(ctx, params_type.model_validate(ctx.params or {}, by_name=False))
+        if ctx.method == "subscriptions/listen":
+            params = SubscriptionsListenRequestParams.model_validate(ctx.params or {}, by_name=False)
+            bounded = bounded_listen(params).model_dump(by_alias=True, mode="json", exclude_none=True)
+            return await call_next(replace(ctx, params=bounded))
+        return await call_next(ctx)
+
+
+def _advertised(result: HandlerResult) -> HandlerResult:
+    """The handshake's answer, saying the server takes subscriptions and a log level."""
+    if isinstance(result, dict) and isinstance(capabilities := result.get("capabilities"), dict):
+        if isinstance(resources := capabilities.get("resources"), dict):
+            resources["subscribe"] = True
+        capabilities["logging"] = {}
+    return result
+
+
+def register(server: MCPServer[Runtime], holder: RuntimeHolder) -> None:
+    server.middleware.append(ProtocolMethods())
 
     # The SDK hands a completion handler no request context: the runtime is the process's one.
     async def completion(

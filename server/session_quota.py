@@ -6,6 +6,12 @@ whole process. One token could open sessions until that limit, and every other t
 session would be refused. Here each namespace (a token's, or the process's without tokens) keeps
 at most SESSIONS_PER_NAMESPACE: opening one more ends that namespace's least recently used idle
 session first. Only when all of its sessions are busy is the new one refused, and only for it.
+
+The SDK's session manager neither lists its sessions nor ends one, so this middleware keeps its
+own table from what passes through it: a session is open from the answer that names it until its
+client deletes it, it is answered 404 (ended by its idle timeout, or crashed), or it has idled as
+long as the SDK lets it. It ends one the way a client would: an HTTP DELETE naming it, with the
+credentials that opened it.
 """
 
 import json
@@ -15,11 +21,9 @@ from dataclasses import dataclass
 
 import anyio
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types import INTERNAL_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from memvm.server.sdk_internals import end_session, open_session_ids
 from memvm.server.tokens import token_namespace
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -40,6 +44,9 @@ REFUSED = (
 class _Session:
     namespace: str
     last_used: float
+    # The opening request, without its body: its headers pass the transport's checks and its
+    # user is the credential the SDK ties the session to.
+    opened_by: Scope
     in_flight: int = 0
 
 
@@ -51,16 +58,16 @@ class SessionQuota:
         self,
         app: ASGIApp,
         *,
-        manager: StreamableHTTPSessionManager,
         path: str,
         tokens_required: bool,
         limit: int = SESSIONS_PER_NAMESPACE,
+        idle_s: float = SESSION_IDLE_S,
     ) -> None:
         self.app = app
-        self._manager = manager
         self._path = path
         self._tokens_required = tokens_required
         self._limit = limit
+        self._idle_s = idle_s  # as the SDK's session_idle_timeout: past it, the SDK has ended it
         self._sessions: dict[str, _Session] = {}
         self._opening: defaultdict[str, int] = defaultdict(int)
         self._lock = anyio.Lock()
@@ -82,11 +89,22 @@ class SessionQuota:
             await self.app(scope, receive, send)  # the SDK answers an unknown or foreign id
             return
         session.in_flight += 1
+        status: int | None = None
+
+        async def noting_the_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, noting_the_status)
         finally:
             session.in_flight -= 1
             session.last_used = time.monotonic()
+            ended = status == 404 or (scope["method"] == "DELETE" and status is not None and status < 400)
+            if ended and self._sessions.get(session_id) is session:
+                del self._sessions[session_id]
 
     async def _open(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
         async with self._lock:
@@ -97,6 +115,7 @@ class SessionQuota:
             await _refuse(send)
             return
         counted_as_opening = True
+        as_asked = dict(scope)  # before routing adds to it, to be routed again for a DELETE
 
         async def noting_the_session(message: Message) -> None:
             nonlocal counted_as_opening
@@ -105,7 +124,7 @@ class SessionQuota:
                 if opened is not None:
                     # From its answer on it is an open session, counted as one: no longer as one
                     # opening, though the answer's body may still be on its way.
-                    self._sessions[opened] = _Session(namespace, time.monotonic())
+                    self._sessions[opened] = _Session(namespace, time.monotonic(), as_asked)
                     self._opening[namespace] -= 1
                     counted_as_opening = False
             await send(message)
@@ -118,9 +137,10 @@ class SessionQuota:
 
     async def _make_room(self, namespace: str) -> bool:
         """Whether `namespace` may open another session, ending its least recently used idle one if needed."""
-        live = open_session_ids(self._manager)
-        for session_id in [known for known in self._sessions if known not in live]:
-            del self._sessions[session_id]  # ended by its client, its idle timeout or a crash
+        now = time.monotonic()
+        for session_id, session in list(self._sessions.items()):
+            if session.in_flight == 0 and now - session.last_used >= self._idle_s:
+                del self._sessions[session_id]  # the SDK's idle timeout has ended it
         mine = {sid: s for sid, s in self._sessions.items() if s.namespace == namespace}
         if len(mine) + self._opening[namespace] < self._limit:
             return True
@@ -128,9 +148,39 @@ class SessionQuota:
         if not idle:
             return False
         oldest = min(idle, key=lambda sid: mine[sid].last_used)
-        del self._sessions[oldest]
-        await end_session(self._manager, oldest)
+        await self._end(oldest, self._sessions.pop(oldest))
         return True
+
+    async def _end(self, session_id: str, session: _Session) -> None:
+        """End a session as its client would: DELETE, naming it, as the client that opened it.
+
+        Answered 404 when it had already ended; either way it is gone from the SDK's table.
+        """
+        headers = [(k, v) for k, v in session.opened_by["headers"] if k.lower() not in _PER_REQUEST]
+        headers.append((MCP_SESSION_ID_HEADER.lower().encode("latin-1"), session_id.encode("latin-1")))
+        deleting = {**session.opened_by, "method": "DELETE", "headers": headers}
+        asked = False
+
+        async def empty_body() -> Message:
+            nonlocal asked
+            if asked:
+                return {"type": "http.disconnect"}
+            asked = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def unheard(message: Message) -> None:
+            pass
+
+        await self.app(deleting, empty_body, unheard)
+
+
+# Headers of the opening request that a DELETE must not repeat.
+_PER_REQUEST = {
+    b"content-length",
+    b"content-type",
+    MCP_SESSION_ID_HEADER.lower().encode("latin-1"),
+    MCP_PROTOCOL_VERSION_HEADER.lower().encode("latin-1"),
+}
 
 
 def _handshake_era(scope: Scope) -> bool:

@@ -6,9 +6,18 @@ import warnings
 
 import pytest
 from mcp import Client
-from mcp_types import PromptReference, ResourceTemplateReference, ResourceUpdatedNotification
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    EmptyResult,
+    PromptReference,
+    Request,
+    ResourceTemplateReference,
+    ResourceUpdatedNotification,
+)
 from memvm.server.app import build_server
 from memvm.server.settings import ServerSettings, ToolProfile
+from memvm.server.subscriptions import MAX_PER_CONNECTION
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -78,21 +87,43 @@ async def test_rule_modes_complete_in_both_protocol_eras(server, mode):
     assert modes.completion.values == ["relaxed"]
 
 
-async def test_the_server_advertises_subscribe_completion_and_logging(server):
+async def test_the_server_advertises_subscribe_completion_and_logging_and_serves_them(server):
     async with Client(server, mode="legacy") as client:
-        capabilities = (
-            client.session.get_server_capabilities()
-            if hasattr(client.session, "get_server_capabilities")
-            else None
-        )
+        capabilities = client.server_capabilities
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("ignore")  # both methods are gone from the new protocol era
+            await client.subscribe_resource("memvm://current/working-set")
             await client.set_logging_level("info")
-    assert capabilities is None or (
-        capabilities.resources.subscribe
-        and capabilities.completions is not None
-        and capabilities.logging is not None
-    )
+    assert capabilities is not None and capabilities.resources is not None
+    assert capabilities.resources.subscribe is True
+    assert capabilities.completions is not None and capabilities.logging is not None
+
+
+async def test_a_malformed_subscribe_is_refused_as_invalid_params_and_the_connection_goes_on(server):
+    async with Client(server, mode="legacy") as client:
+        with pytest.raises(MCPError) as refused:
+            await client.session.send_request(
+                Request(method="resources/subscribe", params={"uri": 42}), EmptyResult
+            )
+        pages = await client.call_tool("search_pages", {"query": "anything"})
+    assert refused.value.error.code == INVALID_PARAMS
+    assert not pages.is_error
+
+
+async def test_a_listen_stream_follows_only_resources_memvm_announces_and_few_of_them(server):
+    async with Client(server) as client:
+        wanted = ["memvm://current/manifest", "memvm://pages/x", "memvm://current/manifest", "x" * 10_000]
+        async with client.listen(resource_subscriptions=wanted) as stream:
+            honored = stream.honored.resource_subscriptions
+        with pytest.raises(MCPError) as too_many:
+            async with client.listen(
+                resource_subscriptions=[
+                    f"memvm://sessions/s{n}/manifest" for n in range(MAX_PER_CONNECTION + 1)
+                ]
+            ):
+                pass
+    assert honored == ["memvm://current/manifest"]
+    assert f"at most {MAX_PER_CONNECTION} resources" in too_many.value.message
 
 
 async def test_manifest_subscribers_hear_when_what_it_shows_changes(server):
