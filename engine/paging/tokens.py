@@ -17,10 +17,13 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import anyio
-import tiktoken
 from memvm.engine.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    import tiktoken
 
 _ENDOFTEXT = "<|endoftext|>"
 _ENDOFPROMPT = "<|endofprompt|>"
@@ -86,7 +89,11 @@ _builds: dict[str, "Future[tiktoken.Encoding]"] = {}
 _builds_lock = threading.Lock()
 
 
-def _build(name: str, spec: _EncodingSpec) -> tiktoken.Encoding:
+def _build(name: str, spec: _EncodingSpec) -> "tiktoken.Encoding":
+    # Imported here, on the thread that builds the encoding: what counts nothing (a pre-tool
+    # hook answered in its own process) never pays for it.
+    import tiktoken
+
     return tiktoken.Encoding(
         name=name,
         pat_str=spec.pattern,
@@ -134,7 +141,7 @@ class TokenCounter:
         self.name = encoding
 
     @property
-    def _encoding(self) -> tiktoken.Encoding:
+    def _encoding(self) -> "tiktoken.Encoding":
         return start_loading(self.name).result()
 
     async def loaded(self) -> None:

@@ -28,8 +28,19 @@ from memvm.engine.storage.dialects import DIALECTS, SqlDialect
 Text = str | Callable[[SqlDialect], str]
 _Made = TypeVar("_Made", "Statement", "Template")
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOLLAR_QUOTE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
+# One reading of a statement, token by token: each alternative is tried in order at each place.
+# Plain text runs up to the first character that could begin anything else; a character that
+# could, and is not what it might begin, is read alone ("other") and checked for what is refused.
+_TOKEN = re.compile(
+    r"""(?P<quoted>'(?:[^']|'')*'|"(?:[^"]|"")*")"""
+    r"|(?P<comment>--[^\n]*)"
+    r"|(?P<cast>::)"
+    r"|(?P<name>:[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<plain>(?:[^'\"\-:%/$?]|-(?!-)|/(?!\*))+)"
+    r"|(?P<other>.)",
+    re.DOTALL,
+)
 
 
 class Untranslatable(ValueError):
@@ -150,36 +161,38 @@ def _compile(sql: str) -> tuple[str, str, set[str]]:
     sqlite_out: list[str] = []
     postgres_out: list[str] = []
     names: set[str] = set()
-    i, n = 0, len(sql)
-    while i < n:
-        char = sql[i]
-        _refuse_unreadable(sql, i)
-        if char in "'\"":
-            end = quoted_end(sql, i, char)
-            piece = sql[i:end]
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            end = n if end < 0 else end
-            piece = sql[i:end]
-        elif sql.startswith("::", i):
-            end, piece = i + 2, "::"
-        elif char == ":" and (name := _NAME.match(sql, i + 1)) is not None:
-            names.add(name.group(0))
-            sqlite_out.append(f":{name.group(0)}")
-            postgres_out.append(f"%({name.group(0)})s")
-            i = name.end()
+    previous: str | None = None
+    for token in _TOKEN.finditer(sql):
+        piece = token.group()
+        kind, previous_kind = token.lastgroup, previous
+        previous = kind
+        # Only plain text can end in the E of an E'' string (a parameter's name cannot).
+        after_text = previous_kind == "plain" and piece[0] == "'"
+        if kind == "name":
+            names.add(piece[1:])
+            sqlite_out.append(piece)
+            postgres_out.append(f"%({piece[1:]})s")
             continue
-        elif char == "%":
-            sqlite_out.append("%")
-            postgres_out.append("%%")
-            i += 1
-            continue
-        else:
-            end, piece = i + 1, char
+        if kind == "quoted" and after_text:
+            _refuse_escape_string(sql, token.start())
+        elif kind == "other":
+            if piece in "'\"":
+                if after_text:
+                    _refuse_escape_string(sql, token.start())
+                raise Untranslatable("an unterminated quote")
+            if piece == "%":
+                sqlite_out.append("%")
+                postgres_out.append("%%")
+                continue
+            _refuse_unreadable(sql, token.start())
         sqlite_out.append(piece)
-        postgres_out.append(piece.replace("%", "%%") if piece.startswith(("'", '"', "--")) else piece)
-        i = end
+        postgres_out.append(piece.replace("%", "%%") if kind in ("quoted", "comment") else piece)
     return "".join(sqlite_out), "".join(postgres_out), names
+
+
+def _refuse_escape_string(sql: str, quote: int) -> None:
+    if (unreadable := unreadable_at(sql, quote - 1)) is not None:
+        raise Untranslatable(unreadable)
 
 
 def unreadable_at(sql: str, i: int) -> str | None:
