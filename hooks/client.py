@@ -1,6 +1,6 @@
 """`memvm hook HOST`, the process the host starts for each event: as little as possible happens here.
 
-The host waits for the pre-tool hook on every tool call, and opening the engine costs ten bare
+The host waits for the pre-tool hook on every tool call, and opening the engine costs eight bare
 Python starts in imports alone. So this process, on the standard library only, hands the event to
 a background process that keeps the engine open (`hooks/daemon.py`) and prints its answer. When
 there is none (the first event, `--background-idle 0`, a platform without Unix sockets), the event

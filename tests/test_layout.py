@@ -162,6 +162,9 @@ def test_the_source_folders_install_under_the_memvm_namespace():
         assert Path(module.__file__).resolve().parent == ROOT / folder
 
 
+_DOCUMENTED = {("os", "_exit")}
+
+
 def private_attributes_reached(path: Path) -> list[str]:
     """`other._name` and `getattr(other, "_name")` in a module: private attributes of objects it does not own."""
     reached = []
@@ -179,7 +182,10 @@ def private_attributes_reached(path: Path) -> list[str]:
         else:
             continue
         private = name.startswith("_") and not name.startswith("__")
-        if private and not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+        owned = isinstance(owner, ast.Name) and owner.id in ("self", "cls")
+        # The standard library's documented underscore names: os._exit ends a process at once.
+        documented = isinstance(owner, ast.Name) and (owner.id, name) in _DOCUMENTED
+        if private and not owned and not documented:
             reached.append(f"{path.relative_to(ROOT)}:{node.lineno} reaches {name}")
     return reached
 

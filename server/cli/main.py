@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from memvm.server.cli.parser import BY_NAME, parse
 
@@ -21,6 +22,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = BY_NAME.get(given[0]) if given else None
     if chosen is not None and chosen.parses_itself:
         status: int = chosen.load().main(given[1:])
+        if argv is None and chosen.ends_at_once:  # the program itself, not a caller in process
+            _end_now(status)
         return status
     args = parse(given)
     # `memvm demo | head` or `memvm export | head`: the reader leaving early ends the command
@@ -40,6 +43,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     status: int = BY_NAME[args.command].load().run(args)
     return status
+
+
+def _end_now(status: int) -> NoReturn:
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        pass  # the host stopped reading: nothing more can reach it
+    os._exit(status)
 
 
 def _reader_gone() -> int:
