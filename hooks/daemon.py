@@ -191,11 +191,13 @@ async def _answer_one(stream: SocketStream, engine: Engine, watch: _Watch) -> No
                 raw=raw,
             )
             reply = await answer(lambda: _lent(engine), watch.db, request)
+            # Decided before the reply is sent: a client that stopped waiting must not keep the
+            # process going on a database that failed.
+            if reply.engine_failed:
+                watch.stop = True
             await stream.send(
                 json.dumps({"answer": reply.answer, "note": reply.stderr_line()}).encode() + b"\n"
             )
-            if reply.engine_failed:
-                watch.stop = True
     # A client that went away or sent nothing readable gets nothing; it answers in its own process.
     except (
         OSError,

@@ -2,12 +2,9 @@
 those about the process itself (stdin, the background process) through the real `memvm hook`."""
 
 import json
-import os
 import subprocess
 import time
-from pathlib import Path
 
-import memvm.hooks.recall
 import pytest
 from memvm.engine.hosts.hook_journal import journal_path, skipped_events
 from memvm.engine.paging.tokens import TokenCounter
@@ -302,14 +299,16 @@ def test_doctor_prints_a_hand_edited_journal_as_plain_lines(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_changed_memvm_retires_the_background_process(tmp_path, hook_runtime):
+def test_a_changed_memvm_retires_the_background_process(tmp_path, hook_runtime, monkeypatch):
+    # A package folder of this test's own processes: installing into it changes their memvm,
+    # where changing the real sources would retire every other test's background process too.
+    packages = tmp_path / "site-packages"
+    packages.mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(packages))
     db = tmp_path / "m.db"
     run_hook_process("claude-code", db, cc.prompt("hello"))
     pid = wait_for_background(hook_runtime)
-    source = Path(memvm.hooks.recall.__file__)
-    seen = source.stat()
-    # Same contents and times, as `cp -p` leaves them; the change time still moves.
-    os.utime(source, ns=(seen.st_atime_ns, seen.st_mtime_ns))
+    (packages / "upgraded.py").write_text("")
     deadline = time.monotonic() + 60
     while pid in background_pids(hook_runtime) and time.monotonic() < deadline:
         time.sleep(0.1)
