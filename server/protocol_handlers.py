@@ -120,14 +120,19 @@ class ProtocolMethods:
     """Server middleware for the protocol methods MCPServer leaves out or leaves unbounded."""
 
     async def __call__(self, ctx: ServerRequestContext[Runtime, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.request_id is None:  # a notification: the SDK drops what it does not know
+            return await call_next(ctx)
         handshake_era = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         if ctx.method == "initialize":
             return _advertised(await call_next(ctx))
         if handshake_era and ctx.method in _ANSWERED:
+            if ctx.session.client_params is None:
+                # Before initialize, as the SDK answers a method it serves.
+                raise MCPError(INVALID_PARAMS, "Invalid request parameters")
             params_type, handler = _ANSWERED[ctx.method]
             # A malformed request raises ValidationError, which the SDK answers as invalid params.
             return await handler(ctx, params_type.model_validate(ctx.params or {}, by_name=False))
-        if ctx.method == "subscriptions/listen":
+        if not handshake_era and ctx.method == "subscriptions/listen":
             params = SubscriptionsListenRequestParams.model_validate(ctx.params or {}, by_name=False)
             bounded = bounded_listen(params).model_dump(by_alias=True, mode="json", exclude_none=True)
             return await call_next(replace(ctx, params=bounded))

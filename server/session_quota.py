@@ -5,7 +5,8 @@ afterwards; the SDK keeps every session until it is deleted or idles out, up to 
 whole process. One token could open sessions until that limit, and every other tenant's new
 session would be refused. Here each namespace (a token's, or the process's without tokens) keeps
 at most SESSIONS_PER_NAMESPACE: opening one more ends that namespace's least recently used idle
-session first. Only when all of its sessions are busy is the new one refused, and only for it.
+session, once the new one is open (a request that opens nothing, refused by the SDK, ends nothing).
+Only when all of its sessions are busy is the new one refused, and only for it.
 
 The SDK's session manager neither lists its sessions nor ends one, so this middleware keeps its
 own table from what passes through it: a session is open from the answer that names it until its
@@ -48,6 +49,8 @@ class _Session:
     # user is the credential the SDK ties the session to.
     opened_by: Scope
     in_flight: int = 0
+    # Set aside to make room for a session being opened; ended once that one is open.
+    making_room: bool = False
 
 
 class SessionQuota:
@@ -81,8 +84,11 @@ class SessionQuota:
             await self.app(scope, receive, send)  # refused by the authentication that follows
             return
         session_id = _header(scope, MCP_SESSION_ID_HEADER)
-        if session_id is None:
+        if session_id is None and scope["method"] == "POST":  # only a POST (an initialize) opens one
             await self._open(namespace or _PROCESS, scope, receive, send)
+            return
+        if session_id is None:
+            await self.app(scope, receive, send)  # the SDK refuses it
             return
         session = self._sessions.get(session_id)
         if session is None or session.namespace != (namespace or _PROCESS):
@@ -108,25 +114,27 @@ class SessionQuota:
 
     async def _open(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
         async with self._lock:
-            room = await self._make_room(namespace)
+            room, making_room = self._room_for(namespace)
             if room:
                 self._opening[namespace] += 1
         if not room:
             await _refuse(send)
             return
         counted_as_opening = True
+        opened = False
         as_asked = dict(scope)  # before routing adds to it, to be routed again for a DELETE
 
         async def noting_the_session(message: Message) -> None:
-            nonlocal counted_as_opening
+            nonlocal counted_as_opening, opened
             if message["type"] == "http.response.start" and message["status"] < 400:
-                opened = _header(message, MCP_SESSION_ID_HEADER)
-                if opened is not None:
+                session_id = _header(message, MCP_SESSION_ID_HEADER)
+                if session_id is not None:
                     # From its answer on it is an open session, counted as one: no longer as one
                     # opening, though the answer's body may still be on its way.
-                    self._sessions[opened] = _Session(namespace, time.monotonic(), as_asked)
+                    self._sessions[session_id] = _Session(namespace, time.monotonic(), as_asked)
                     self._opening[namespace] -= 1
                     counted_as_opening = False
+                    opened = True
             await send(message)
 
         try:
@@ -134,22 +142,54 @@ class SessionQuota:
         finally:
             if counted_as_opening:
                 self._opening[namespace] -= 1
+            if making_room is not None:
+                # Ended only once a session was really opened: a request the SDK refuses (no
+                # initialize, a foreign Origin) takes no one's place.
+                with anyio.CancelScope(shield=True):
+                    await self._make_room(namespace, making_room, opened)
 
-    async def _make_room(self, namespace: str) -> bool:
-        """Whether `namespace` may open another session, ending its least recently used idle one if needed."""
+    def _room_for(self, namespace: str) -> tuple[bool, str | None]:
+        """Whether `namespace` may open another session, and which of its idle sessions then makes
+        room (set aside now, ended once the new one is open), if one must."""
         now = time.monotonic()
         for session_id, session in list(self._sessions.items()):
-            if session.in_flight == 0 and now - session.last_used >= self._idle_s:
+            if session.in_flight == 0 and not session.making_room and now - session.last_used >= self._idle_s:
                 del self._sessions[session_id]  # the SDK's idle timeout has ended it
-        mine = {sid: s for sid, s in self._sessions.items() if s.namespace == namespace}
+        mine = {sid: s for sid, s in self._sessions.items() if s.namespace == namespace and not s.making_room}
         if len(mine) + self._opening[namespace] < self._limit:
-            return True
+            return True, None
         idle = [sid for sid, session in mine.items() if session.in_flight == 0]
         if not idle:
-            return False
+            return False, None
         oldest = min(idle, key=lambda sid: mine[sid].last_used)
-        await self._end(oldest, self._sessions.pop(oldest))
-        return True
+        mine[oldest].making_room = True
+        return True, oldest
+
+    async def _make_room(self, namespace: str, set_aside: str, opened: bool) -> None:
+        session = self._sessions.get(set_aside)
+        if session is None:
+            return  # its client ended it meanwhile
+        if not opened:
+            session.making_room = False
+            return
+        if session.in_flight > 0:
+            # Its client came back meanwhile: another idle one goes, or, with none, the namespace
+            # holds one more than its share until its next opening.
+            session.making_room = False
+            idle = [
+                (s.last_used, sid)
+                for sid, s in self._sessions.items()
+                if s.namespace == namespace and s.in_flight == 0 and not s.making_room
+            ]
+            if (
+                not idle
+                or len([s for s in self._sessions.values() if s.namespace == namespace]) <= self._limit
+            ):
+                return
+            set_aside = min(idle)[1]
+            session = self._sessions[set_aside]
+        del self._sessions[set_aside]
+        await self._end(set_aside, session)
 
     async def _end(self, session_id: str, session: _Session) -> None:
         """End a session as its client would: DELETE, naming it, as the client that opened it.

@@ -3,13 +3,20 @@ completion in both)."""
 
 import logging
 import warnings
+from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
+from mcp.client._memory import InMemoryTransport
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types import (
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     EmptyResult,
+    JSONRPCError,
+    JSONRPCRequest,
     PromptReference,
     Request,
     ResourceTemplateReference,
@@ -18,6 +25,7 @@ from mcp_types import (
 from memvm.server.app import build_server
 from memvm.server.settings import ServerSettings, ToolProfile
 from memvm.server.subscriptions import MAX_PER_CONNECTION
+from pydantic import BaseModel
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -103,11 +111,71 @@ async def test_a_malformed_subscribe_is_refused_as_invalid_params_and_the_connec
     async with Client(server, mode="legacy") as client:
         with pytest.raises(MCPError) as refused:
             await client.session.send_request(
-                Request(method="resources/subscribe", params={"uri": 42}), EmptyResult
+                RawRequest(method="resources/subscribe", params={"uri": 42}), EmptyResult
             )
         pages = await client.call_tool("search_pages", {"query": "anything"})
     assert refused.value.error.code == INVALID_PARAMS
     assert not pages.is_error
+
+
+class RawMessage(BaseModel):
+    """A notification sent as written: the SDK's own keeps no parameters it does not know."""
+
+    method: str
+    params: dict[str, Any]
+
+
+class RawRequest(Request):
+    """A request sent as written, whatever its parameters."""
+
+    params: dict[str, Any] | None = None
+
+
+async def test_before_initialize_subscribe_is_refused_as_any_method_the_server_serves(server):
+    # Over stdio or SSE a client can send anything first; nothing is kept for it.
+    async with InMemoryTransport(server) as (read, write):
+        for method in ("resources/subscribe", "tools/list"):
+            params = {"uri": "memvm://current/working-set"} if method == "resources/subscribe" else {}
+            await write.send(
+                SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=method, method=method, params=params))
+            )
+        with anyio.fail_after(30):
+            replies = {(reply := (await read.receive()).message).id: reply for _ in range(2)}
+    subscribe, listing = replies["resources/subscribe"], replies["tools/list"]
+    assert isinstance(subscribe, JSONRPCError) and isinstance(listing, JSONRPCError)
+    assert (subscribe.error.code, subscribe.error.message) == (listing.error.code, listing.error.message)
+
+
+async def test_a_subscribe_sent_as_a_notification_subscribes_nothing(server):
+    received: list = []
+
+    async def collect(message) -> None:
+        received.append(message)
+
+    async with Client(server, mode="legacy", message_handler=collect) as client:
+        await client.session.send_notification(
+            RawMessage(method="resources/subscribe", params={"uri": "memvm://current/working-set"})
+        )
+        heard = await updates_after(
+            client, received, lambda: client.call_tool("remember", {"content": "Keep this.", "pin": True})
+        )
+    assert heard == []
+
+
+async def test_listen_in_the_handshake_era_is_not_found_whatever_it_asks(server):
+    async with Client(server, mode="legacy") as client:
+        codes = []
+        for uris in (["memvm://current/manifest"], [f"memvm://sessions/s{n}/manifest" for n in range(40)]):
+            with pytest.raises(MCPError) as refused:
+                await client.session.send_request(
+                    RawRequest(
+                        method="subscriptions/listen",
+                        params={"notifications": {"resourceSubscriptions": uris}},
+                    ),
+                    EmptyResult,
+                )
+            codes.append(refused.value.error.code)
+    assert codes == [METHOD_NOT_FOUND, METHOD_NOT_FOUND]
 
 
 async def test_a_listen_stream_follows_only_resources_memvm_announces_and_few_of_them(server):

@@ -79,3 +79,21 @@ async def test_a_session_idle_past_the_sdks_timeout_is_no_longer_counted(db_path
         opened = [await open_session(http) for _ in range(3)]
         kept = await answering(http, opened)
     assert kept == opened
+
+
+async def test_requests_that_open_nothing_end_no_session_when_the_namespace_is_full(db_path):
+    not_opening = [
+        ("GET", {}, None),
+        ("DELETE", {}, None),
+        ("POST", {"Origin": "http://evil.example"}, INITIALIZE),  # refused by DNS-rebinding protection
+        ("POST", {}, PING),  # not an initialize
+    ]
+    async with http_client(db_path, limit=2) as http:
+        opened = [await open_session(http), await open_session(http)]
+        statuses = [
+            (await http.request(method, "/mcp", json=body, headers={**HEADERS, **extra})).status_code
+            for method, extra, body in not_opening
+        ]
+        kept = await answering(http, opened)
+    assert all(status >= 400 for status in statuses), statuses
+    assert kept == opened
