@@ -3,7 +3,7 @@
 A client can make the server log on every request it sends (a malformed request, a refused
 session, an exhausted file limit with its traceback). Without a bound that fills the disk and
 buries every other line; with this filter each kind of line appears at most BURST times a
-window, and the next one after the window says how many were held back.
+window, and a line of its own before the next one after the window says how many were held back.
 """
 
 import logging
@@ -17,6 +17,9 @@ BURST = 10
 WINDOW_S = 60.0
 # Kinds of line remembered at once; the least recently seen is forgotten first.
 MAX_KINDS = 512
+
+# Where the counts of lines held back are said.
+NOTES = logging.getLogger("memvm.log")
 # Numbers, ids and addresses differ between lines of one kind ("session 3f2a…", "127.0.0.1:53211").
 _VARYING = re.compile(r"[0-9a-fA-F]{8,}|\d+")
 
@@ -56,8 +59,9 @@ class FloodFilter(logging.Filter):
         if len(self._windows) > MAX_KINDS:
             self._windows.popitem(last=False)
         if window is not None and window.held_back:
-            record.msg = f"{record.getMessage()} ({window.held_back} similar lines held back)"
-            record.args = None
+            # A line of its own, the record left as it is: a formatter may build the line from the
+            # record's arguments (uvicorn's access log does), not from its message.
+            NOTES.log(record.levelno, "%d lines like the next one were held back", window.held_back)
         return True
 
 

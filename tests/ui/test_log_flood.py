@@ -3,6 +3,7 @@
 import logging
 
 from memvm.ui.log_flood import FloodFilter
+from uvicorn.logging import AccessFormatter
 
 
 class Clock:
@@ -17,7 +18,7 @@ def record(message: str, *args: object, name: str = "uvicorn.error") -> logging.
     return logging.LogRecord(name, logging.WARNING, __file__, 1, message, args or None, None)
 
 
-def test_similar_lines_past_the_burst_are_held_back_and_counted_on_the_next_window():
+def test_similar_lines_past_the_burst_are_held_back_and_counted_on_the_next_window(caplog):
     clock = Clock()
     flood = FloodFilter(burst=3, window_s=60, clock=clock)
     # Lines differing only in an id or a port are one kind of line.
@@ -28,10 +29,27 @@ def test_similar_lines_past_the_burst_are_held_back_and_counted_on_the_next_wind
     clock.now = 61
     after = record("Rejected session %s from %s", "ab" * 16, "127.0.0.1:6000")
     assert passed == [True] * 3 + [False] * 17
-    assert flood.filter(after)
-    assert (
-        after.getMessage() == f"Rejected session {'ab' * 16} from 127.0.0.1:6000 (17 similar lines held back)"
-    )
+    with caplog.at_level(logging.WARNING, logger="memvm.log"):
+        assert flood.filter(after)
+    assert [note.getMessage() for note in caplog.records] == ["17 lines like the next one were held back"]
+    assert after.getMessage() == f"Rejected session {'ab' * 16} from 127.0.0.1:6000"
+
+
+def test_a_line_formatted_from_its_arguments_still_formats_after_lines_were_held_back(caplog):
+    # uvicorn's access log unpacks the record's arguments; a record whose arguments were replaced
+    # would fail to format, and the line would be lost.
+    clock = Clock()
+    flood = FloodFilter(burst=1, window_s=60, clock=clock)
+    formatter = AccessFormatter(fmt='%(client_addr)s - "%(request_line)s" %(status_code)s')
+    access = ("127.0.0.1:5000", "GET", "/mcp", "1.1", 400)
+    for _ in range(5):
+        flood.filter(record('%s - "%s %s HTTP/%s" %d', *access, name="uvicorn.access"))
+    clock.now = 61
+    after = record('%s - "%s %s HTTP/%s" %d', *access, name="uvicorn.access")
+    with caplog.at_level(logging.WARNING, logger="memvm.log"):
+        assert flood.filter(after)
+    assert formatter.format(after) == '127.0.0.1:5000 - "GET /mcp HTTP/1.1" 400 Bad Request'
+    assert [note.getMessage() for note in caplog.records] == ["4 lines like the next one were held back"]
 
 
 def test_other_kinds_of_line_are_not_held_back_by_a_flood_of_one():
