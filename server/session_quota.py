@@ -36,8 +36,9 @@ SESSION_IDLE_S = 10 * 60.0
 _PROCESS = ""
 
 REFUSED = (
-    "This token already has the most sessions it may keep open, and all of them are busy; "
-    "end one (HTTP DELETE with its mcp-session-id) or retry when one finishes."
+    "This token's namespace already has the most sessions it may keep open, and all of them are "
+    "busy or still being opened; end one (HTTP DELETE with its mcp-session-id) or retry when one "
+    "finishes."
 )
 
 
