@@ -32,6 +32,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 SESSIONS_PER_NAMESPACE = 32
 # A session nobody has used for this long is ended; its client opens a new one on the next 404.
 SESSION_IDLE_S = 10 * 60.0
+# How long ending a session to make room may take.
+_END_WAIT_S = 10.0
 # Without tokens every client shares the process's namespace.
 _PROCESS = ""
 
@@ -146,7 +148,10 @@ class SessionQuota:
             if making_room is not None:
                 # Ended only once a session was really opened: a request the SDK refuses (no
                 # initialize, a foreign Origin) takes no one's place.
-                with anyio.CancelScope(shield=True):
+                # Shielded, so that a client leaving mid-answer still leaves the table right;
+                # bounded, so that no DELETE the SDK never answers holds the request open.
+                with anyio.CancelScope(shield=True) as ending:
+                    ending.deadline = anyio.current_time() + _END_WAIT_S
                     await self._make_room(namespace, making_room, opened)
 
     def _room_for(self, namespace: str) -> tuple[bool, str | None]:
