@@ -8,11 +8,13 @@ allowance. A limit of 0 means the rule is off (never "nothing is allowed").
 """
 
 import json
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from memvm.engine.settings_limits import SettingOutOfRange, check_limits, within
 
 
 class GuardPreset(StrEnum):
@@ -48,12 +50,11 @@ DISCOVERY_NAME_PATTERNS = (
 )
 
 
-class GuardConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+@dataclass(frozen=True, kw_only=True)
+class GuardConfig:
     # Per turn: how many discovery and execution calls may run. 0 = no limit.
-    discovery_budget: int = Field(8, ge=0, le=10_000)
-    execution_budget: int = Field(15, ge=0, le=10_000)
+    discovery_budget: int = within(8, low=0, high=10_000)
+    execution_budget: int = within(15, low=0, high=10_000)
     # Which tools are which. Explicit names win over the name patterns.
     discovery_tools: frozenset[str] = frozenset()
     execution_tools: frozenset[str] = frozenset()
@@ -65,23 +66,23 @@ class GuardConfig(BaseModel):
     # is a new run. A workspace call that ran `workspace_repeats` times this turn with the same
     # result each time, and no edit between, is stopped the next time. 0 = off.
     editing_tools: frozenset[str] = frozenset()
-    workspace_repeats: int = Field(5, ge=0, le=1_000)
+    workspace_repeats: int = within(5, low=0, high=1_000)
     # Calls per turn of one tool. 0 = no cap, for the default and for a named tool alike.
-    default_tool_cap: int = Field(0, ge=0, le=10_000)
-    tool_caps: dict[str, int] = Field(default_factory=dict)
+    default_tool_cap: int = within(0, low=0, high=10_000)
+    tool_caps: dict[str, int] = field(default_factory=dict)
     # A loop with varying arguments: more than `loop_max_calls` calls of one tool among the
     # last `loop_window` calls of the turn. 0 = off.
-    loop_window: int = Field(8, ge=0, le=1_000)
-    loop_max_calls: int = Field(5, ge=1, le=1_000)
+    loop_window: int = within(8, low=0, high=1_000)
+    loop_max_calls: int = within(5, low=1, high=1_000)
     # Runaway results: the last `runaway_repeats` numeric results of a tool all equal. 0 = off.
-    runaway_repeats: int = Field(3, ge=0, le=100)
+    runaway_repeats: int = within(3, low=0, high=100)
     # Tools that are meant to be called again and again (job status, queues): no repeat, loop or
     # runaway check, and no cached answer. They still count against budgets and caps.
     polling_tools: frozenset[str] = frozenset()
     # Numbers that are structure, not data (an index, a page size): never called ungrounded.
     structural_constants: frozenset[float] = frozenset({-1, 0, 1, 2, 3, 4, 5, 10, 100})
     # How many warnings a rule gives per turn before it blocks. 0 = block at once.
-    grace: int = Field(1, ge=0, le=1_000)
+    grace: int = within(1, low=0, high=1_000)
     # The tools (names or fnmatch patterns, matched without case) for which an ungrounded number
     # denies the call at once: payments, deletes, messages sent. For every other tool it only warns.
     # None: every tool, with the grace above, as for a server whose model checks its own calls;
@@ -94,6 +95,9 @@ class GuardConfig(BaseModel):
     # with no reference to offer, and no reason names a tool it cannot call. The caller shows a
     # repeated call's earlier result after the reasons, as the hook does.
     memvm_tools: bool = True
+
+    def __post_init__(self) -> None:
+        check_limits(self)
 
     @classmethod
     def preset(cls, preset: GuardPreset) -> "GuardConfig":
@@ -129,7 +133,7 @@ class GuardConfig(BaseModel):
         return self.tool_caps.get(tool, self.default_tool_cap)
 
 
-_PRESETS: dict[GuardPreset, dict[str, object]] = {
+_PRESETS: dict[GuardPreset, dict[str, Any]] = {
     GuardPreset.DEFAULT: {},
     GuardPreset.STRICT: {
         "discovery_budget": 5,
@@ -161,7 +165,7 @@ def load_guard_config(preset: str, path: str | None, under: dict[str, object] | 
     """The preset, with `under` over it, and the settings in the JSON object at `path` over both."""
     chosen = GuardConfig.preset(GuardPreset(preset))
     if under:
-        chosen = GuardConfig.model_validate({**chosen.model_dump(), **under})
+        chosen = replace(chosen, **under)  # type: ignore[arg-type]  # the caller's own, typed settings
     if not path:
         return chosen
     try:
@@ -170,8 +174,26 @@ def load_guard_config(preset: str, path: str | None, under: dict[str, object] | 
         raise GuardConfigError(f"cannot read the guard config {path}: {exc}") from exc
     if not isinstance(overrides, dict):
         raise GuardConfigError(f"the guard config {path} must hold a JSON object")
+    unknown = sorted(set(overrides) - {each.name for each in fields(GuardConfig)})
+    if unknown:
+        raise GuardConfigError(f"invalid guard settings in {path} ({', '.join(unknown)})")
+    return _read(path, {**asdict(chosen), **overrides})
+
+
+def _read(path: str, settings: dict[str, Any]) -> GuardConfig:
+    """Settings from a file, each read as its field's type (a list as a set of names...)."""
+    # Only a settings file needs pydantic: imported here, so that a hook without one never does.
+    from pydantic import TypeAdapter, ValidationError
+
     try:
-        return GuardConfig.model_validate({**chosen.model_dump(), **overrides})
+        return TypeAdapter(GuardConfig).validate_python(settings)
     except ValidationError as exc:
-        fields = ", ".join(".".join(str(part) for part in e["loc"]) for e in exc.errors())
-        raise GuardConfigError(f"invalid guard settings in {path} ({fields})") from exc
+        fields_at_fault = ", ".join(_field_at_fault(error) for error in exc.errors())
+        raise GuardConfigError(f"invalid guard settings in {path} ({fields_at_fault})") from exc
+
+
+def _field_at_fault(error: Any) -> str:
+    out_of_range = (error.get("ctx") or {}).get("error")
+    if isinstance(out_of_range, SettingOutOfRange):
+        return out_of_range.name
+    return ".".join(str(part) for part in error["loc"])

@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memvm.engine import Engine
@@ -53,7 +53,7 @@ class HookRequest:
         }
         chosen = load_guard_config(self.guards, self.guard_config, under)
         # The host runs each call as its model wrote it: no `$v1` is ever filled in for it.
-        return chosen.model_copy(update={"memvm_tools": False})
+        return replace(chosen, memvm_tools=False)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ would wait for the encoding, a few tenths of a second the first requests should 
 """
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from memvm.engine.config import EngineConfig
 from memvm.resources.context import CONTEXT_CLOSE, CONTEXT_OPEN, SECTION_SEPARATOR
@@ -39,6 +40,5 @@ def reserved_tokens(config: EngineConfig) -> int:
 
 def with_reserve(config: EngineConfig) -> EngineConfig:
     """`config` with `reserved_tokens` set for what memvm's renderers send; refused
-    (ValidationError) if its budget then leaves no room for a page."""
-    # Validated again (model_copy would not): a budget the reserve leaves no room in is refused.
-    return EngineConfig(**{**dict(config), "reserved_tokens": reserved_tokens(config)})
+    (SettingsError) if its budget then leaves no room for a page."""
+    return replace(config, reserved_tokens=reserved_tokens(config))

@@ -2,6 +2,7 @@
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from mcp.server.auth.settings import AuthSettings
@@ -77,7 +78,7 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
 
     # A host that marks no turns starts none: the engine then says only what does start one.
     # The reserve is set here too, for settings built without `memvm serve` (tests, embedders).
-    config = with_reserve(settings.engine.model_copy(update={"turns_from_host": settings.tools.host_managed}))
+    config = with_reserve(replace(settings.engine, turns_from_host=settings.tools.host_managed))
 
     async def open_runtime() -> Runtime:
         engine = await Engine.open(settings.db, config)

@@ -7,18 +7,20 @@ import sys
 from pathlib import Path
 
 import pytest
-from memvm.engine.guard_config import GuardConfig, GuardPreset
+from memvm.engine.guard_config import GuardConfig, GuardPreset, load_guard_config
 
 README_PATH = Path(__file__).parent.parent / "README.md"
 README = README_PATH.read_text(encoding="utf-8")
 REFERENCE = (README_PATH.parent / "docs" / "reference.md").read_text(encoding="utf-8")
 
 
-def test_the_guard_config_example_is_a_valid_override():
+def test_the_guard_config_example_is_a_valid_override(tmp_path):
     (example,) = [
         block for block in re.findall(r"```json\n(.*?)```", REFERENCE, re.S) if "polling_tools" in block
     ]
-    config = GuardConfig.model_validate({**GuardConfig().model_dump(), **json.loads(example)})
+    settings = tmp_path / "guards.json"
+    settings.write_text(example)
+    config = load_guard_config("default", str(settings))
     assert "job_status" in config.polling_tools and config.cap_for("send_email") == 1
 
 

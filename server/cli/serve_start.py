@@ -21,6 +21,7 @@ from memvm.engine.errors import (
 from memvm.engine.guard_config import GuardConfig, GuardConfigError, load_guard_config
 from memvm.engine.paging.projects import project_session, work_tree
 from memvm.engine.paths import DatabasePathError, check_db_path, database_named
+from memvm.engine.settings_limits import SettingOutOfRange, UnusableSettings
 from memvm.engine.storage.open import failure_types, local_file, shown
 from memvm.server.app import build_server
 from memvm.server.http import is_loopback
@@ -41,8 +42,8 @@ def _guards(args: argparse.Namespace) -> GuardConfig:
 
 
 def server_settings(args: argparse.Namespace) -> ServerSettings:
-    """The settings `memvm serve ARGS` runs with; SettingsError (or pydantic's ValidationError)
-    for what cannot be used."""
+    """The settings `memvm serve ARGS` runs with; SettingsError, UnusableSettings (the engine's) or
+    pydantic's ValidationError (the server's) for what cannot be used."""
     project = _project(args.project)
     db = database_named(args.db)
     if (file := local_file(db)) is not None:
@@ -83,7 +84,7 @@ def _project(directory: str | None) -> str | None:
 
 
 def _room_for_pages(config: EngineConfig) -> EngineConfig:
-    """`config` with its reserve set, refused (ValidationError) if its budget leaves no room for a
+    """`config` with its reserve set, refused (UnusableSettings) if its budget leaves no room for a
     page beside it."""
     from memvm.resources.budget import with_reserve
 
@@ -145,10 +146,15 @@ def _invalid_settings(exc: ValidationError) -> str:
         return "; ".join(whole)
     # "budget_tokens must be greater than or equal to 1000": the bound, in pydantic's words.
     fields = "; ".join(
-        f"{str(e['loc'][-1]).replace('_', '-')} {str(e['msg']).replace('Input should be', 'must be')}"
+        f"{_flag(str(e['loc'][-1]))} {str(e['msg']).replace('Input should be', 'must be')}"
         for e in exc.errors()
     )
     return f"invalid setting: {fields}; see memvm serve --help"
+
+
+def _flag(field: str) -> str:
+    """The command-line flag's name for a setting: budget_tokens is --budget-tokens, said without dashes."""
+    return field.replace("_", "-")
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -158,6 +164,15 @@ def serve(args: argparse.Namespace) -> int:
         settings = server_settings(args)
     except ValidationError as exc:
         print(f"memvm: {_invalid_settings(exc)}", file=sys.stderr)
+        return 2
+    except SettingOutOfRange as exc:
+        print(
+            f"memvm: invalid setting: {_flag(exc.name)} must be {exc.bound}; see memvm serve --help",
+            file=sys.stderr,
+        )
+        return 2
+    except UnusableSettings as exc:  # the settings as a whole (a budget with no room for pages)
+        print(f"memvm: {exc}", file=sys.stderr)
         return 2
     except (SettingsError, TokenFileError) as exc:
         print(f"memvm: {exc}", file=sys.stderr)
