@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +232,7 @@ def tunings() -> dict[str, SearchTuning]:
     found = {"defaults": DEFAULT}
     for idea, values in IDEAS.items():
         for name, value in zip(variant_names(idea), values, strict=True):
-            found[name] = DEFAULT.model_copy(update=value)
+            found[name] = replace(DEFAULT, **value)
     return found
 
 
@@ -241,7 +241,7 @@ def cross_validated_tuning(choices: dict[str, list[str]], fold: int) -> SearchTu
     update: dict[str, Any] = {}
     for idea, per_fold_choice in choices.items():
         update |= IDEAS[idea][variant_names(idea).index(per_fold_choice[fold])]
-    return DEFAULT.model_copy(update=update)
+    return replace(DEFAULT, **update)
 
 
 def spread(values: list[float]) -> str:
@@ -292,7 +292,7 @@ async def measure(arguments: argparse.Namespace, folder: Path) -> dict[str, Any]
     stores = both_datasets(arguments, folder)
     variants = tunings()
     results = {dataset: await searched(store, variants) for dataset, store in stores.items()}
-    report: dict[str, Any] = {"defaults": DEFAULT.model_dump(), "ideas": {}}
+    report: dict[str, Any] = {"defaults": asdict(DEFAULT), "ideas": {}}
     print(f"\n{'development figures (R@10 on all of the data)':<58} {'LoCoMo':>8} {'multi':>7} {'LME_S':>8}")
     for name in variants:
         lo, lme = results["LoCoMo"], results["LongMemEval_S"]
