@@ -8,19 +8,25 @@ such name. One that looks like a secret is refused instead, saying which kind it
 Session and tool names are identifiers the host chooses, stored as given.
 """
 
+from __future__ import annotations
+
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memvm.engine.errors import InvalidArgument
-from memvm.engine.models.pages import NewPage
-from memvm.engine.models.procedures import ToolOutcome
-from memvm.engine.models.writes import IngestMessage
 from memvm.engine.redaction import marked_kinds, redact, redact_value, secret_kinds
-from pydantic import BaseModel
 
-Model = TypeVar("Model", bound=BaseModel)
+if TYPE_CHECKING:
+    # For their types only: a host's pre-tool hook redacts a call's record without the page,
+    # message and outcome models (and pydantic, which they bring).
+    from memvm.engine.models.pages import NewPage
+    from memvm.engine.models.procedures import ToolOutcome
+    from memvm.engine.models.writes import IngestMessage
+    from pydantic import BaseModel
+
+Model = TypeVar("Model", bound="BaseModel")
 
 
 def page(new: NewPage) -> NewPage:

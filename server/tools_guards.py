@@ -1,9 +1,9 @@
 """The model-facing guard tools: bind_value, check_ungrounded, check_tool_call."""
 
 from mcp.server.mcpserver.tools import Tool
-from memvm.engine.models.guards import BindResult, GroundingResult, ToolCallCheck
 from memvm.server.app_state import ToolContext
 from memvm.server.arguments import AliasName, SessionName, ToolArguments, ToolName, ToolValue
+from memvm.server.guard_replies import BindReply, GroundingReply, ToolCallReply
 from memvm.server.tool_listing import READS, WRITES, WRITES_ONCE
 
 
@@ -14,7 +14,7 @@ async def bind_value(
     ctx: ToolContext,
     name: AliasName = None,
     session: SessionName = None,
-) -> BindResult:
+) -> BindReply:
     """Keep a tool's result under a reference ($v1, $v2, …) to pass in later calls instead of the value.
 
     An argument that is exactly "$v1" becomes the value itself (a number stays a number); "$v1"
@@ -22,12 +22,13 @@ async def bind_value(
     reference.
     """
     runtime = ctx.request_context.lifespan_context
-    return await runtime.scope(session).bind_value(tool=tool, args=args, value=value, name=name)
+    bound = await runtime.scope(session).bind_value(tool=tool, args=args, value=value, name=name)
+    return BindReply.model_validate(bound)
 
 
 async def check_ungrounded(
     tool: ToolName, args: ToolArguments, ctx: ToolContext, session: SessionName = None
-) -> GroundingResult:
+) -> GroundingReply:
     """Check where each number in a tool call's arguments came from, before you make the call.
 
     Numbers the user wrote, numbers in bound results and small constants are fine. A number equal
@@ -36,12 +37,12 @@ async def check_ungrounded(
     in (null while one is unknown).
     """
     runtime = ctx.request_context.lifespan_context
-    return await runtime.scope(session).check_ungrounded(args=args)
+    return GroundingReply.model_validate(await runtime.scope(session).check_ungrounded(args=args))
 
 
 async def check_tool_call(
     tool: ToolName, args: ToolArguments, ctx: ToolContext, session: SessionName = None
-) -> ToolCallCheck:
+) -> ToolCallReply:
     """Ask every guard about a tool call before making it: allow, warn or block, with reasons.
 
     Covers numbers without a source, unknown references, the turn's call budget, per-tool caps,
@@ -52,7 +53,7 @@ async def check_tool_call(
     check but a block counts toward the budget.
     """
     runtime = ctx.request_context.lifespan_context
-    return await runtime.scope(session).check_tool_call(tool=tool, args=args)
+    return ToolCallReply.model_validate(await runtime.scope(session).check_tool_call(tool=tool, args=args))
 
 
 def tools() -> list[Tool]:

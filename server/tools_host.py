@@ -3,7 +3,6 @@
 from typing import Annotated
 
 from mcp.server.mcpserver.tools import Tool
-from memvm.engine.models.sessions import TurnResult
 from memvm.engine.models.writes import IngestMessage, IngestResult, PageState
 from memvm.resources.context import DeveloperMessage, render_developer_message
 from memvm.resources.rules import RuleMode
@@ -30,6 +29,14 @@ class Message(BaseModel):
     name: SpeakerName = None
 
 
+# What begin_turn answers (no docstring: it would become the schema's description).
+class TurnReply(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    turn: int
+    faults_left: int
+
+
 async def ingest(
     messages: Annotated[
         list[Message], Field(min_length=1, max_length=500, description="The messages, oldest first.")
@@ -49,12 +56,12 @@ async def ingest(
     return result
 
 
-async def begin_turn(ctx: ToolContext, session: SessionName = None) -> TurnResult:
+async def begin_turn(ctx: ToolContext, session: SessionName = None) -> TurnReply:
     """Start a new turn: the page-fault allowance resets. Returns the turn number and faults left."""
     runtime = ctx.request_context.lifespan_context
     result = await runtime.scope(session).begin_turn()
     await manifest_changed(ctx, runtime.session(session))
-    return result
+    return TurnReply.model_validate(result)
 
 
 async def pin_page(

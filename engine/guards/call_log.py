@@ -148,7 +148,7 @@ class CallLog:
         noted = await self.conn.one(_LATEST_VERDICT, **self._this_turn)
         if noted is None or (noted["tool"], noted["at"]) != (call["tool"], call["at"]):
             return None
-        reasons = [GuardReason.model_validate(reason) for reason in json.loads(noted["reasons"])]
+        reasons = [_reason(reason) for reason in json.loads(noted["reasons"])]
         return CallVerdict(noted["verdict"]), reasons
 
     async def same_runs_since_an_edit(self, call_hash: str, editing_tools: frozenset[str]) -> int:
@@ -186,8 +186,16 @@ class CallLog:
         self, tool: str, verdict: CallVerdict, reasons: list[GuardReason], now: float
     ) -> None:
         """Keep the verdict and its reasons for whoever looks back (the browser view)."""
-        reasons = [self.redaction.fields(reason, "message") for reason in reasons]
-        said = json.dumps([reason.model_dump(mode="json") for reason in reasons])
+        said = json.dumps(
+            [
+                {
+                    "rule": r.rule.value,
+                    "severity": r.severity.value,
+                    "message": self.redaction.text(r.message),
+                }
+                for r in reasons
+            ]
+        )
         await self.conn.execute(
             _INSERT_VERDICT, **self._this_turn, tool=tool, verdict=verdict.value, reasons=said, now=now
         )
@@ -208,3 +216,9 @@ class CallLog:
     async def _count(self, sql: Statement, **named: str) -> int:
         row = await self.conn.one(sql, **self._this_turn, **named)
         return int(row["n"]) if row else 0
+
+
+def _reason(noted: dict[str, str]) -> GuardReason:
+    return GuardReason(
+        rule=GuardRule(noted["rule"]), severity=CallVerdict(noted["severity"]), message=noted["message"]
+    )

@@ -1,9 +1,13 @@
-"""Bound values, grounding and the checks on a proposed call: their verdicts, rules and results."""
+"""Bound values, grounding and the checks on a proposed call: their verdicts, rules and results.
 
+Plain dataclasses: a host's pre-tool hook reads them without importing pydantic. What the guard
+tools answer a model, with each field described, is built from them at the server's edge
+(server/guard_replies.py).
+"""
+
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
-
-from pydantic import BaseModel, Field
 
 
 class ValueType(StrEnum):
@@ -40,56 +44,51 @@ class GuardRule(StrEnum):
     RUNAWAY = "runaway"
 
 
-class BindResult(BaseModel):
-    ref: str = Field(description="The reference to pass in later tool arguments, like $v3.")
-    aliases: list[str] = Field(description="Other names for the same value, like $total.")
+@dataclass(kw_only=True)
+class BindResult:
+    ref: str
+    aliases: list[str]
     value_type: ValueType
-    created: bool = Field(description="False when this exact call and value were bound already.")
+    created: bool
 
 
-class UngroundedLiteral(BaseModel):
-    path: str = Field(description="Where the number is in the arguments, like items[2].price.")
+@dataclass(kw_only=True)
+class UngroundedLiteral:
+    path: str
     value: int | float | str
-    suggestion: str | None = Field(description="The reference holding this value, when one does.")
+    suggestion: str | None
 
 
-class GroundingResult(BaseModel):
+@dataclass(kw_only=True)
+class GroundingResult:
     verdict: GroundingVerdict
     ungrounded: list[UngroundedLiteral]
     missing_refs: list[str]
-    unreadable_refs: dict[str, str] = Field(
-        default_factory=dict,
-        description="Of missing_refs, those naming a part the bound value lacks, with what it has.",
-    )
-    resolved_args: Any = Field(
-        description="The arguments with every reference replaced; null while a reference is missing."
-    )
-    user_messages_on_record: bool = Field(
-        description="Whether the host has recorded this session's user messages, whose numbers count as sourced."
-    )
+    unreadable_refs: dict[str, str] = field(default_factory=dict)
+    resolved_args: Any
+    user_messages_on_record: bool
     message: str
 
 
-class GuardReason(BaseModel):
+@dataclass(kw_only=True)
+class GuardReason:
     rule: GuardRule
     severity: CallVerdict
     message: str
 
 
-class CallBudget(BaseModel):
-    kind: str = Field(
-        description="discovery or execution, counted apart; workspace (an agent host's own tools) has no budget."
-    )
+@dataclass(kw_only=True)
+class CallBudget:
+    kind: str
     used: int
-    limit: int = Field(description="Calls of this kind allowed this turn; 0 means no limit.")
+    limit: int
 
 
-class ToolCallCheck(BaseModel):
+@dataclass(kw_only=True)
+class ToolCallCheck:
     verdict: CallVerdict
     reasons: list[GuardReason]
-    cached_result: Any = Field(
-        None, description="The result of the same call earlier this turn: use it instead of calling again."
-    )
+    cached_result: Any = None
     cached_ref: str | None = None
     resolved_args: Any
     budget: CallBudget

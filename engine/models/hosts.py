@@ -1,9 +1,10 @@
 """What host hooks leave in the database: the events handled before."""
 
-from pydantic import BaseModel
+from dataclasses import dataclass
 
 
-class HandledHookEvent(BaseModel):
+@dataclass(kw_only=True)
+class HandledHookEvent:
     """A host hook event handled before: its name and, for a decision, the answer given."""
 
     event: str

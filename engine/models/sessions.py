@@ -1,9 +1,14 @@
-"""A session's turn and how many faults it has left."""
+"""A session's turn and how many faults it has left.
 
-from pydantic import BaseModel
+Plain dataclasses: a host's pre-tool hook reads a session's turn without importing pydantic; the
+begin_turn tool answers with its own model (server/tools_host.py).
+"""
+
+from dataclasses import dataclass
 
 
-class SessionState(BaseModel):
+@dataclass(kw_only=True)
+class SessionState:
     namespace: str
     session: str
     turn: int
@@ -14,6 +19,7 @@ class SessionState(BaseModel):
     ad_hoc: bool = False
 
 
-class TurnResult(BaseModel):
+@dataclass(kw_only=True)
+class TurnResult:
     turn: int
     faults_left: int
