@@ -3,18 +3,22 @@
 The operations of the contract are a scope's (scope.py): `engine.session(namespace, session)` for
 what a session does, `engine.namespace(namespace)` for reads of a whole namespace, `engine.view`
 for a person's view of one; the engine itself opens, closes and collects expired pages.
+
+The scopes, the writes and the view are imported when first asked for. A host's pre-tool hook
+answered in its own process asks only for `engine.guards(...)`, and so never imports paging,
+recall or pydantic: they are most of what such a process would spend (docs/performance.md).
 """
 
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.config import EngineConfig
+from memvm.engine.guard_scope import GuardScope
 from memvm.engine.hosts.hook_events import HookEvents
-from memvm.engine.paging import memory
 from memvm.engine.paging.tokens import TokenCounter
 from memvm.engine.redacted_writes import Redaction
-from memvm.engine.scope import NamespaceScope, SessionScope
 from memvm.engine.storage.api import Database
 from memvm.engine.storage.migrations import check_current, migrate
 from memvm.engine.storage.open import open_database
@@ -22,6 +26,8 @@ from memvm.engine.storage.tokenizer import Stemmer
 
 if TYPE_CHECKING:
     from memvm.engine.namespace_view import NamespaceView
+    from memvm.engine.paging.memory import Writer
+    from memvm.engine.scope import NamespaceScope, SessionScope
 
 
 class Engine:
@@ -30,7 +36,8 @@ class Engine:
         self.config = config
         self.counter = counter
         self.clock = clock
-        self._writer = memory.Writer(db=db, config=config, counter=counter)
+        # Redaction as this engine is set: what anything compared with stored text must apply.
+        self.redaction = Redaction(config.redact_secrets)
         self.stemmer = Stemmer()
 
     @classmethod
@@ -69,28 +76,42 @@ class Engine:
         """Before anything that counts tokens: the encoding is built, waited for off the event loop."""
         await self.counter.loaded()
 
-    async def counting_writer(self) -> memory.Writer:
+    @cached_property
+    def _writer(self) -> "Writer":
+        from memvm.engine.paging.memory import Writer
+
+        return Writer(db=self.db, config=self.config, counter=self.counter)
+
+    async def counting_writer(self) -> "Writer":
         """What the writes work with, once ready to count (see ready_to_count)."""
         await self.ready_to_count()
         return self._writer
 
-    def namespace(self, namespace: str, *, project: str | None = None) -> NamespaceScope:
+    def namespace(self, namespace: str, *, project: str | None = None) -> "NamespaceScope":
         """Reads of `namespace` as a whole, as a reader in `project` sees it (see scope.py)."""
+        from memvm.engine.scope import NamespaceScope
+
         return NamespaceScope(engine=self, namespace=namespace, project=project)
 
     def session(
         self, namespace: str, session: str, *, project: str | None = None, host_session: str | None = None
-    ) -> SessionScope:
+    ) -> "SessionScope":
         """What `session` of `namespace` does, working in `project`; an ad-hoc session's calls are
         charged to `host_session` (see scope.py)."""
+        from memvm.engine.scope import SessionScope
+
         return SessionScope(
             engine=self, namespace=namespace, session=session, project=project, host_session=host_session
         )
 
-    @property
-    def redaction(self) -> Redaction:
-        """Redaction as this engine is set: what anything compared with stored text must apply."""
-        return self._writer.redaction
+    def guards(
+        self, namespace: str, session: str, *, project: str | None = None, host_session: str | None = None
+    ) -> GuardScope:
+        """The guards of `session` alone, as `session(...)` has them, without the rest of a session's
+        operations (see guard_scope.py)."""
+        return GuardScope(
+            engine=self, namespace=namespace, session=session, project=project, host_session=host_session
+        )
 
     @property
     def hook_events(self) -> HookEvents:
@@ -107,4 +128,6 @@ class Engine:
     async def collect_expired(self, *, purge: bool = True) -> int:
         """Delete every page whose expiry has come, in every namespace (`memvm gc`); how many.
         `purge=False` leaves the merge and checkpoint to the next purge (see memory.collect_expired)."""
-        return await memory.collect_expired(self._writer, purge=purge)
+        from memvm.engine.paging.memory import collect_expired
+
+        return await collect_expired(self._writer, purge=purge)

@@ -12,14 +12,9 @@ Each method is one operation; the work is done by the module named for it.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memvm.engine.guard_config import GuardConfig
-from memvm.engine.guards import guards
-from memvm.engine.guards.bindings import bind
-from memvm.engine.guards.call_log import CallLog
-from memvm.engine.guards.grounding import check_ungrounded
-from memvm.engine.models.guards import BindResult, GroundingResult, ToolCallCheck
+from memvm.engine.guard_scope import GuardScope
 from memvm.engine.models.pages import Level, Modality, NewPage, Page, PageType
 from memvm.engine.models.procedures import OutcomeResult, ProceduralKnowledge, ToolOutcome
 from memvm.engine.models.recall import SearchResult, SearchScope, StandingNote, TranscriptText
@@ -44,7 +39,7 @@ from memvm.engine.paging.versions import versions_of
 from memvm.engine.paging.working_set import view_entries
 from memvm.engine.procedures import outcomes
 from memvm.engine.procedures.procedures import procedural_knowledge
-from memvm.engine.sessions import begin_turn, read_session, touch_session, touch_with_allowance
+from memvm.engine.sessions import begin_turn, read_session
 from memvm.engine.storage.api import Reads
 
 if TYPE_CHECKING:
@@ -101,13 +96,10 @@ class NamespaceScope:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SessionScope(NamespaceScope):
+class SessionScope(NamespaceScope, GuardScope):
     """What one session does. `session` may be one the caller made up (ad hoc): it has no budgets
     of its own, and its calls are judged and charged in `host_session`, the caller's own, so a new
     name per call evades nothing."""
-
-    session: str
-    host_session: str | None = None
 
     async def remember(
         self,
@@ -219,69 +211,6 @@ class SessionScope(NamespaceScope):
         async with self.engine.db.write(self.namespace) as conn:
             state = await begin_turn(conn, self.namespace, self.session, conn.now)
         return TurnResult(turn=state.turn, faults_left=self.engine.config.max_faults_per_turn)
-
-    async def bind_value(self, *, tool: str, args: Any, value: Any, name: str | None = None) -> BindResult:
-        redaction = self.engine.redaction
-        redaction.name(name, "alias")
-        args, value = redaction.value(args), redaction.value(value)
-        async with self.engine.db.write(self.namespace) as conn:
-            state = await touch_session(
-                conn, self.namespace, self.session, conn.now, self.engine.config.turn_idle_seconds
-            )
-            return await bind(
-                conn,
-                namespace=self.namespace,
-                session=self.session,
-                turn=state.turn,
-                now=conn.now,
-                tool=tool,
-                args=args,
-                value=value,
-                name=name,
-            )
-
-    async def check_ungrounded(self, *, args: Any) -> GroundingResult:
-        guards_config = self.engine.config.guards
-        async with self.engine.db.read(self.namespace) as conn:
-            return await check_ungrounded(
-                conn,
-                namespace=self.namespace,
-                session=self.session,
-                args=args,
-                structural_constants=guards_config.structural_constants,
-                memvm_tools=guards_config.memvm_tools,
-            )
-
-    async def check_tool_call(
-        self, *, tool: str, args: Any, guards_config: GuardConfig | None = None, will_run: bool = False
-    ) -> ToolCallCheck:
-        """Every guard at once, on the session's calls this turn.
-
-        `guards_config` replaces the engine's guard settings for this call (a host hook's own).
-        `will_run`: the call runs once allowed (a host's pre-tool hook), so checking it again is a
-        second call; otherwise a check repeated before any outcome is recorded gets the same verdict.
-        """
-        engine = self.engine
-        async with engine.db.write(self.namespace) as conn:
-            _, state = await touch_with_allowance(
-                conn,
-                self.namespace,
-                self.session,
-                self.host_session,
-                conn.now,
-                engine.config.turn_idle_seconds,
-            )
-            log = CallLog(
-                conn=conn,
-                namespace=self.namespace,
-                session=state.session,
-                turn=state.turn,
-                redaction=engine.redaction,
-            )
-            config = guards_config or engine.config.guards
-            return await guards.check_tool_call(
-                log, tool=tool, args=args, config=config, now=conn.now, will_run=will_run
-            )
 
     async def record_tool_outcome(self, *, call: ToolOutcome) -> OutcomeResult:
         """Log a finished call; an ad-hoc session's results count in `host_session` for the guards."""

@@ -32,12 +32,12 @@ import json
 
 from memvm.engine import Engine
 from memvm.engine.guards.literals import call_hash
-from memvm.engine.models.pages import Role
 from memvm.hooks.events import TOOL_EVENTS, EventKind, HookEvent
 from memvm.hooks.host_spec import HostSpec
 
-# What a prompt and a final reply are stored as.
-_SAID = {EventKind.PROMPT: Role.USER, EventKind.REPLY: Role.ASSISTANT}
+# What a prompt and a final reply are stored as: Role.USER and Role.ASSISTANT, by their values, as
+# the pre-tool path (which imports no page model) reads this module too.
+_SAID = {EventKind.PROMPT: "user", EventKind.REPLY: "assistant"}
 _TAIL = 1
 # Hex digits of the call's key that begin a pre-tool event's digest; the rest are the event's.
 _KEY_CHARS = 32
@@ -68,7 +68,7 @@ async def _said_digest(engine: Engine, namespace: str, event: HookEvent) -> str:
         return event.digest  # nothing said (a reply left to the transcript): its own event
     stored = engine.redaction.text(text)
     latest = await engine.session(namespace, event.session).session_transcript(limit=_TAIL)
-    if latest and latest[-1].role is role and latest[-1].content.strip() == stored.strip():
+    if latest and latest[-1].role == role and latest[-1].content.strip() == stored.strip():
         return event.digest  # sent again: the same event
     count = await engine.session(namespace, event.session).transcript_pages()
     return _numbered(event.digest, count)
