@@ -161,15 +161,23 @@ class SessionQuota:
         for session_id, session in list(self._sessions.items()):
             if session.in_flight == 0 and not session.making_room and now - session.last_used >= self._idle_s:
                 del self._sessions[session_id]  # the SDK's idle timeout has ended it
-        mine = {sid: s for sid, s in self._sessions.items() if s.namespace == namespace and not s.making_room}
-        if len(mine) + self._opening[namespace] < self._limit:
+        counted = sum(1 for s in self._sessions.values() if s.namespace == namespace and not s.making_room)
+        if counted + self._opening[namespace] < self._limit:
             return True, None
-        idle = [sid for sid, session in mine.items() if session.in_flight == 0]
-        if not idle:
+        oldest = self._least_recently_used_idle(namespace)
+        if oldest is None:
             return False, None
-        oldest = min(idle, key=lambda sid: mine[sid].last_used)
-        mine[oldest].making_room = True
+        self._sessions[oldest].making_room = True
         return True, oldest
+
+    def _least_recently_used_idle(self, namespace: str) -> str | None:
+        """The namespace's session idle the longest, of those not already set aside."""
+        idle = [
+            (s.last_used, sid)
+            for sid, s in self._sessions.items()
+            if s.namespace == namespace and s.in_flight == 0 and not s.making_room
+        ]
+        return min(idle)[1] if idle else None
 
     async def _make_room(self, namespace: str, set_aside: str, opened: bool) -> None:
         session = self._sessions.get(set_aside)
@@ -182,18 +190,12 @@ class SessionQuota:
             # Its client came back meanwhile: another idle one goes, or, with none, the namespace
             # holds one more than its share until its next opening.
             session.making_room = False
-            idle = [
-                (s.last_used, sid)
-                for sid, s in self._sessions.items()
-                if s.namespace == namespace and s.in_flight == 0 and not s.making_room
-            ]
-            if (
-                not idle
-                or len([s for s in self._sessions.values() if s.namespace == namespace]) <= self._limit
-            ):
+            if sum(1 for s in self._sessions.values() if s.namespace == namespace) <= self._limit:
                 return
-            set_aside = min(idle)[1]
-            session = self._sessions[set_aside]
+            other = self._least_recently_used_idle(namespace)
+            if other is None:
+                return
+            set_aside, session = other, self._sessions[other]
         del self._sessions[set_aside]
         await self._end(set_aside, session)
 
