@@ -14,7 +14,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from memvm.engine.storage.statements import Statement, Untranslatable, compile_sql, quoted_end, unreadable_at
+from memvm.engine.storage.statements import Statement, Untranslatable, compile_sql, read_sql
 
 
 @functools.lru_cache(maxsize=4096)
@@ -23,42 +23,21 @@ def translate(sql: str) -> tuple[str, tuple[int, ...]]:
     out: list[str] = []
     order: list[int] = []
     highest = 0  # SQLite's rule: a bare `?` takes the number after the highest one used so far
-    i, n = 0, len(sql)
-    while i < n:
-        char = sql[i]
-        _refuse_unreadable(sql, i)
-        if char in "'\"":
-            end = quoted_end(sql, i, char)
-            out.append(sql[i:end])
-            i = end
-        elif char == "-" and sql.startswith("--", i):
-            end = sql.find("\n", i)
-            end = n if end < 0 else end
-            out.append(sql[i:end])
-            i = end
-        elif char == "?":
-            j = i + 1
-            while j < n and sql[j].isdigit():
-                j += 1
-            number = int(sql[i + 1 : j]) if j > i + 1 else highest + 1
+    previous = ""
+    for kind, piece in read_sql(sql, named=False):
+        if previous == "?" and piece[0] in "|&":
+            raise Untranslatable("a ?| or ?& operator")
+        previous = piece
+        if kind == "positional":
+            number = int(piece[1:]) if len(piece) > 1 else highest + 1
             highest = max(highest, number)
             order.append(number - 1)
             out.append(f"%(p{number})s")
-            i = j
-        elif char == "%":
+        elif kind == "percent":
             out.append("%%")
-            i += 1
         else:
-            out.append(char)
-            i += 1
+            out.append(piece)  # quoted strings and comments as they are
     return "".join(out), tuple(sorted(set(order)))
-
-
-def _refuse_unreadable(sql: str, i: int) -> None:
-    if (unreadable := unreadable_at(sql, i)) is not None:
-        raise Untranslatable(unreadable)
-    if sql[i] == "?" and sql[i + 1 : i + 2] in ("|", "&"):
-        raise Untranslatable("a ?| or ?& operator")
 
 
 def bind(sql: str, params: Sequence[Any]) -> tuple[str, dict[str, Any] | None]:

@@ -19,7 +19,7 @@ statement and template is registered, so that one test prepares them all on both
 import functools
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -29,14 +29,16 @@ Text = str | Callable[[SqlDialect], str]
 _Made = TypeVar("_Made", "Statement", "Template")
 
 _DOLLAR_QUOTE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
-# One reading of a statement, token by token: each alternative is tried in order at each place.
-# Plain text runs up to the first character that could begin anything else; a character that
-# could, and is not what it might begin, is read alone ("other") and checked for what is refused.
+# One reading of SQL, token by token: each alternative is tried in order at each place. Plain
+# text runs up to the first character that could begin anything else; a character that could,
+# and is not what it might begin, is read alone ("other") and checked for what is refused.
 _TOKEN = re.compile(
     r"""(?P<quoted>'(?:[^']|'')*'|"(?:[^"]|"")*")"""
     r"|(?P<comment>--[^\n]*)"
     r"|(?P<cast>::)"
     r"|(?P<name>:[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<positional>\?\d*)"
+    r"|(?P<percent>%)"
     r"|(?P<plain>(?:[^'\"\-:%/$?]|-(?!-)|/(?!\*))+)"
     r"|(?P<other>.)",
     re.DOTALL,
@@ -156,42 +158,51 @@ def _slots(text: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(text) if name}
 
 
+def read_sql(sql: str, *, named: bool = True) -> Iterator[tuple[str, str]]:
+    """`sql` as (kind, text) tokens: quoted, comment, cast, name (`:name`), positional (`?`, `?3`),
+    percent, plain or other. What no reading can tell apart from a parameter or a quote is refused
+    (Untranslatable): a block comment, a dollar-quoted string, an E'' string, an unterminated quote.
+    The engine's statements are read by it, and so are the tests' own `?` queries
+    (tests/placeholders.py), which have no named parameters (`named=False`: `:e` is plain text)."""
+    previous: str | None = None
+    for token in _TOKEN.finditer(sql):
+        kind, piece = str(token.lastgroup), token.group()
+        if kind == "name" and not named:
+            kind = "plain"
+        # Only plain text can end in the E of an E'' string (a parameter's name cannot).
+        if piece[0] == "'" and previous == "plain":
+            _refuse(unreadable_at(sql, token.start() - 1))
+        if kind == "other":
+            if piece in "'\"":
+                raise Untranslatable("an unterminated quote")
+            _refuse(unreadable_at(sql, token.start()))
+        previous = kind
+        yield kind, piece
+
+
 def _compile(sql: str) -> tuple[str, str, set[str]]:
     """`sql` as SQLite takes it, as psycopg takes it, and the names of its parameters."""
     sqlite_out: list[str] = []
     postgres_out: list[str] = []
     names: set[str] = set()
-    previous: str | None = None
-    for token in _TOKEN.finditer(sql):
-        piece = token.group()
-        kind, previous_kind = token.lastgroup, previous
-        previous = kind
-        # Only plain text can end in the E of an E'' string (a parameter's name cannot).
-        after_text = previous_kind == "plain" and piece[0] == "'"
+    for kind, piece in read_sql(sql):
+        if kind == "positional":
+            raise Untranslatable("a ? (write :name parameters; jsonb's ? operators have function forms)")
         if kind == "name":
             names.add(piece[1:])
             sqlite_out.append(piece)
             postgres_out.append(f"%({piece[1:]})s")
-            continue
-        if kind == "quoted" and after_text:
-            _refuse_escape_string(sql, token.start())
-        elif kind == "other":
-            if piece in "'\"":
-                if after_text:
-                    _refuse_escape_string(sql, token.start())
-                raise Untranslatable("an unterminated quote")
-            if piece == "%":
-                sqlite_out.append("%")
-                postgres_out.append("%%")
-                continue
-            _refuse_unreadable(sql, token.start())
-        sqlite_out.append(piece)
-        postgres_out.append(piece.replace("%", "%%") if kind in ("quoted", "comment") else piece)
+        elif kind == "percent":
+            sqlite_out.append("%")
+            postgres_out.append("%%")
+        else:
+            sqlite_out.append(piece)
+            postgres_out.append(piece.replace("%", "%%") if kind in ("quoted", "comment") else piece)
     return "".join(sqlite_out), "".join(postgres_out), names
 
 
-def _refuse_escape_string(sql: str, quote: int) -> None:
-    if (unreadable := unreadable_at(sql, quote - 1)) is not None:
+def _refuse(unreadable: str | None) -> None:
+    if unreadable is not None:
         raise Untranslatable(unreadable)
 
 
@@ -210,23 +221,3 @@ def unreadable_at(sql: str, i: int) -> str | None:
     ):
         return "an E'' string"
     return None
-
-
-def _refuse_unreadable(sql: str, i: int) -> None:
-    if (unreadable := unreadable_at(sql, i)) is not None:
-        raise Untranslatable(unreadable)
-    if sql[i] == "?":
-        raise Untranslatable("a ? (write :name parameters; jsonb's ? operators have function forms)")
-
-
-def quoted_end(sql: str, start: int, quote: str) -> int:
-    """The index just past the quoted string or name opening at `start` (a doubled quote stays inside)."""
-    i = start + 1
-    while True:
-        end = sql.find(quote, i)
-        if end < 0:
-            raise Untranslatable("an unterminated quote")
-        if sql.startswith(quote * 2, end):
-            i = end + 2
-            continue
-        return end + 1
