@@ -6,6 +6,7 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
@@ -139,17 +140,16 @@ def _check_listening(args: argparse.Namespace) -> None:
 
 
 def _invalid_settings(exc: ValidationError) -> str:
-    """One line for settings that do not validate: the fields at fault, or what a whole-settings
-    check says (a budget with no room for pages)."""
-    whole = [str(e["msg"]).removeprefix("Value error, ") for e in exc.errors() if not e["loc"]]
-    if whole:
-        return "; ".join(whole)
-    # "budget_tokens must be greater than or equal to 1000": the bound, in pydantic's words.
-    fields = "; ".join(
+    """One line for server settings that do not validate (a namespace's or session's name)."""
+    return _invalid(
         f"{_flag(str(e['loc'][-1]))} {str(e['msg']).replace('Input should be', 'must be')}"
         for e in exc.errors()
     )
-    return f"invalid setting: {fields}; see memvm serve --help"
+
+
+def _invalid(fields: Iterable[str]) -> str:
+    """The line for settings out of bounds: "budget-tokens must be greater than or equal to 1000"."""
+    return f"invalid setting: {'; '.join(fields)}; see memvm serve --help"
 
 
 def _flag(field: str) -> str:
@@ -166,10 +166,7 @@ def serve(args: argparse.Namespace) -> int:
         print(f"memvm: {_invalid_settings(exc)}", file=sys.stderr)
         return 2
     except SettingOutOfRange as exc:
-        print(
-            f"memvm: invalid setting: {_flag(exc.name)} must be {exc.bound}; see memvm serve --help",
-            file=sys.stderr,
-        )
+        print(f"memvm: {_invalid([f'{_flag(exc.name)} must be {exc.bound}'])}", file=sys.stderr)
         return 2
     except UnusableSettings as exc:  # the settings as a whole (a budget with no room for pages)
         print(f"memvm: {exc}", file=sys.stderr)
