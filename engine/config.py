@@ -68,6 +68,20 @@ class SearchTuning:
     # A query that names a stretch of time counted back from now ("10 days ago", "last Tuesday":
     # paging/when.py) lifts the pages written in it by this share of their score.
     time_boost: float = within(0.0, low=0.0, high=5.0)
+    # Search by meaning (engine/meaning; how the two kinds of evidence are fused: paging/fusion.py).
+    # The `meaning_depth` pages nearest the query by meaning are its crowd; a page found by meaning
+    # stands out of it by more than `meaning_threshold` standard deviations, and scores a weight for
+    # each one past it: `meaning_weight` when the query's words match little, falling to
+    # `meaning_weight_covered` as the best page's share of the query's words (its coverage) rises
+    # from `covered_from` to `covered_at`. A page found by its words as well is raised by
+    # `meaning_bonus` times its standing. Chosen by cross-validation (tests/bench/fusion_tuning.py).
+    meaning_depth: int = within(100, low=10, high=1_000)
+    meaning_threshold: float = within(2.5, low=0.0, high=10.0)
+    meaning_weight: float = within(1.0, low=0.0, high=10.0)
+    meaning_weight_covered: float = within(0.25, low=0.0, high=10.0)
+    covered_from: float = within(0.5, low=0.0, high=5.0)
+    covered_at: float = within(0.8, low=0.0, high=5.0)
+    meaning_bonus: float = within(0.05, low=0.0, high=2.0)
 
     def __post_init__(self) -> None:
         check_limits(self)
@@ -112,6 +126,11 @@ class EngineConfig:
     redact_secrets: bool = True
     # Superseded versions kept per keyed page, newest first (0: a rewrite keeps none).
     versions_kept: int = within(20, low=0, high=1_000)
+    # Search by meaning as well as by words (`--search lexical` turns it off), and where the
+    # encoder's files are when not the installed ones (`--embedding-model DIR`; see
+    # meaning/model_files.py).
+    semantic_search: bool = True
+    embedding_model: str | None = None
     guards: GuardConfig = field(default_factory=GuardConfig)
     search: SearchTuning = field(default_factory=SearchTuning)
 

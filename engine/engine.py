@@ -9,6 +9,7 @@ answered in its own process asks only for `engine.guards(...)`, and so never imp
 recall or pydantic: they are most of what such a process would spend (docs/performance.md).
 """
 
+import contextlib
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,9 @@ from memvm.engine.storage.open import open_database
 from memvm.engine.storage.tokenizer import Stemmer
 
 if TYPE_CHECKING:
+    import asyncio
+
+    from memvm.engine.meaning.meaning import Meaning
     from memvm.engine.namespace_view import NamespaceView
     from memvm.engine.paging.memory import Writer
     from memvm.engine.scope import NamespaceScope, SessionScope
@@ -39,6 +43,7 @@ class Engine:
         # Redaction as this engine is set: what anything compared with stored text must apply.
         self.redaction = Redaction(config.redact_secrets)
         self.stemmer = Stemmer()
+        self._embedding: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(
@@ -69,8 +74,48 @@ class Engine:
         return cls(db, config, counter, clock)
 
     async def close(self) -> None:
+        await self.stop_embedding()
         await self.db.close()
         self.stemmer.close()
+
+    @cached_property
+    def meaning(self) -> "Meaning":
+        """Search by meaning: the encoder and the vectors' in-process copies (see meaning/)."""
+        # Imported when asked: numpy and the model's runtime are for searches and writes, never for
+        # a hook that answers one pre-tool event in its own process.
+        from memvm.engine.meaning.meaning import Meaning
+
+        return Meaning(enabled=self.config.semantic_search, model_folder=self.config.embedding_model)
+
+    def start_embedding(self) -> None:
+        """Embed pages as they are written, until the engine closes (meaning/embedder.py). For the
+        processes that serve (memvm serve, the hooks' background process, memvm ui), never a
+        read-only one.
+
+        A task of the event loop's own rather than of a task group: the engine outlives the task
+        that opened it (the SSE transport opens it in one connection's lifespan and closes it in
+        another's), and `close` ends it, however the engine is closed."""
+        import asyncio
+
+        from memvm.engine.meaning.embedder import keep_embedding
+
+        if self._embedding is None and not self.config.read_only and self.config.semantic_search:
+            self._embedding = asyncio.get_running_loop().create_task(keep_embedding(self.db, self.meaning))
+
+    async def stop_embedding(self) -> None:
+        import asyncio
+
+        task, self._embedding = self._embedding, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def embed_waiting(self) -> int:
+        """Embed every page still waiting for its vector, now; how many (see meaning/embedder.py)."""
+        from memvm.engine.meaning.embedder import embed_waiting
+
+        return await embed_waiting(self.db, self.meaning)
 
     async def ready_to_count(self) -> None:
         """Before anything that counts tokens: the encoding is built, waited for off the event loop."""

@@ -34,7 +34,7 @@ from memvm.engine.paging.history import (
 from memvm.engine.paging.history_write import HistoryMessage, HistoryWritten, write_history
 from memvm.engine.paging.manifest_pages import available_pages, namespace_counts
 from memvm.engine.paging.pages import page_seen_from
-from memvm.engine.paging.search import search_pages
+from memvm.engine.paging.search import SemanticQuery, search_pages
 from memvm.engine.paging.versions import versions_of
 from memvm.engine.paging.working_set import view_entries
 from memvm.engine.procedures import outcomes
@@ -191,9 +191,13 @@ class SessionScope(NamespaceScope, GuardScope):
         scope: SearchScope = SearchScope.ALL,
         pinned_only: bool = False,
     ) -> SearchResult:
+        # The query's vector first, off the event loop and outside the read transaction.
+        meaning = self.engine.meaning
+        asked = await meaning.query_vector(query) if query.strip() else None
         async with self.engine.db.read(self.namespace) as conn:
             return await search_pages(
                 conn,
+                meaning=SemanticQuery(asked, meaning.index, meaning.why_off),
                 namespace=self.namespace,
                 viewer_session=self.session,
                 query=query,

@@ -84,6 +84,8 @@ def build_server(settings: ServerSettings, *, log_level: str = "WARNING") -> Mem
         engine = await Engine.open(settings.db, config)
         # Built when first needed, or once the start-up's own work is done.
         warm_up(config.encoding, after_seconds=ENCODING_WARM_UP_S)
+        # Pages written by this server, or by another process on the database, get their vectors.
+        engine.start_embedding()
         runtime = Runtime(
             engine=engine,
             process_namespace=settings.namespace,

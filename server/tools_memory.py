@@ -74,12 +74,13 @@ async def search_pages(
     scope: Scope = SearchScope.ALL,
     session: SessionName = None,
 ) -> SearchResult:
-    """Find stored pages (earlier conversation, notes, facts, tool results) by words they contain;
-    an empty query lists what is remembered, pinned pages first, then the newest.
+    """Find stored pages (earlier conversation, notes, facts, tool results) {matching}; an empty
+    query lists what is remembered, pinned pages first, then the newest.
 
-    Best matches first, each with its page id, a snippet and its tokens per level. `score` ranks the
-    hits of this one search (higher is better; not comparable across searches). An exact page id
-    finds that page. Then page_fault the pages you need.
+    Best matches first, each with its page id, a snippet, its tokens per level and what matched
+    (`matched`: words, meaning or both). `score` ranks the hits of this one search (higher is
+    better; not comparable across searches). An exact page id finds that page. Then page_fault the
+    pages you need.
     """
     runtime = ctx.request_context.lifespan_context
     return await runtime.scope(session).search(
@@ -164,6 +165,13 @@ def described(fn: Any, in_context: bool, **settings: object) -> str:
     return f"{text}\n\n{IN_CONTEXT[fn.__name__]}" if in_context else text
 
 
+# What search_pages matches, as its description says it in one phrase.
+_MATCHING = {
+    True: "by the words they contain and by their meaning, so a question in other words finds them too",
+    False: "by the words they contain (search by meaning is off on this server)",
+}
+
+
 def tools(config: EngineConfig, *, in_context: bool) -> list[Tool]:
     """The memory tools, for a host that does (`in_context`) or does not put the working set in the prompt."""
     return [
@@ -181,7 +189,7 @@ def tools(config: EngineConfig, *, in_context: bool) -> list[Tool]:
         ),
         Tool.from_function(
             search_pages,
-            description=described(search_pages, in_context),
+            description=described(search_pages, in_context, matching=_MATCHING[config.semantic_search]),
             annotations=READS,
         ),
         Tool.from_function(

@@ -109,6 +109,7 @@ async def opened_view(
     """The view `memvm ui` serves: the database opened (read-only if asked), and the app over it
     that shows `namespace` to requests carrying the bearer `token`. The engine closes on exit."""
     engine = await Engine.open(db, with_reserve(EngineConfig(read_only=read_only)))
+    engine.start_embedding()  # not when read-only: nothing is written then
     try:
         empty = await engine.view(namespace).page_count() == 0
         if empty:

@@ -2,6 +2,7 @@
 session's transcript."""
 
 from enum import StrEnum
+from typing import Literal
 
 from memvm.engine.models.pages import Modality, PageType, Role
 from pydantic import BaseModel, Field
@@ -25,6 +26,10 @@ class SearchHit(BaseModel):
     mapped: bool
     level: int | None
     project: str | None = Field(None, description="The project it came from, when not this one.")
+    matched: Literal["words", "meaning", "both"] | None = Field(
+        None,
+        description="What matched the query: its words, its meaning, or both; none for an exact page id.",
+    )
 
 
 class StandingNote(BaseModel):
@@ -51,3 +56,4 @@ class SearchResult(BaseModel):
     results: list[SearchHit]
     total_pages: int
     message: str | None = Field(None, description="Set when nothing was found: why, and what to try instead.")
+    note: str | None = Field(None, description="Set when search matched words only: why.")

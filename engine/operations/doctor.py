@@ -10,7 +10,10 @@ becomes one plain sentence in `problems`; the database is never changed.
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import anyio
 from memvm.engine.hosts.hook_report import HookSession, hook_sessions, stopped
+from memvm.engine.meaning.model_files import MODEL_ID, why_unavailable
+from memvm.engine.meaning.vector_store import progress
 from memvm.engine.operations.row_rules import violations
 from memvm.engine.operations.tables import catalogue, schema_version
 from memvm.engine.storage.api import Database, Reads, StorageReport
@@ -33,6 +36,12 @@ class Findings:
     tool_calls: int = 0
     # Pages past their expiry that no write has deleted yet: `memvm gc` deletes them.
     expired_waiting: int = 0
+    # Search by meaning: the pages with a vector of the current model, those waiting for one, and
+    # why the model cannot run (None: it can).
+    pages_embedded: int = 0
+    pages_waiting_embedding: int = 0
+    embedding_model: str = MODEL_ID
+    embedding_unavailable: str | None = None
     hook_sessions: list[HookSession] = field(default_factory=list)
     hooks_guard_failed_open: int = 0
     checks: dict[str, str] = field(default_factory=dict)
@@ -48,6 +57,17 @@ class Findings:
         found = asdict(self)
         found.pop("storage")
         return {**found, **self.storage.facts, "healthy": self.healthy}
+
+
+def meaning_line(found: Findings) -> str:
+    """Doctor's line on search by meaning: the model, and how far the pages' vectors have come."""
+    if found.embedding_unavailable is not None:
+        return f"meaning     off: {found.embedding_unavailable}; search matches words only"
+    waiting = found.pages_waiting_embedding
+    return (
+        f"meaning     {found.embedding_model}: {found.pages_embedded} pages embedded, {waiting} waiting"
+        + (" (a server embeds them as it runs; memvm embed does them now)" if waiting else "")
+    )
 
 
 def memory_line(found: Findings) -> str:
@@ -78,13 +98,20 @@ COUNTS_DRIFT = statement(
 )
 
 
-async def diagnose(db: Database) -> Findings:
-    """Check the database `db`: its storage, then the memory in it, then what the hooks met."""
+async def diagnose(db: Database, *, embedding_model: str | None = None) -> Findings:
+    """Check the database `db`: its storage, then the memory in it, then what the hooks met; and
+    whether the sentence encoder (from `embedding_model`, else the installed one) can run."""
     found = Findings(path=db.path)
     found.storage = await db.diagnose()
     found.checks.update(found.storage.checks)
     found.problems += found.storage.problems
     current = found.storage.readable and await _memory_checks(db, found)
+    found.embedding_unavailable = await anyio.to_thread.run_sync(why_unavailable, embedding_model)
+    if found.embedding_unavailable is not None:
+        found.problems.append(f"search by meaning cannot run: {found.embedding_unavailable}")
+    if current:
+        async with db.read(None) as conn:
+            found.pages_embedded, found.pages_waiting_embedding = await progress(conn, MODEL_ID)
     await _hook_checks(db, found, readable=current)
     return found
 

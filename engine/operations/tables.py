@@ -6,7 +6,15 @@ from dataclasses import dataclass
 from memvm.engine.storage.api import Reads
 
 # Kept by the engine's triggers from the pages, or its own ledgers: never memory, never exported.
-_DERIVED = {"page_counts", "schema_migrations", "guard_verdicts", "purge_owed"}
+# The pages' vectors are made again from their text after an import (engine/meaning).
+_DERIVED = {
+    "page_counts",
+    "schema_migrations",
+    "guard_verdicts",
+    "purge_owed",
+    "page_vectors",
+    "pages_to_embed",
+}
 
 
 @dataclass(frozen=True)

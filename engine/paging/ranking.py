@@ -41,6 +41,18 @@ def bm25(
     return scores
 
 
+def ideal_score(
+    pages: int, holding: dict[str, int], weights: dict[str, float], tuning: SearchTuning
+) -> float:
+    """The BM25 score of a page holding each of the query's stems once at the saturation ceiling:
+    the sum of their weighted inverse document frequencies times (k1 + 1). A stem no page holds
+    counts too, at its highest: a query whose rare words nothing holds is covered by no page."""
+    return sum(
+        weight * math.log(1 + (pages - holding.get(stem, 0) + 0.5) / (holding.get(stem, 0) + 0.5))
+        for stem, weight in weights.items()
+    ) * (tuning.bm25_k1 + 1)
+
+
 # Pronouns that make a query about one side of the conversation (see SearchTuning.role_boost).
 _FIRST_PERSON = frozenset(["i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"])
 _SECOND_PERSON = frozenset(

@@ -14,15 +14,17 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from memvm.engine.config import SearchTuning
 from memvm.engine.models.pages import Level, Modality, PageType, Role
 from memvm.engine.models.recall import SearchHit, SearchResult
 from memvm.engine.paging import tiers
+from memvm.engine.paging.fusion import Evidence, fuse
 from memvm.engine.paging.levels import collapse
 from memvm.engine.paging.pages import level_tokens
 from memvm.engine.paging.projects import named_elsewhere, sees, visible_sql
-from memvm.engine.paging.ranking import addressed_role, bm25, rescore
+from memvm.engine.paging.ranking import addressed_role, bm25, ideal_score, rescore
 from memvm.engine.paging.snippets import searched, snippet, window_sql
 from memvm.engine.paging.stopwords import STOPWORDS
 from memvm.engine.paging.terms import query_terms, words
@@ -33,6 +35,9 @@ from memvm.engine.storage.dialects import SqlDialect
 from memvm.engine.storage.fulltext import Posting
 from memvm.engine.storage.statements import in_list, statement, template
 from memvm.engine.storage.tokenizer import Stemmer
+
+if TYPE_CHECKING:
+    from memvm.engine.meaning.vector_index import VectorIndex
 
 _MAX_ID_CANDIDATES = 8
 _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
@@ -165,7 +170,32 @@ WHERE p.namespace = :namespace AND p.page_id IN ({{marks}}) {{filters}}
 )
 
 
-def _hit(row: Row, *, score: float, snippet: str, reader: str | None) -> SearchHit:
+@dataclass(frozen=True)
+class SemanticQuery:
+    """The meaning side of a search: the query's vector (None when search by meaning is off, the
+    model cannot run, or there is nothing to embed), the namespace vectors' copies, and why it
+    is off when it is (said to the reader in one line)."""
+
+    vector: Any  # a unit float32 vector from meaning.encoder, or None
+    index: "VectorIndex | None"
+    why_off: str | None
+
+
+WORDS_ONLY = SemanticQuery(None, None, None)
+
+# Which of the pages found by meaning a reader may see: live, and through the search's filters.
+_ADMITTED = template(
+    "search.admitted by meaning",
+    """
+SELECT p.rowid, p.type, p.modality, p.session, p.pinned, p.project FROM live_pages p
+WHERE p.rowid IN ({marks}) AND p.namespace = :namespace""",
+    marks=in_list([0, 0])[0],
+)
+
+
+def _hit(
+    row: Row, *, score: float, snippet: str, reader: str | None, matched: Evidence | None = None
+) -> SearchHit:
     mapped_level = row["mapped_level"]
     return SearchHit(
         page_id=row["page_id"],
@@ -180,6 +210,7 @@ def _hit(row: Row, *, score: float, snippet: str, reader: str | None) -> SearchH
         mapped=mapped_level is not None,
         level=None if mapped_level is None else int(Level(mapped_level)),
         project=named_elsewhere(reader, row["project"]),
+        matched=matched,
     )
 
 
@@ -197,11 +228,14 @@ async def search_pages(
     pinned_only: bool = False,
     project: str | None = None,
     tuning: SearchTuning = DEFAULT_TUNING,
+    meaning: SemanticQuery = WORDS_ONLY,
 ) -> SearchResult:
     """The `limit` best pages for `query`: an exact page id first, then by score.
 
-    `score` is higher for better matches: BM25 with the bonuses of `tuning` (neighbours,
-    speaker, role, session); an exact id match scores EXACT_ID_SCORE. All within one read
+    Pages are found by their words (BM25 with the bonuses of `tuning`: neighbours, speaker, role,
+    session) and by their meaning (the vectors nearest the query's, in `meaning`), and ranked
+    by one fused score (fusion.py); each hit says which matched. An exact id match scores
+    EXACT_ID_SCORE. All within one read
     transaction, so the ranking and the snippets see the same pages. A reader in `project` finds
     that project's pages and those kept for every project (see projects.py).
     """
@@ -218,6 +252,8 @@ async def search_pages(
     assert collection is not None  # an aggregate always yields a row
     pages, chars, in_file = (int(value) for value in collection)
     terms = query_terms(query)
+    by_words: dict[int, float] = {}
+    ideal = 0.0
     if terms and len(hits) < limit:
         whole_file = pages == in_file
         when = time_window(query, conn.now) if tuning.time_boost else None
@@ -231,20 +267,44 @@ async def search_pages(
             frozenset(gone.values()),
         )
         weights = {term: 1.0 for term in terms}
-        scores = await _scored(conn, namespace, weights, stemmer, (pages, chars, whole_file), asked, tuning)
-        if scores and tuning.feedback_pages:
-            more = await _feedback(conn, namespace, scores, weights, stemmer, (pages, whole_file), tuning)
+        by_words, ideal = await _scored(
+            conn, namespace, weights, stemmer, (pages, chars, whole_file), asked, tuning
+        )
+        if by_words and tuning.feedback_pages:
+            more = await _feedback(conn, namespace, by_words, weights, stemmer, (pages, whole_file), tuning)
             if more:
                 weights |= more
-                scores = await _scored(
+                by_words, ideal = await _scored(
                     conn, namespace, weights, stemmer, (pages, chars, whole_file), asked, tuning
                 )
-        if scores:
-            words = _Words(terms, stemmer.stems(terms), stemmer)
-            hits += await _dressed(conn, scores, hits, viewer_session, words, limit, project)
+    by_meaning: dict[int, float] = {}
+    if meaning.vector is not None and meaning.index is not None and len(hits) < limit:
+        by_meaning = await _nearest(conn, namespace, meaning, filters, frozenset(gone.values()), tuning)
+    scores, evidence = fuse(by_words, by_meaning, tuning, words_ideal=ideal)
+    if scores:
+        words = _Words(terms, stemmer.stems(terms), stemmer)
+        hits += await _dressed(conn, (scores, evidence), hits, viewer_session, words, limit, project)
     results = hits[:limit]
-    message = None if results else _nothing_found(pages, terms, filters)
-    return SearchResult(results=results, total_pages=pages - len(gone), message=message)
+    message = None if results else _nothing_found(pages, terms, filters, meaning)
+    return SearchResult(results=results, total_pages=pages - len(gone), message=message, note=meaning.why_off)
+
+
+async def _nearest(
+    conn: Reads,
+    namespace: str,
+    semantic: SemanticQuery,
+    filters: "_Filters",
+    gone: frozenset[int],
+    tuning: SearchTuning,
+) -> dict[int, float]:
+    """The pages nearest the query by meaning that the reader may see: rowid -> cosine."""
+    assert semantic.index is not None
+    near = await semantic.index.nearest(conn, namespace, semantic.vector, tuning.meaning_depth)
+    near = {rowid: cosine for rowid, cosine in near.items() if rowid not in gone}
+    if not near:
+        return {}
+    rows = await conn.all_in(_ADMITTED, list(near), namespace=namespace)
+    return {row["rowid"]: near[row["rowid"]] for row in rows if filters.admit(dict(row))}
 
 
 @dataclass(frozen=True)
@@ -268,8 +328,10 @@ async def _scored(
     collection: tuple[int, int, bool],
     asked: _Asked,
     tuning: SearchTuning,
-) -> dict[int, float]:
-    """The best `asked.depth` admitted pages by BM25 over the weighted terms, re-scored."""
+) -> tuple[dict[int, float], float]:
+    """The best `asked.depth` admitted pages by BM25 over the weighted terms, re-scored; and what
+    a page holding every word of the query would score (ranking.ideal_score), which tells how
+    much of the query the best page covers."""
     pages, chars, whole_file = collection
     terms = list(weights)
     each = stemmer.stem_each(terms)
@@ -287,19 +349,20 @@ async def _scored(
         )
         holding = pages_holding(found)
     scores = bm25(found, (pages, chars), holding, stem_weight, tuning)
+    ideal = ideal_score(pages, holding, stem_weight, tuning)
     for rowid in asked.gone:
         scores.pop(rowid, None)
     admitted = {row["rowid"] for row in found if asked.filters.admit(row) and row["rowid"] not in asked.gone}
     top = sorted(admitted, key=lambda rowid: (-scores[rowid], rowid))[: asked.depth]
     if not top:
-        return {}
+        return {}, ideal
     marks, listed = in_list(top)
     candidates = await conn.all(
         _CANDIDATES.fill(neighbours=_neighbours(tuning.neighbour_reach), marks=marks),
         namespace=namespace,
         **listed,
     )
-    return rescore(candidates, scores, tuning, terms=asked.terms, role=asked.role, when=asked.when)
+    return rescore(candidates, scores, tuning, terms=asked.terms, role=asked.role, when=asked.when), ideal
 
 
 _FEEDBACK_TEXTS = template(
@@ -363,14 +426,16 @@ async def _feedback(
     return {surface[stem]: tuning.feedback_weight * weighed[stem] / heaviest for stem in chosen}
 
 
-def _nothing_found(pages: int, terms: list[str], filters: _Filters) -> str:
+def _nothing_found(pages: int, terms: list[str], filters: _Filters, meaning: SemanticQuery) -> str:
     """Why a search found nothing, in words, with what to try next: never a bare empty list."""
     if pages == 0:
         return "Nothing is stored in this memory yet, so there is nothing to find."
     if not terms:
         return (
             "The query has no word to search for (only common words such as 'what' or 'the', or "
-            "none at all): ask with words the page itself would contain, or a page id."
+            "none at all)"
+            + (", and nothing stored stands out by its meaning" if meaning.vector is not None else "")
+            + ": ask with words the page itself would contain, or a page id."
         )
     narrowed = (
         [
@@ -382,8 +447,9 @@ def _nothing_found(pages: int, terms: list[str], filters: _Filters) -> str:
         + (["pinned only"] if filters.pinned_only else [])
     )
     widen = f" Drop {' and '.join(narrowed)} to search everything." if narrowed else ""
+    matched = "these words or their meaning" if meaning.vector is not None else "these words"
     return (
-        f"No page matches these words among the {pages} stored.{widen} Try other words (a synonym, "
+        f"No page matches {matched} among the {pages} stored.{widen} Try other words (a synonym, "
         "a name, a date or a place), fewer words, or read the manifest to see what is stored; "
         "this does not mean the topic never came up."
     )
@@ -475,14 +541,16 @@ class _Words:
 
 async def _dressed(
     conn: Reads,
-    scores: dict[int, float],
+    ranked: tuple[dict[int, float], dict[int, Evidence]],
     found: list[SearchHit],
     viewer_session: str,
     words: _Words,
     limit: int,
     reader: str | None,
 ) -> list[SearchHit]:
-    """The best-scoring pages not already `found`, with snippets and their place in the viewer's set."""
+    """The best-scoring pages not already `found`, with snippets, what matched, and their place in
+    the viewer's set."""
+    scores, evidence = ranked
     best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[: limit + len(found)]
     placed_by = searched(words.terms, words.stems)
     marks, listed = in_list(best)
@@ -495,7 +563,8 @@ async def _dressed(
             score=round(scores[rowid], 6),
             snippet=snippet(row["snippet_window"] or "", row["snippet_at"], words.stems, words.stemmer),
             reader=reader,
+            matched=evidence[rowid],
         )
         for rowid in best
-        if (row := by_rowid[rowid])["page_id"] not in seen
+        if rowid in by_rowid and (row := by_rowid[rowid])["page_id"] not in seen
     ]

@@ -9,6 +9,11 @@ from memvm.server.cli.parser import DB_HELP
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help=DB_HELP)
     parser.add_argument("--json", action="store_true", help="print the findings as one JSON object")
+    parser.add_argument(
+        "--embedding-model",
+        metavar="DIR",
+        help="check the sentence encoder in this folder (default: $MEMVM_EMBEDDING_MODEL, else the installed one)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

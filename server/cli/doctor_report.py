@@ -7,7 +7,7 @@ data, never as terminal control.
 import re
 from datetime import UTC, datetime
 
-from memvm.engine.operations.doctor import Findings, memory_line
+from memvm.engine.operations.doctor import Findings, meaning_line, memory_line
 
 
 def mib(size: int) -> str:
@@ -25,6 +25,7 @@ def report_lines(found: Findings) -> list[str]:
         f"schema {found.schema_version} (this memvm: {found.schema_expected})",
         f"size        {found.storage.size}",
         memory_line(found),
+        meaning_line(found),
         "checks      " + ", ".join(f"{name} {verdict}" for name, verdict in found.checks.items()),
     ]
     lines += hook_lines(found)

@@ -54,7 +54,7 @@ def run_operation(args: argparse.Namespace) -> int:
         with _signals_end_cleanly():
             match args.command:
                 case "doctor":
-                    return _doctor(named, args.json)
+                    return _doctor(named, args.json, args.embedding_model)
                 case "export":
                     return _export(named, args.out, args.namespace, force=args.force)
                 case "import":
@@ -136,10 +136,10 @@ def _as_it_is(named: str) -> EngineConfig:
     return EngineConfig(read_only=not may_write(named))
 
 
-def _doctor(named: str, as_json: bool) -> int:
+def _doctor(named: str, as_json: bool, embedding_model: str | None) -> int:
     if _missing(named):
         return _fail(f"there is no database at {named}")
-    found = anyio.run(_diagnosed, named)
+    found = anyio.run(_diagnosed, named, embedding_model)
     if as_json:
         print(json.dumps(found.as_json()))
     else:
@@ -147,10 +147,10 @@ def _doctor(named: str, as_json: bool) -> int:
     return 0 if found.healthy else 1
 
 
-async def _diagnosed(named: str) -> Findings:
+async def _diagnosed(named: str, embedding_model: str | None) -> Findings:
     # Opened as it is: doctor says what is wrong with a database rather than refusing to look.
     async with opened_database(named, _as_it_is(named), inspect=True) as db:
-        return await diagnose(db)
+        return await diagnose(db, embedding_model=embedding_model)
 
 
 def _export(named: str, out: str | None, namespace: str | None, *, force: bool) -> int:

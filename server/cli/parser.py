@@ -75,6 +75,11 @@ COMMANDS = (
         "memvm.server.cli.import_",
     ),
     Command(
+        "embed",
+        "give every page still waiting its vector for search by meaning, now (safe while serving)",
+        "memvm.server.cli.embed",
+    ),
+    Command(
         "gc",
         "delete the pages whose expiry has come, in every namespace (safe while serving)",
         "memvm.server.cli.gc",

@@ -7,6 +7,7 @@ import argparse
 from memvm.engine.config import EngineConfig, Synchronous
 from memvm.engine.guard_config import GuardPreset
 from memvm.engine.paging.tokens import SUPPORTED_ENCODINGS
+from memvm.server.cli.search_flags import add_search_arguments
 from memvm.server.settings import ToolProfile, Transport
 
 
@@ -110,6 +111,7 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="JSON object of guard settings that override the preset (e.g. polling_tools, tool_caps)",
     )
+    add_search_arguments(serve)
     serve.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 

@@ -25,6 +25,7 @@ from memvm.engine.paths import DatabasePathError, check_db_path, database_named
 from memvm.engine.settings_limits import SettingOutOfRange, UnusableSettings
 from memvm.engine.storage.open import failure_types, local_file, shown
 from memvm.server.app import build_server
+from memvm.server.cli.search_flags import search_settings
 from memvm.server.http import is_loopback
 from memvm.server.settings import ServerSettings, ToolProfile, Transport
 from memvm.server.tokens import TokenFileError, load_tokens
@@ -70,6 +71,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
                 read_only=args.read_only,
                 redact_secrets=not args.keep_secrets,
                 guards=_guards(args),
+                **search_settings(args),
             )
         ),
         tokens=load_tokens(args.tokens) if args.tokens else None,

@@ -2,6 +2,7 @@
 
     python tests/bench/retrieval.py --dataset locomo --data PATH/locomo_dev.json [--out FILE] [--limit N]
     python tests/bench/retrieval.py --dataset longmemeval --data PATH/longmemeval_s_dev.json.gz [--turns user]
+    python tests/bench/retrieval.py --dataset paraphrase [--data tests/bench/data/paraphrase_dev.json]
 
 Every turn is one page, written through memvm's own ingest path (speaker as the message name),
 into a fresh database per conversation (LoCoMo) or per question haystack (LongMemEval), at the
@@ -18,6 +19,13 @@ server started on loopback). LongMemEval indexes every turn by default; `--turns
 user's, its official protocol, and adds its own metric: recall_all@k over sessions (the ranked turns'
 sessions, each counted once where it first appears; 1 when every evidence session is among the
 first k).
+
+Search matches words and meaning (the sentence encoder; every page is embedded before the
+questions are asked). In process, each question's ranking is also taken by words alone (the
+search with meaning off) and by meaning alone (the nearest vectors), and the three are reported
+side by side: `lexical`, `semantic` and `fused` (what search_pages returns). `--dataset paraphrase`
+is the project's own set of facts asked for in words they do not contain, among distractors
+(tests/bench/data/paraphrase_dev.json): one page per fact and distractor, in one namespace.
 """
 
 import argparse
@@ -41,6 +49,7 @@ from mcp import Client
 from memvm.engine import Engine
 from memvm.engine.models.pages import Role
 from memvm.engine.models.writes import IngestMessage
+from memvm.engine.paging.search import WORDS_ONLY, search_pages
 from memvm.server.app import build_server
 from memvm.server.settings import ServerSettings, ToolProfile
 
@@ -50,6 +59,8 @@ SESSION_KS = (5, 10)
 MCP_DEPTH = 50  # search_pages returns at most 50 results
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 DEPTH = 100
+MODES = ("lexical", "semantic", "fused")
+PARAPHRASE = Path(__file__).parent / "data" / "paraphrase_dev.json"
 _EVIDENCE_ID = re.compile(r"D\d+:\d+")
 
 
@@ -153,6 +164,19 @@ def longmemeval(path: Path, user_turns_only: bool = False) -> Iterator[Haystack]
         yield haystack
 
 
+def paraphrase(path: Path) -> Iterator[Haystack]:
+    """The paraphrase set: every fact and distractor a page of one conversation; each question's
+    evidence is its fact."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    turns = [(fact["id"], Role.USER, "user", fact["text"]) for fact in data["facts"]]
+    turns += [(f"d{index}", Role.USER, "user", text) for index, text in enumerate(data["distractors"])]
+    haystack = Haystack(name="paraphrase", sessions=[("notes", turns)])
+    for fact in data["facts"]:
+        for question in fact["questions"]:
+            haystack.questions.append(Question(question, {fact["id"]}, "paraphrase", False))
+    yield haystack
+
+
 def _locomo_date(text: str) -> float:
     """LoCoMo's "1:56 pm on 8 May, 2023", local time."""
     return datetime.strptime(text, "%I:%M %p on %d %B, %Y").timestamp()
@@ -191,7 +215,12 @@ class Memory(Protocol):
         self, session: str, turns: list[tuple[str, Role, str, str]], at: float | None = None
     ) -> list[str]: ...
 
-    async def search(self, text: str, at: float | None = None) -> list[str]: ...
+    async def embedded(self) -> None:
+        """Once every page ingested has its vector."""
+
+    async def search(self, text: str, at: float | None = None) -> tuple[dict[str, list[str]], float]:
+        """The page ids found for `text`, best first, by mode (MODES; through MCP only fused),
+        and the milliseconds the fused search took (search_pages', as a client waits for it)."""
 
 
 class EngineMemory:
@@ -214,17 +243,49 @@ class EngineMemory:
         ]
         return (await self.engine.session(NS, session).ingest(messages=messages)).page_ids
 
-    async def search(self, text: str, at: float | None = None) -> list[str]:
+    async def embedded(self) -> None:
+        await self.engine.embed_waiting()
+
+    async def search(self, text: str, at: float | None = None) -> tuple[dict[str, list[str]], float]:
         self._at(at)
-        found = await self.engine.session(NS, "bench").search(query=text, limit=DEPTH)
-        return [hit.page_id for hit in found.results]
+        started = time.perf_counter()
+        fused = await self.engine.session(NS, "bench").search(query=text, limit=DEPTH)
+        millis = (time.perf_counter() - started) * 1000
+        engine = self.engine
+        async with engine.db.read(NS) as conn:
+            lexical = await search_pages(
+                conn,
+                namespace=NS,
+                viewer_session="bench",
+                query=text,
+                limit=DEPTH,
+                stemmer=engine.stemmer,
+                tuning=engine.config.search,
+                meaning=WORDS_ONLY,
+            )
+            semantic = await self._nearest(conn, text)
+        return {
+            "lexical": [hit.page_id for hit in lexical.results],
+            "semantic": semantic,
+            "fused": [hit.page_id for hit in fused.results],
+        }, millis
+
+    async def _nearest(self, conn: Any, text: str) -> list[str]:
+        vector = await self.engine.meaning.query_vector(text)
+        if vector is None:
+            return []
+        near = await self.engine.meaning.index.nearest(conn, NS, vector, DEPTH)
+        rowids = sorted(near, key=lambda rowid: -near[rowid])
+        ids = {row[0]: row[1] for row in await conn.all("SELECT rowid, page_id FROM pages")}
+        return [ids[rowid] for rowid in rowids if rowid in ids]
 
 
 class ClientMemory:
     """The server through the MCP client, on the server's own clock (`at` is not sent)."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, db: Path | str) -> None:
         self.client = client
+        self.db = db
 
     async def ingest(
         self, session: str, turns: list[tuple[str, Role, str, str]], at: float | None = None
@@ -235,9 +296,19 @@ class ClientMemory:
         ]
         return list((await self._call("ingest", messages=messages, session=session))["page_ids"])
 
-    async def search(self, text: str, at: float | None = None) -> list[str]:
+    async def embedded(self) -> None:
+        # The server embeds in the background; another engine on the database finishes it now.
+        engine = await Engine.open(self.db)
+        try:
+            await engine.embed_waiting()
+        finally:
+            await engine.close()
+
+    async def search(self, text: str, at: float | None = None) -> tuple[dict[str, list[str]], float]:
+        started = time.perf_counter()
         found = await self._call("search_pages", query=text, limit=MCP_DEPTH, session="bench")
-        return [hit["page_id"] for hit in found["results"]]
+        millis = (time.perf_counter() - started) * 1000
+        return {"fused": [hit["page_id"] for hit in found["results"]]}, millis
 
     async def _call(self, name: str, /, **arguments: Any) -> dict[str, Any]:
         result = await self.client.call_tool(name, arguments)
@@ -258,7 +329,7 @@ async def open_memory(via: str, db: Path | str) -> AsyncIterator[Memory]:
         return
     server = build_server(ServerSettings(db=str(db), tools=ToolProfile.ALL, namespace=NS))
     async with Client(server) as client:
-        yield ClientMemory(client)
+        yield ClientMemory(client, db)
 
 
 async def ingest_haystack(memory: Memory, haystack: Haystack) -> dict[str, str]:
@@ -285,14 +356,15 @@ def score(question: Question, ranked: list[str | None], millis: float) -> Score:
     )
 
 
-async def run_haystack(memory: Memory, haystack: Haystack) -> list[Score]:
+async def run_haystack(memory: Memory, haystack: Haystack) -> dict[str, list[Score]]:
+    """Each question's scores by mode, each with the fused search's time."""
     page_of = await ingest_haystack(memory, haystack)
-    scores = []
+    await memory.embedded()
+    scores: dict[str, list[Score]] = defaultdict(list)
     for question in haystack.questions:
-        started = time.perf_counter()
-        page_ids = await memory.search(question.text, question.asked_at)
-        millis = (time.perf_counter() - started) * 1000
-        scores.append(score(question, [page_of.get(page_id) for page_id in page_ids], millis))
+        ranked, millis = await memory.search(question.text, question.asked_at)
+        for mode, page_ids in ranked.items():
+            scores[mode].append(score(question, [page_of.get(page_id) for page_id in page_ids], millis))
     return scores
 
 
@@ -342,6 +414,19 @@ def report(dataset: str, scores: list[Score], elapsed: float) -> dict[str, Any]:
     return result
 
 
+def side_by_side(scores: dict[str, list[Score]]) -> dict[str, dict[str, Any]]:
+    """Words alone, meaning alone and both fused, over the questions counted, printed and returned."""
+    modes = {
+        mode: summarise([s for s in scores[mode] if not s.reported_apart]) for mode in MODES if mode in scores
+    }
+    print(f"\n{'by what matched':<34} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
+    for mode, row in modes.items():
+        print(
+            f"{mode:<34} {row['n']:>5} {row['R@1']:>6.3f} {row['R@5']:>6.3f} {row['R@10']:>6.3f} {row['MRR']:>6.3f}"
+        )
+    return modes
+
+
 def plot(result: dict[str, Any], path: Path) -> None:
     try:
         import matplotlib
@@ -371,14 +456,17 @@ def plot(result: dict[str, Any], path: Path) -> None:
     print(f"plot: {path}")
 
 
-async def measure(arguments: argparse.Namespace) -> tuple[list[Score], float]:
+async def measure(arguments: argparse.Namespace) -> tuple[dict[str, list[Score]], float]:
+    """Every question's scores by mode (MODES in process, fused alone through MCP), and the seconds."""
     if arguments.dataset == "locomo":
         haystacks = list(locomo(Path(arguments.data)))
+    elif arguments.dataset == "paraphrase":
+        haystacks = list(paraphrase(Path(arguments.data or PARAPHRASE)))
     else:
         haystacks = list(longmemeval(Path(arguments.data), user_turns_only=arguments.turns == "user"))
     haystacks = haystacks[: arguments.limit or None]
     started = time.perf_counter()
-    scores: list[Score] = []
+    scores: dict[str, list[Score]] = defaultdict(list)
     databases = None
     if arguments.db_url:
         from fresh_postgres import Databases
@@ -389,7 +477,8 @@ async def measure(arguments: argparse.Namespace) -> tuple[list[Score], float]:
             for index, haystack in enumerate(haystacks):
                 target = databases.fresh() if databases else Path(scratch) / f"haystack-{index}.db"
                 async with open_memory(arguments.via, target) as memory:
-                    scores.extend(await run_haystack(memory, haystack))
+                    for mode, found in (await run_haystack(memory, haystack)).items():
+                        scores[mode].extend(found)
     finally:
         if databases is not None:
             databases.close()
@@ -398,10 +487,13 @@ async def measure(arguments: argparse.Namespace) -> tuple[list[Score], float]:
 
 def main(argv: list[str]) -> None:
     arguments = parse(argv)
+    if arguments.data is None and arguments.dataset != "paraphrase":
+        raise SystemExit(f"--data is required for {arguments.dataset}")
     scores, elapsed = anyio.run(measure, arguments)
     backend = "postgresql" if arguments.db_url else "sqlite"
     turns = " (user turns)" if arguments.turns == "user" else ""
-    result = report(f"{arguments.dataset}{turns} via {arguments.via} on {backend}", scores, elapsed)
+    result = report(f"{arguments.dataset}{turns} via {arguments.via} on {backend}", scores["fused"], elapsed)
+    result["modes"] = side_by_side(scores)
     name = arguments.dataset + ("-user-turns" if arguments.turns == "user" else "")
     out = Path(arguments.out or Path(__file__).parent / "out" / f"retrieval-{name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -421,8 +513,10 @@ def main(argv: list[str]) -> None:
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", choices=["locomo", "longmemeval"], required=True)
-    parser.add_argument("--data", required=True, help="path to the dataset file (read in place)")
+    parser.add_argument("--dataset", choices=["locomo", "longmemeval", "paraphrase"], required=True)
+    parser.add_argument(
+        "--data", help="path to the dataset file (read in place); the paraphrase set's is the project's own"
+    )
     parser.add_argument(
         "--out",
         help="JSON result file (default tests/bench/out/retrieval-<dataset>.json); the plot beside it",

@@ -70,7 +70,7 @@ async def test_a_desktop_host_gets_no_working_set_field_in_any_reply(connect):
     }
     assert fault["content"] == "The boiler is serviced every March." and fault["level"] == 0
     assert (fault["mapped"], fault["already_mapped"], fault["faults_left"]) == (True, False, 2)
-    assert set(found) == {"results", "total_pages", "message"}
+    assert set(found) == {"results", "total_pages", "message", "note"}
     assert [hit["page_id"] for hit in found["results"]] == ["boiler"]
     assert not HIT_FIELDS & set(found["results"][0])
     assert set(stored) == {"page_id", "created", "tokens", "version", "expires_at", "redacted"}

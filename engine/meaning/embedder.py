@@ -1,0 +1,90 @@
+"""Embedding the pages that wait for a vector: in batches, off the event loop and off the write lock.
+
+A batch is read in one read transaction, embedded on a worker thread with no transaction open, and
+stored in one short write transaction per namespace, which keeps a vector only if its page's text
+did not change meanwhile (vector_store.store). Writers never wait for the model: a page is
+searchable by words from its write, and by meaning once its batch is stored.
+
+`keep_embedding` runs for the life of a serving process (memvm serve, the hooks' background
+process, memvm ui), waking every second to look for new pages (they may come from another process
+on the same database); `embed_waiting` does all that waits at once (`memvm embed`).
+"""
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+
+import anyio
+import anyio.lowlevel
+import numpy as np
+from memvm.engine.errors import StorageError
+from memvm.engine.meaning.meaning import Meaning
+from memvm.engine.meaning.vector_store import Waiting, progress, requeue_other_models, store, waiting
+from memvm.engine.storage.api import Database
+
+logger = logging.getLogger("memvm.meaning")
+
+BATCH = 32
+_IDLE_SECONDS = 1.0
+_BACKOFF_SECONDS = (5.0, 30.0, 120.0)
+
+
+async def embed_batch(db: Database, meaning: Meaning, batch: int = BATCH) -> int:
+    """Embed one batch of the pages that wait; how many waited (0: none left, or meaning is off)."""
+    encoder = await meaning.encoder()
+    if encoder is None:
+        return 0
+    async with db.read(None) as conn:
+        pages = await waiting(conn, batch)
+    if not pages:
+        return 0
+    # Similar lengths together: a batch is padded to its longest text.
+    pages.sort(key=lambda page: len(page.text))
+    vectors = await anyio.to_thread.run_sync(encoder.embed, [page.text for page in pages])
+    by_namespace: dict[str, list[tuple[Waiting, bytes]]] = defaultdict(list)
+    for page, vector in zip(pages, vectors, strict=True):
+        by_namespace[page.namespace].append((page, np.ascontiguousarray(vector, dtype=np.float32).tobytes()))
+    for namespace, made in by_namespace.items():
+        async with db.write(namespace) as conn:
+            await store(conn, meaning.model_id, made)
+    return len(pages)
+
+
+async def embed_waiting(
+    db: Database, meaning: Meaning, *, on_progress: Callable[[int, int], None] | None = None
+) -> int:
+    """Embed every page that waits, batch after batch; how many were embedded. `on_progress(done,
+    waiting)` is called after each batch."""
+    async with db.write(None) as conn:
+        await requeue_other_models(conn, meaning.model_id)
+    done = 0
+    while count := await embed_batch(db, meaning):
+        done += count
+        if on_progress is not None:
+            async with db.read(None) as conn:
+                on_progress(*await progress(conn, meaning.model_id))
+    return done
+
+
+async def keep_embedding(db: Database, meaning: Meaning) -> None:
+    """Embed pages as they come, until cancelled. A failure (a full disk, a lost server) is logged
+    and tried again later; it never ends the process that runs this."""
+    if await meaning.encoder() is None:
+        return
+    failures = 0
+    requeued = False
+    while True:
+        try:
+            if not requeued:
+                async with db.write(None) as conn:
+                    await requeue_other_models(conn, meaning.model_id)
+                requeued = True
+            while await embed_batch(db, meaning):
+                await anyio.lowlevel.checkpoint()  # let the process's own requests in between batches
+            failures = 0
+            await anyio.sleep(_IDLE_SECONDS)
+        except (StorageError, OSError) as exc:
+            pause = _BACKOFF_SECONDS[min(failures, len(_BACKOFF_SECONDS) - 1)]
+            failures += 1
+            logger.warning("embedding pages paused for %.0f s: %s", pause, exc)
+            await anyio.sleep(pause)

@@ -1,0 +1,68 @@
+"""Search by meaning for one engine: whether it is on, the encoder (loaded once per process, when
+first needed, off the event loop), the in-process copies of the vectors, and why it is off when
+it is.
+
+When the model's files are missing or fail their digest, `unavailable` says so in one line, and
+every search goes on by words alone: the tools, `memvm doctor` and the hooks repeat that line.
+"""
+
+import logging
+
+import anyio
+import numpy as np
+import numpy.typing as npt
+from memvm.engine.meaning.encoder import Encoder, Vectors, load
+from memvm.engine.meaning.model_files import MODEL_ID, ModelUnavailable, locate
+from memvm.engine.meaning.vector_index import VectorIndex
+
+logger = logging.getLogger("memvm.meaning")
+
+OFF_BY_SETTING = "search by meaning is off (--search lexical)"
+
+
+class Meaning:
+    def __init__(self, *, enabled: bool, model_folder: str | None) -> None:
+        self.enabled = enabled
+        self.model_id = MODEL_ID
+        self.index = VectorIndex(MODEL_ID)
+        self._folder = model_folder
+        self._encoder: Encoder | None = None
+        self._unavailable: str | None = None
+        self._loading = anyio.Lock()
+
+    @property
+    def why_off(self) -> str | None:
+        """Why searches match words alone, in one line; None while meaning is on (or not yet tried)."""
+        if not self.enabled:
+            return OFF_BY_SETTING
+        return self._unavailable
+
+    async def encoder(self) -> Encoder | None:
+        """The loaded encoder, or None when search by meaning is off or cannot run (see why_off)."""
+        if not self.enabled or self._unavailable is not None:
+            return None
+        if self._encoder is None:
+            async with self._loading:
+                if self._encoder is None and self._unavailable is None:
+                    try:
+                        self._encoder = await anyio.to_thread.run_sync(lambda: load(locate(self._folder)))
+                    except ModelUnavailable as exc:
+                        self._unavailable = f"search matches words only: {exc}"
+                        logger.warning("%s", self._unavailable)
+                    except Exception:  # a runtime that cannot load it (a broken install)
+                        self._unavailable = (
+                            "search matches words only: the embedding model could not be loaded"
+                        )
+                        logger.exception("%s", self._unavailable)
+        return self._encoder
+
+    async def embed(self, texts: list[str]) -> Vectors | None:
+        """The texts' vectors, computed off the event loop; None when meaning is off."""
+        encoder = await self.encoder()
+        if encoder is None:
+            return None
+        return await anyio.to_thread.run_sync(encoder.embed, texts)
+
+    async def query_vector(self, query: str) -> npt.NDArray[np.float32] | None:
+        vectors = await self.embed([query])
+        return None if vectors is None else vectors[0]
