@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import anyio
 from memvm.engine.guard_scope import GuardScope
 from memvm.engine.models.pages import Level, Modality, NewPage, Page, PageType
 from memvm.engine.models.procedures import OutcomeResult, ProceduralKnowledge, ToolOutcome
@@ -191,25 +192,30 @@ class SessionScope(NamespaceScope, GuardScope):
         scope: SearchScope = SearchScope.ALL,
         pinned_only: bool = False,
     ) -> SearchResult:
-        # The query's vector first, off the event loop and outside the read transaction.
+        # The query is embedded on a thread while the words are scored; search_pages waits for its
+        # vector only once it needs it.
         meaning = self.engine.meaning
-        asked = await meaning.query_vector(query) if query.strip() else None
-        async with self.engine.db.read(self.namespace) as conn:
-            return await search_pages(
-                conn,
-                meaning=SemanticQuery(asked, meaning.index, meaning.why_off),
-                namespace=self.namespace,
-                viewer_session=self.session,
-                query=query,
-                limit=limit,
-                page_type=page_type,
-                modality=modality,
-                only_session=self.session if scope is SearchScope.SESSION else None,
-                pinned_only=pinned_only,
-                project=self.project,
-                tuning=self.engine.config.search,
-                stemmer=self.engine.stemmer,
-            )
+        asked = meaning.later(query)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(asked.compute)
+            async with self.engine.db.read(self.namespace) as conn:
+                found = await search_pages(
+                    conn,
+                    meaning=SemanticQuery(asked.get, meaning.index),
+                    namespace=self.namespace,
+                    viewer_session=self.session,
+                    query=query,
+                    limit=limit,
+                    page_type=page_type,
+                    modality=modality,
+                    only_session=self.session if scope is SearchScope.SESSION else None,
+                    pinned_only=pinned_only,
+                    project=self.project,
+                    tuning=self.engine.config.search,
+                    stemmer=self.engine.stemmer,
+                )
+        found.note = meaning.why_off
+        return found
 
     async def begin_turn(self) -> TurnResult:
         async with self.engine.db.write(self.namespace) as conn:

@@ -35,7 +35,12 @@ def answer_here(args: argparse.Namespace, db: str, raw: bytes) -> HookReply:
     async def opened() -> AsyncIterator[Engine]:
         if (file := local_file(db)) is not None:
             check_db_path(file, create_folder=True)
-        engine = await Engine.open(db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms)))
+        # Words alone: loading the sentence encoder would double the wait of a prompt answered in
+        # its own process. The background process it starts keeps the encoder loaded, and recalls
+        # by meaning from the next event on.
+        engine = await Engine.open(
+            db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms), semantic_search=False)
+        )
         try:
             yield engine
         finally:

@@ -64,5 +64,29 @@ class Meaning:
         return await anyio.to_thread.run_sync(encoder.embed, texts)
 
     async def query_vector(self, query: str) -> npt.NDArray[np.float32] | None:
-        vectors = await self.embed([query])
+        vectors = await self.embed([query]) if query.strip() else None
         return None if vectors is None else vectors[0]
+
+    def later(self, query: str) -> "QueryVector":
+        return QueryVector(self, query)
+
+
+class QueryVector:
+    """A query's vector, computed by `compute` (in a task of its own, so that other work goes on
+    meanwhile) and awaited by `get`; None when there is none (see Meaning.query_vector)."""
+
+    def __init__(self, meaning: Meaning, query: str) -> None:
+        self._meaning = meaning
+        self._query = query
+        self._vector: npt.NDArray[np.float32] | None = None
+        self._done = anyio.Event()
+
+    async def compute(self) -> None:
+        try:
+            self._vector = await self._meaning.query_vector(self._query)
+        finally:
+            self._done.set()
+
+    async def get(self) -> npt.NDArray[np.float32] | None:
+        await self._done.wait()
+        return self._vector

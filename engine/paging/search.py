@@ -13,6 +13,7 @@ scores must not move when another tenant writes, or they would tell it what the 
 import math
 import re
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -172,16 +173,20 @@ WHERE p.namespace = :namespace AND p.page_id IN ({{marks}}) {{filters}}
 
 @dataclass(frozen=True)
 class SemanticQuery:
-    """The meaning side of a search: the query's vector (None when search by meaning is off, the
-    model cannot run, or there is nothing to embed), the namespace vectors' copies, and why it
-    is off when it is (said to the reader in one line)."""
+    """The meaning side of a search: how to get the query's vector (awaited once the words are
+    scored, so that embedding the query and reading the index overlap; it gives None when search
+    by meaning is off, the model cannot run, or there is nothing to embed), and the copies of the
+    namespace's vectors."""
 
-    vector: Any  # a unit float32 vector from meaning.encoder, or None
+    vector: Callable[[], Awaitable[Any]]  # a unit float32 vector from meaning.encoder, or None
     index: "VectorIndex | None"
-    why_off: str | None
 
 
-WORDS_ONLY = SemanticQuery(None, None, None)
+async def _no_vector() -> None:
+    return None
+
+
+WORDS_ONLY = SemanticQuery(_no_vector, None)
 
 # Which of the pages found by meaning a reader may see: live, and through the search's filters.
 _ADMITTED = template(
@@ -278,28 +283,31 @@ async def search_pages(
                     conn, namespace, weights, stemmer, (pages, chars, whole_file), asked, tuning
                 )
     by_meaning: dict[int, float] = {}
-    if meaning.vector is not None and meaning.index is not None and len(hits) < limit:
-        by_meaning = await _nearest(conn, namespace, meaning, filters, frozenset(gone.values()), tuning)
+    vector = await meaning.vector()
+    if vector is not None and meaning.index is not None and len(hits) < limit:
+        by_meaning = await _nearest(
+            conn, namespace, (vector, meaning.index), filters, frozenset(gone.values()), tuning
+        )
     scores, evidence = fuse(by_words, by_meaning, tuning, words_ideal=ideal)
     if scores:
         words = _Words(terms, stemmer.stems(terms), stemmer)
         hits += await _dressed(conn, (scores, evidence), hits, viewer_session, words, limit, project)
     results = hits[:limit]
-    message = None if results else _nothing_found(pages, terms, filters, meaning)
-    return SearchResult(results=results, total_pages=pages - len(gone), message=message, note=meaning.why_off)
+    message = None if results else _nothing_found(pages, terms, filters, by_meaning=vector is not None)
+    return SearchResult(results=results, total_pages=pages - len(gone), message=message)
 
 
 async def _nearest(
     conn: Reads,
     namespace: str,
-    semantic: SemanticQuery,
+    asked: "tuple[Any, VectorIndex]",
     filters: "_Filters",
     gone: frozenset[int],
     tuning: SearchTuning,
 ) -> dict[int, float]:
-    """The pages nearest the query by meaning that the reader may see: rowid -> cosine."""
-    assert semantic.index is not None
-    near = await semantic.index.nearest(conn, namespace, semantic.vector, tuning.meaning_depth)
+    """The pages nearest the query's vector by meaning that the reader may see: rowid -> cosine."""
+    vector, index = asked
+    near = await index.nearest(conn, namespace, vector, tuning.meaning_depth)
     near = {rowid: cosine for rowid, cosine in near.items() if rowid not in gone}
     if not near:
         return {}
@@ -426,7 +434,7 @@ async def _feedback(
     return {surface[stem]: tuning.feedback_weight * weighed[stem] / heaviest for stem in chosen}
 
 
-def _nothing_found(pages: int, terms: list[str], filters: _Filters, meaning: SemanticQuery) -> str:
+def _nothing_found(pages: int, terms: list[str], filters: _Filters, *, by_meaning: bool) -> str:
     """Why a search found nothing, in words, with what to try next: never a bare empty list."""
     if pages == 0:
         return "Nothing is stored in this memory yet, so there is nothing to find."
@@ -434,7 +442,7 @@ def _nothing_found(pages: int, terms: list[str], filters: _Filters, meaning: Sem
         return (
             "The query has no word to search for (only common words such as 'what' or 'the', or "
             "none at all)"
-            + (", and nothing stored stands out by its meaning" if meaning.vector is not None else "")
+            + (", and nothing stored stands out by its meaning" if by_meaning else "")
             + ": ask with words the page itself would contain, or a page id."
         )
     narrowed = (
@@ -447,7 +455,7 @@ def _nothing_found(pages: int, terms: list[str], filters: _Filters, meaning: Sem
         + (["pinned only"] if filters.pinned_only else [])
     )
     widen = f" Drop {' and '.join(narrowed)} to search everything." if narrowed else ""
-    matched = "these words or their meaning" if meaning.vector is not None else "these words"
+    matched = "these words or their meaning" if by_meaning else "these words"
     return (
         f"No page matches {matched} among the {pages} stored.{widen} Try other words (a synonym, "
         "a name, a date or a place), fewer words, or read the manifest to see what is stored; "
