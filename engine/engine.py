@@ -75,6 +75,8 @@ class Engine:
 
     async def close(self) -> None:
         await self.stop_embedding()
+        if "meaning" in self.__dict__:  # made only when first asked for
+            self.meaning.close()
         await self.db.close()
         self.stemmer.close()
 

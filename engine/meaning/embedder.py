@@ -7,10 +7,14 @@ searchable by words from its write, and by meaning once its batch is stored.
 
 `keep_embedding` runs for the life of a serving process (memvm serve, the hooks' background
 process, memvm ui), waking every second to look for new pages (they may come from another process
-on the same database); `embed_waiting` does all that waits at once (`memvm embed`).
+on the same database). It embeds on a thread of lower priority than the process's requests, and
+while pages keep arriving it waits for a pause (up to a few seconds), so that a bulk ingest runs
+at nearly the speed it has without the encoder (tests/bench/ingest_meaning.py). `embed_waiting`
+does all that waits at once (`memvm embed`).
 """
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -19,20 +23,30 @@ import anyio.lowlevel
 import numpy as np
 from memvm.engine.errors import StorageError
 from memvm.engine.meaning.meaning import Meaning
-from memvm.engine.meaning.vector_store import Waiting, progress, requeue_other_models, store, waiting
+from memvm.engine.meaning.vector_store import (
+    Waiting,
+    newest_waiting,
+    progress,
+    requeue_other_models,
+    store,
+    waiting,
+)
 from memvm.engine.storage.api import Database
 
 logger = logging.getLogger("memvm.meaning")
 
 BATCH = 32
 _IDLE_SECONDS = 1.0
+# Pages that arrived less than this long ago mean a writer is busy: embedding waits for a pause...
+_QUIET_SECONDS = 0.3
+# ...but never longer than this, so that a memory written to without pause is embedded too.
+_MOST_DEFERRED = 5.0
 _BACKOFF_SECONDS = (5.0, 30.0, 120.0)
 
 
 async def embed_batch(db: Database, meaning: Meaning, batch: int = BATCH) -> int:
     """Embed one batch of the pages that wait; how many waited (0: none left, or meaning is off)."""
-    encoder = await meaning.encoder()
-    if encoder is None:
+    if await meaning.encoder() is None:
         return 0
     async with db.read(None) as conn:
         pages = await waiting(conn, batch)
@@ -40,7 +54,9 @@ async def embed_batch(db: Database, meaning: Meaning, batch: int = BATCH) -> int
         return 0
     # Similar lengths together: a batch is padded to its longest text.
     pages.sort(key=lambda page: len(page.text))
-    vectors = await anyio.to_thread.run_sync(encoder.embed, [page.text for page in pages])
+    vectors = await meaning.embed_in_background([page.text for page in pages])
+    if vectors is None:
+        return 0
     by_namespace: dict[str, list[tuple[Waiting, bytes]]] = defaultdict(list)
     for page, vector in zip(pages, vectors, strict=True):
         by_namespace[page.namespace].append((page, np.ascontiguousarray(vector, dtype=np.float32).tobytes()))
@@ -67,24 +83,63 @@ async def embed_waiting(
 
 
 async def keep_embedding(db: Database, meaning: Meaning) -> None:
-    """Embed pages as they come, until cancelled. A failure (a full disk, a lost server) is logged
-    and tried again later; it never ends the process that runs this."""
+    """Embed pages as they come, until cancelled. While pages keep arriving (a bulk ingest, an
+    import) it waits for a pause, up to `_MOST_DEFERRED` seconds, so that writers have the
+    machine. A failure (a full disk, a lost server) is logged and tried again later; it never ends
+    the process that runs this."""
     if await meaning.encoder() is None:
         return
     failures = 0
     requeued = False
+    arrivals = _Arrivals()
     while True:
         try:
             if not requeued:
                 async with db.write(None) as conn:
                     await requeue_other_models(conn, meaning.model_id)
                 requeued = True
-            while await embed_batch(db, meaning):
+            while True:
+                async with db.read(None) as conn:
+                    newest = await newest_waiting(conn)
+                if newest is None:
+                    break
+                if arrivals.busy(newest):
+                    await anyio.sleep(_QUIET_SECONDS)
+                    continue
+                if not await embed_batch(db, meaning):
+                    break
                 await anyio.lowlevel.checkpoint()  # let the process's own requests in between batches
             failures = 0
             await anyio.sleep(_IDLE_SECONDS)
-        except (StorageError, OSError) as exc:
+        except Exception as exc:  # never the end of the process: logged, and tried again later
             pause = _BACKOFF_SECONDS[min(failures, len(_BACKOFF_SECONDS) - 1)]
             failures += 1
-            logger.warning("embedding pages paused for %.0f s: %s", pause, exc)
+            if isinstance(exc, (StorageError, OSError)):
+                logger.warning("embedding pages paused for %.0f s: %s", pause, exc)
+            else:
+                logger.exception("embedding pages paused for %.0f s", pause)
             await anyio.sleep(pause)
+
+
+class _Arrivals:
+    """Whether pages are still arriving: the newest page waiting changed less than
+    _QUIET_SECONDS ago, and embedding has not been put off for _MOST_DEFERRED seconds already."""
+
+    def __init__(self) -> None:
+        self._newest: int | None = None
+        self._changed = 0.0
+        self._deferred_since: float | None = None
+
+    def busy(self, newest: int) -> bool:
+        now = time.monotonic()
+        if newest != self._newest:
+            self._newest, self._changed = newest, now
+        if now - self._changed >= _QUIET_SECONDS:
+            self._deferred_since = None
+            return False
+        if self._deferred_since is None:
+            self._deferred_since = now
+        if now - self._deferred_since >= _MOST_DEFERRED:
+            self._deferred_since = now  # one batch now, then wait again
+            return False
+        return True

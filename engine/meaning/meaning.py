@@ -6,7 +6,12 @@ When the model's files are missing or fail their digest, `unavailable` says so i
 every search goes on by words alone: the tools, `memvm doctor` and the hooks repeat that line.
 """
 
+import asyncio
+import contextlib
 import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import numpy as np
@@ -29,6 +34,11 @@ class Meaning:
         self._encoder: Encoder | None = None
         self._unavailable: str | None = None
         self._loading = anyio.Lock()
+        # Pages are embedded on a thread of their own, at a lower priority than the threads that
+        # answer requests: a busy machine serves first and embeds with what is left.
+        self._background = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="memvm-embed", initializer=_lower_priority
+        )
 
     @property
     def why_off(self) -> str | None:
@@ -63,6 +73,16 @@ class Meaning:
             return None
         return await anyio.to_thread.run_sync(encoder.embed, texts)
 
+    async def embed_in_background(self, texts: list[str]) -> Vectors | None:
+        """The texts' vectors, computed on the background thread; None when meaning is off."""
+        encoder = await self.encoder()
+        if encoder is None:
+            return None
+        return await asyncio.get_running_loop().run_in_executor(self._background, encoder.embed, texts)
+
+    def close(self) -> None:
+        self._background.shutdown(wait=False, cancel_futures=True)
+
     async def query_vector(self, query: str) -> npt.NDArray[np.float32] | None:
         vectors = await self.embed([query]) if query.strip() else None
         return None if vectors is None else vectors[0]
@@ -90,3 +110,10 @@ class QueryVector:
     async def get(self) -> npt.NDArray[np.float32] | None:
         await self._done.wait()
         return self._vector
+
+
+def _lower_priority() -> None:
+    """Lower this thread's scheduling priority, where the system lets a thread have its own."""
+    # Not Linux, or not allowed: the thread runs as it is.
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)

@@ -18,6 +18,8 @@ ORDER BY q.page_rowid DESC
 LIMIT :batch""",
 )
 
+_NEWEST_WAITING = statement("meaning.newest waiting", "SELECT max(page_rowid) FROM pages_to_embed")
+
 # A vector is stored only if the page's text is still the one it was made of (its generation has
 # not moved since it was read), and then the page stops waiting.
 _STILL_WAITING = (
@@ -81,6 +83,11 @@ class Waiting:
 async def waiting(conn: Reads, batch: int) -> list[Waiting]:
     rows = await conn.all(_WAITING, batch=batch)
     return [Waiting(int(r[0]), str(r[1]), int(r[2]), str(r[3])) for r in rows]
+
+
+async def newest_waiting(conn: Reads) -> int | None:
+    row = await conn.one(_NEWEST_WAITING)
+    return None if row is None or row[0] is None else int(row[0])
 
 
 async def store(conn: Writes, model: str, made: Sequence[tuple[Waiting, bytes]]) -> None:

@@ -35,11 +35,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _embed(named: str, model_folder: str | None) -> int:
+    import anyio
     from memvm.engine import Engine, EngineConfig
     from memvm.engine.errors import MemvmError
     from memvm.engine.meaning.embedder import embed_waiting
+    from memvm.engine.meaning.model_files import why_unavailable
     from memvm.engine.storage.open import shown
 
+    if (why := await anyio.to_thread.run_sync(why_unavailable, model_folder)) is not None:
+        print(f"memvm: search by meaning cannot run: {why}", file=sys.stderr)
+        return 2
     try:
         engine = await Engine.open(named, EngineConfig(embedding_model=model_folder))
     except MemvmError as exc:

@@ -137,6 +137,46 @@ def test_search_scale_reports_its_times_and_agreement_with_exact_ranking(tmp_pat
     assert (tmp_path / "search-300.filled").exists()
 
 
+def test_meaning_scale_times_search_with_meaning_beside_words_alone(tmp_path):
+    out = bench("meaning_scale.py", "--pages", 300, "--samples", 10, "--dir", tmp_path)
+    assert lines(r"300 pages in one namespace, 10 searches at limit 10", out), out
+    for name in ("by words alone", "words and meaning"):
+        assert lines(rf"  {name}: +p50 {NUM} ms  p95 {NUM} ms", out), out
+    assert lines(rf"  p95 ratio: +{NUM}", out), out
+    assert lines(rf"  first search with meaning \(vectors read into memory\): {NUM} ms", out), out
+
+
+def test_ingest_meaning_times_ingest_while_the_server_embeds_against_lexical():
+    out = bench("ingest_meaning.py", "--pages", 100, "--rounds", 1)
+    assert lines(r"ingest over MCP \(stdio\), 100 pages a round, 1 rounds, 50 messages a call", out), out
+    assert lines(rf"  --search lexical \(no encoder\): +{NUM} pages/s", out), out
+    assert lines(rf"  as installed \(embedding beside\): {NUM} pages/s", out), out
+    assert lines(rf"  slowdown: {NUM}x", out), out
+    assert lines(rf"  every page searchable by meaning {NUM} s after the last write", out), out
+
+
+def test_retrieval_reports_the_paraphrase_set_by_words_by_meaning_and_fused(tmp_path):
+    out = bench("retrieval.py", "--dataset", "paraphrase", "--out", tmp_path / "paraphrase.json")
+    for mode in ("lexical", "semantic", "fused"):
+        assert lines(rf"{mode} +120( +{NUM}){{4}}", out), out
+    modes = json.loads((tmp_path / "paraphrase.json").read_text())["modes"]
+    # The set's questions share no word with their facts: words alone find none of them.
+    assert modes["lexical"]["R@10"] == 0 and modes["semantic"]["R@5"] > 0.5
+
+
+@NEEDS_DATA
+def test_fusion_tuning_cross_validates_on_a_sample(tmp_path):
+    out = bench(
+        "fusion_tuning.py",
+        *("--locomo", LOCOMO, "--longmemeval", ORACLE, "--limit", 2, "--questions", 3),
+        *("--out", tmp_path / "fusion.json"),
+    )
+    for dataset in ("paraphrase", "LoCoMo", "LongMemEval_S"):
+        for row in ("lexical", "semantic", "fused, held out", r"fused, the defaults \(development\)"):
+            assert lines(rf"{dataset} {row} +{RECALL} +{RECALL} +{RECALL}", out), out
+    assert len(json.loads((tmp_path / "fusion.json").read_text())["chosen_per_fold"]) == 5
+
+
 def test_forget_scale_forgets_beside_a_writer_and_reports_what_it_waited(backend, tmp_path, request):
     # On PostgreSQL it fills an empty database of its own, where SQLite copies search_scale's file.
     on_postgres = []

@@ -3,10 +3,11 @@ error the model can act on, loses nothing committed, and clears once the cause i
 
 import sqlite3
 
+import anyio
 import pytest
 from memvm.engine.config import EngineConfig
 
-from tests.conftest import stored_state, write_lock_held
+from tests.conftest import db_rows, stored_state, write_lock_held
 from tests.server.conftest import call, call_error, read
 
 pytestmark = pytest.mark.anyio
@@ -68,11 +69,22 @@ async def test_a_file_already_over_the_cap_opens_serves_reads_and_reuses_what_fo
     assert pages * page_size <= over
 
 
+async def embedded(db_url: str) -> None:
+    for _ in range(600):
+        if db_rows(db_url, "SELECT count(*) FROM pages_to_embed")[0][0] == 0:
+            return
+        await anyio.sleep(0.1)
+    raise AssertionError("the server embedded nothing in a minute")
+
+
 async def test_a_lock_held_by_another_process_is_a_retry_error_and_reads_go_on(
     connect, db_url, report_figure
 ):
     async with connect(engine=EngineConfig(busy_timeout_ms=100)) as client:
         before = await call(client, "remember", content="the boiler was serviced in March", key="boiler")
+        # The server stores the page's vector in the background: let it, before the lock is taken
+        # in this process (the lock holder blocks this event loop, which the server runs in too).
+        await embedded(db_url)
         with write_lock_held(db_url):
             message = await call_error(client, "remember", content="this waits on the lock")
             found = await call(client, "search_pages", query="boiler serviced")
