@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 from memvm.engine.guard_scope import GuardScope
+from memvm.engine.meaning.model_files import OFF_BY_SETTING
 from memvm.engine.models.pages import Level, Modality, NewPage, Page, PageType
 from memvm.engine.models.procedures import OutcomeResult, ProceduralKnowledge, ToolOutcome
 from memvm.engine.models.recall import SearchResult, SearchScope, StandingNote, TranscriptText
@@ -35,7 +36,7 @@ from memvm.engine.paging.history import (
 from memvm.engine.paging.history_write import HistoryMessage, HistoryWritten, write_history
 from memvm.engine.paging.manifest_pages import available_pages, namespace_counts
 from memvm.engine.paging.pages import page_seen_from
-from memvm.engine.paging.search import SemanticQuery, search_pages
+from memvm.engine.paging.search import WORDS_ONLY, SemanticQuery, search_pages
 from memvm.engine.paging.versions import versions_of
 from memvm.engine.paging.working_set import view_entries
 from memvm.engine.procedures import outcomes
@@ -192,28 +193,38 @@ class SessionScope(NamespaceScope, GuardScope):
         scope: SearchScope = SearchScope.ALL,
         pinned_only: bool = False,
     ) -> SearchResult:
+        async def searched(conn: Reads, meaning: SemanticQuery) -> SearchResult:
+            return await search_pages(
+                conn,
+                meaning=meaning,
+                namespace=self.namespace,
+                viewer_session=self.session,
+                query=query,
+                limit=limit,
+                page_type=page_type,
+                modality=modality,
+                only_session=self.session if scope is SearchScope.SESSION else None,
+                pinned_only=pinned_only,
+                project=self.project,
+                tuning=self.engine.config.search,
+                stemmer=self.engine.stemmer,
+            )
+
+        if not self.engine.config.semantic_search:
+            # Words alone, without importing the encoder's runtime (a hook answered in its own
+            # process searches this way).
+            async with self.engine.db.read(self.namespace) as conn:
+                found = await searched(conn, WORDS_ONLY)
+            found.note = OFF_BY_SETTING
+            return found
         # The query is embedded on a thread while the words are scored; search_pages waits for its
         # vector only once it needs it.
         meaning = self.engine.meaning
-        asked = meaning.later(query)
+        vector = meaning.later(query)
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(asked.compute)
+            tasks.start_soon(vector.compute)
             async with self.engine.db.read(self.namespace) as conn:
-                found = await search_pages(
-                    conn,
-                    meaning=SemanticQuery(asked.get, meaning.index),
-                    namespace=self.namespace,
-                    viewer_session=self.session,
-                    query=query,
-                    limit=limit,
-                    page_type=page_type,
-                    modality=modality,
-                    only_session=self.session if scope is SearchScope.SESSION else None,
-                    pinned_only=pinned_only,
-                    project=self.project,
-                    tuning=self.engine.config.search,
-                    stemmer=self.engine.stemmer,
-                )
+                found = await searched(conn, SemanticQuery(vector.get, meaning.index))
         found.note = meaning.why_off
         return found
 

@@ -135,8 +135,10 @@ async def _serve(args: argparse.Namespace) -> None:
     if (file := local_file(db)) is not None:
         check_db_path(file, create_folder=True)
     engine = await Engine.open(db, EngineConfig(busy_timeout_ms=max(0, args.wait_ms)))
-    # The sentence encoder loads here, once, and stays warm for every prompt's recall; pages the
-    # hooks capture get their vectors while the process lives.
+    # The sentence encoder loads here, once, before the socket is there to be asked (until then
+    # events are answered in their own process), and stays warm for every prompt's recall; pages
+    # the hooks capture get their vectors while the process lives.
+    await engine.meaning.encoder()
     engine.start_embedding()
     socket = Path(args.socket)
     ours: tuple[int, int] | None = None

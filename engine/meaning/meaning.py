@@ -17,12 +17,10 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 from memvm.engine.meaning.encoder import Encoder, Vectors, load
-from memvm.engine.meaning.model_files import MODEL_ID, ModelUnavailable, locate
+from memvm.engine.meaning.model_files import MODEL_ID, OFF_BY_SETTING, ModelUnavailable, locate
 from memvm.engine.meaning.vector_index import VectorIndex
 
 logger = logging.getLogger("memvm.meaning")
-
-OFF_BY_SETTING = "search by meaning is off (--search lexical)"
 
 
 class Meaning:

@@ -23,6 +23,8 @@ SHIPPED_TOKENIZER = Path(__file__).with_name("tokenizer.json")
 
 # Stored with every vector: a vector made by another model (or another file of it) is made again.
 MODEL_ID = f"all-MiniLM-L6-v2-int8:{WEIGHTS_SHA256[:12]}"
+# What a search says when meaning is off by the server's setting.
+OFF_BY_SETTING = "search by meaning is off (--search lexical)"
 DIMENSIONS = 384
 
 
