@@ -78,9 +78,9 @@ class SearchTuning:
     meaning_depth: int = within(100, low=10, high=1_000)
     meaning_threshold: float = within(2.5, low=0.0, high=10.0)
     meaning_weight: float = within(1.0, low=0.0, high=10.0)
-    meaning_weight_covered: float = within(0.25, low=0.0, high=10.0)
-    covered_from: float = within(0.5, low=0.0, high=5.0)
-    covered_at: float = within(0.8, low=0.0, high=5.0)
+    meaning_weight_covered: float = within(0.0, low=0.0, high=10.0)
+    covered_from: float = within(0.7, low=0.0, high=5.0)
+    covered_at: float = within(1.0, low=0.0, high=5.0)
     meaning_bonus: float = within(0.05, low=0.0, high=2.0)
 
     def __post_init__(self) -> None:

@@ -340,17 +340,6 @@ def test_retrieval_ideas_cross_validates_every_idea_on_a_sample(tmp_path):
     }
 
 
-@NEEDS_DATA
-def test_retrieval_dense_weighs_a_bag_of_words_in_place_of_a_model():
-    out = bench(
-        "retrieval_dense.py",
-        *("--locomo", LOCOMO, "--longmemeval", ORACLE, "--limit", 2, "--questions", 3, "--model", "words"),
-    )
-    for dataset in ("LoCoMo", "LongMemEval_S"):
-        assert lines(rf"{dataset}( +{RECALL}){{7}}", out), out
-        assert lines(rf"  {dataset} +cross-validated R@10 {RECALL} \(search alone {RECALL}\).*", out), out
-
-
 def test_backends_compares_sqlite_with_postgresql(tmp_path, request):
     # 100 pages through ingest, 200 through write_history; one server process per backend.
     out = bench(
