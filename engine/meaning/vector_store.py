@@ -59,9 +59,7 @@ SELECT (SELECT count(*) FROM page_vectors WHERE model = :model),
 # A namespace's vectors as of now: how many, and the last written, to tell whether a copy is current.
 _EXTENT = statement(
     "meaning.extent",
-    """
-SELECT count(*), coalesce(max(seq), 0) FROM page_vectors
-WHERE namespace = :namespace AND model = :model""",
+    "SELECT vectors, last_seq FROM vector_counts WHERE namespace = :namespace AND model = :model",
 )
 _WRITTEN_AFTER = statement(
     "meaning.written after",
@@ -115,8 +113,7 @@ async def progress(conn: Reads, model: str) -> tuple[int, int]:
 
 async def extent(conn: Reads, namespace: str, model: str) -> tuple[int, int]:
     row = await conn.one(_EXTENT, namespace=namespace, model=model)
-    assert row is not None
-    return int(row[0]), int(row[1])
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
 async def written_after(

@@ -14,6 +14,7 @@ _DERIVED = {
     "purge_owed",
     "page_vectors",
     "pages_to_embed",
+    "vector_counts",
 }
 
 

@@ -187,3 +187,23 @@ async def test_the_background_embedder_makes_pages_findable_by_meaning(engine):
         await anyio.sleep(0.1)
     assert found.results[0].snippet.startswith("We adopted a beagle")
     await engine.stop_embedding()
+
+
+async def test_the_vector_counts_agree_with_the_vectors_through_writes_rewrites_and_forgets(engine, db_url):
+    scope = engine.session(NS, "s")
+    await scope.remember(page=note(BEAGLE), key="pet")
+    await scope.remember(page=note("My dentist is Dr. Okafor."), key="health")
+    await engine.session("other", "s").ingest(messages=[user(text) for text in DISTRACTORS])
+    await engine.embed_waiting()
+    await scope.remember(page=note("We also have a cat now."), key="pet")
+    await scope.forget(page_id="health")
+    await engine.embed_waiting()
+    async with engine.db.write(None) as conn:
+        await conn.execute("UPDATE page_vectors SET model = 'an older model' WHERE namespace = 'other'")
+    counted = "SELECT namespace, model, vectors FROM vector_counts WHERE vectors <> 0 ORDER BY 1, 2"
+    actual = "SELECT namespace, model, count(*) FROM page_vectors GROUP BY namespace, model ORDER BY 1, 2"
+    assert db_rows(db_url, counted) == db_rows(db_url, actual)
+    assert db_rows(db_url, counted) == [
+        (NS, MODEL_ID, 1),
+        ("other", "an older model", len(DISTRACTORS)),
+    ]

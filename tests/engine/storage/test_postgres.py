@@ -47,6 +47,7 @@ async def test_migrating_twice_is_a_no_op_and_the_version_is_recorded(url):
         (18,),
         (19,),
         (20,),
+        (21,),
     ]
 
 
@@ -61,8 +62,9 @@ async def test_a_version_16_database_gets_its_log_text_counted_on_upgrade(url):
     expected = db_rows(url, counted)
     # Back to version 16: no count of log text, the mutation log's delete trigger back, no views
     # of live and expired pages, and no page vectors.
-    db_rows(url, "DROP TABLE page_vectors, pages_to_embed")
+    db_rows(url, "DROP TABLE page_vectors, pages_to_embed, vector_counts")
     db_rows(url, "DROP FUNCTION memvm_page_to_embed CASCADE")
+    db_rows(url, "DROP FUNCTION memvm_vector_counts CASCADE")
     db_rows(url, "DROP VIEW live_pages, expired_pages")
     for table in KEPT_TEXT:
         for event in ("insert", "delete"):
