@@ -106,9 +106,9 @@ async def diagnose(db: Database, *, embedding_model: str | None = None) -> Findi
     found.checks.update(found.storage.checks)
     found.problems += found.storage.problems
     current = found.storage.readable and await _memory_checks(db, found)
+    # The encoder belongs to this installation, not to the database: a missing one is said on its
+    # own line (search goes on by words), never a problem of the database's.
     found.embedding_unavailable = await anyio.to_thread.run_sync(why_unavailable, embedding_model)
-    if found.embedding_unavailable is not None:
-        found.problems.append(f"search by meaning cannot run: {found.embedding_unavailable}")
     if current:
         async with db.read(None) as conn:
             found.pages_embedded, found.pages_waiting_embedding = await progress(conn, MODEL_ID)
