@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
 from memvm.engine.clock import Clock, SystemClock
 from memvm.engine.config import EngineConfig
 from memvm.engine.guard_scope import GuardScope
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
     from memvm.engine.scope import NamespaceScope, SessionScope
 
 
+# How long closing waits for the embedder to finish its step before cancelling it.
+_EMBEDDER_STOPS_WITHIN = 30.0
+
+
 class Engine:
     def __init__(self, db: Database, config: EngineConfig, counter: TokenCounter, clock: Clock) -> None:
         self.db = db
@@ -44,6 +49,7 @@ class Engine:
         self.redaction = Redaction(config.redact_secrets)
         self.stemmer = Stemmer()
         self._embedding: asyncio.Task[None] | None = None
+        self._stop_embedding: anyio.Event | None = None
 
     @classmethod
     async def open(
@@ -102,13 +108,25 @@ class Engine:
         from memvm.engine.meaning.embedder import keep_embedding
 
         if self._embedding is None and not self.config.read_only and self.config.semantic_search:
-            self._embedding = asyncio.get_running_loop().create_task(keep_embedding(self.db, self.meaning))
+            self._stop_embedding = anyio.Event()
+            self._embedding = asyncio.get_running_loop().create_task(
+                keep_embedding(self.db, self.meaning, self._stop_embedding)
+            )
 
     async def stop_embedding(self) -> None:
+        """Tell the embedder to stop and wait for it to finish its step (a batch takes a second at
+        most); cancelled only if it does not, so that no query is left running on a connection
+        about to close."""
         import asyncio
 
         task, self._embedding = self._embedding, None
-        if task is not None and not task.done():
+        if task is None or task.done():
+            return
+        assert self._stop_embedding is not None
+        self._stop_embedding.set()
+        with anyio.move_on_after(_EMBEDDER_STOPS_WITHIN) as waited:
+            await asyncio.shield(task)
+        if waited.cancelled_caught:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

@@ -21,11 +21,12 @@ ORACLE = DATA / "longmemeval_oracle_dev.json.gz"
 @pytest.mark.skipif(not ORACLE.exists(), reason="the LongMemEval oracle file is not on this machine")
 async def test_search_finds_the_evidence_of_oracle_questions():
     scores, _ = await measure(
-        Namespace(dataset="longmemeval", data=str(ORACLE), limit=30, via="engine", db_url=None, turns="all")
+        Namespace(dataset="longmemeval", data=str(ORACLE), limit=15, via="engine", db_url=None, turns="all")
     )
     overall = summarise([score for score in scores["fused"] if not score.reported_apart])
-    # 30 oracle haystacks measured .868 R@10; a drop below these bounds is a retrieval regression.
-    assert overall["n"] >= 25
+    # 15 oracle haystacks (every page embedded) measured .845 R@10 and .729 MRR fused, .821 and
+    # .738 by words alone; a drop below these bounds is a retrieval regression.
+    assert overall["n"] >= 12
     assert overall["R@10"] >= 0.8 and overall["MRR"] >= 0.6
 
 

@@ -21,11 +21,12 @@ from collections.abc import Callable
 import anyio
 import anyio.lowlevel
 import numpy as np
-from memvm.engine.errors import StorageError
+from memvm.engine.errors import StorageBusy, StorageError, StorageFull, StorageReadOnly, StorageUnavailable
 from memvm.engine.meaning.meaning import Meaning
 from memvm.engine.meaning.vector_store import (
     Waiting,
     newest_waiting,
+    other_models,
     progress,
     requeue_other_models,
     store,
@@ -66,13 +67,21 @@ async def embed_batch(db: Database, meaning: Meaning, batch: int = BATCH) -> int
     return len(pages)
 
 
+async def _requeue_other_models(db: Database, model: str) -> None:
+    """Pages whose vectors another model made wait again; the write only when there are any."""
+    async with db.read(None) as conn:
+        found = await other_models(conn, model)
+    if found:
+        async with db.write(None) as conn:
+            await requeue_other_models(conn, model)
+
+
 async def embed_waiting(
     db: Database, meaning: Meaning, *, on_progress: Callable[[int, int], None] | None = None
 ) -> int:
     """Embed every page that waits, batch after batch; how many were embedded. `on_progress(done,
     waiting)` is called after each batch."""
-    async with db.write(None) as conn:
-        await requeue_other_models(conn, meaning.model_id)
+    await _requeue_other_models(db, meaning.model_id)
     done = 0
     while count := await embed_batch(db, meaning):
         done += count
@@ -82,43 +91,70 @@ async def embed_waiting(
     return done
 
 
-async def keep_embedding(db: Database, meaning: Meaning) -> None:
-    """Embed pages as they come, until cancelled. While pages keep arriving (a bulk ingest, an
-    import) it waits for a pause, up to `_MOST_DEFERRED` seconds, so that writers have the
-    machine. A failure (a full disk, a lost server) is logged and tried again later; it never ends
-    the process that runs this."""
-    if await meaning.encoder() is None:
-        return
+async def keep_embedding(db: Database, meaning: Meaning, stop: anyio.Event) -> None:
+    """Embed pages as they come, until `stop` is set (it returns between two steps, never in the
+    middle of a transaction). While pages keep arriving (a bulk ingest, an import) it waits for a
+    pause, up to `_MOST_DEFERRED` seconds, so that writers have the machine. A failure (a full
+    disk, a lost server) is logged once while it lasts and tried again later; it never ends the
+    process that runs this."""
+
+    async def pause(seconds: float) -> None:
+        """Wait `seconds`, or less if told to stop."""
+        with anyio.move_on_after(seconds):
+            await stop.wait()
+
     failures = 0
     requeued = False
     arrivals = _Arrivals()
-    while True:
+    last_said: str | None = None
+    while not stop.is_set():
         try:
             if not requeued:
-                async with db.write(None) as conn:
-                    await requeue_other_models(conn, meaning.model_id)
+                await _requeue_other_models(db, meaning.model_id)
                 requeued = True
-            while True:
+            while not stop.is_set():
                 async with db.read(None) as conn:
                     newest = await newest_waiting(conn)
                 if newest is None:
                     break
+                # The encoder is loaded once a page waits for it, not before: a server that only
+                # reads never spends its memory.
+                if await meaning.encoder() is None:
+                    return
                 if arrivals.busy(newest):
-                    await anyio.sleep(_QUIET_SECONDS)
+                    await pause(_QUIET_SECONDS)
                     continue
                 if not await embed_batch(db, meaning):
                     break
-                await anyio.lowlevel.checkpoint()  # let the process's own requests in between batches
-            failures = 0
-            await anyio.sleep(_IDLE_SECONDS)
+                await anyio.lowlevel.checkpoint()  # the process's own requests go between batches
         except Exception as exc:  # never the end of the process: logged, and tried again later
-            pause = _BACKOFF_SECONDS[min(failures, len(_BACKOFF_SECONDS) - 1)]
+            backoff = _BACKOFF_SECONDS[min(failures, len(_BACKOFF_SECONDS) - 1)]
             failures += 1
-            if isinstance(exc, (StorageError, OSError)):
-                logger.warning("embedding pages paused for %.0f s: %s", pause, exc)
-            else:
-                logger.exception("embedding pages paused for %.0f s", pause)
-            await anyio.sleep(pause)
+            said = _why_paused(exc)
+            if said is None:
+                logger.exception("embedding pages paused for %.0f s", backoff)
+            elif said != last_said:  # said once while it lasts, not at every try
+                logger.warning("embedding pages paused, tried again every %.0f s or less: %s", backoff, said)
+            last_said = said
+            await pause(backoff)
+            continue
+        failures, last_said = 0, None
+        await pause(_IDLE_SECONDS)
+
+
+def _why_paused(exc: Exception) -> str | None:
+    """What keeps pages from their vectors, for the operator's log; None for a bug."""
+    if isinstance(exc, StorageFull):
+        return "no room to store their vectors (the database's --max-db-mb or --max-namespace-mb cap, or the disk)"
+    if isinstance(exc, StorageBusy):
+        return "another process held the database's write lock past the busy timeout"
+    if isinstance(exc, StorageReadOnly):
+        return "the database cannot be written"
+    if isinstance(exc, StorageUnavailable):
+        return "the database server cannot be reached"
+    if isinstance(exc, (StorageError, OSError)):
+        return f"the database refused the write ({type(exc).__name__})"
+    return None
 
 
 class _Arrivals:

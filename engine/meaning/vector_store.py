@@ -99,9 +99,13 @@ async def store(conn: Writes, model: str, made: Sequence[tuple[Waiting, bytes]])
     await conn.executemany(_DONE, [{k: row[k] for k in ("rowid", "generation")} for row in rows])
 
 
+async def other_models(conn: Reads, model: str) -> bool:
+    """Whether any page has a vector another model made."""
+    return await conn.one(_OTHER_MODELS, model=model) is not None
+
+
 async def requeue_other_models(conn: Writes, model: str) -> None:
-    if await conn.one(_OTHER_MODELS, model=model) is not None:
-        await conn.execute(_REQUEUE_OTHER_MODELS, model=model)
+    await conn.execute(_REQUEUE_OTHER_MODELS, model=model)
 
 
 async def progress(conn: Reads, model: str) -> tuple[int, int]:
