@@ -142,17 +142,22 @@ async def keep_embedding(db: Database, meaning: Meaning, stop: anyio.Event) -> N
         await pause(_IDLE_SECONDS)
 
 
+# What keeps pages from their vectors, in the operator's words (a tool's "Storage is full" would
+# read as a full disk at a --max-db-mb cap).
+_PAUSED_BY: tuple[tuple[type[Exception], str], ...] = (
+    (StorageFull, "no room for their vectors (the --max-db-mb or --max-namespace-mb cap, or the disk)"),
+    (StorageBusy, "another process held the database's write lock past the busy timeout"),
+    (StorageReadOnly, "the database cannot be written"),
+    (StorageUnavailable, "the database server cannot be reached"),
+)
+
+
 def _why_paused(exc: Exception) -> str | None:
-    """What keeps pages from their vectors, for the operator's log; None for a bug."""
-    if isinstance(exc, StorageFull):
-        return "no room to store their vectors (the database's --max-db-mb or --max-namespace-mb cap, or the disk)"
-    if isinstance(exc, StorageBusy):
-        return "another process held the database's write lock past the busy timeout"
-    if isinstance(exc, StorageReadOnly):
-        return "the database cannot be written"
-    if isinstance(exc, StorageUnavailable):
-        return "the database server cannot be reached"
-    if isinstance(exc, (StorageError, OSError)):
+    """Why embedding paused, for the operator's log; None for a bug."""
+    for kind, said in _PAUSED_BY:
+        if isinstance(exc, kind):
+            return said
+    if isinstance(exc, StorageError | OSError):
         return f"the database refused the write ({type(exc).__name__})"
     return None
 
