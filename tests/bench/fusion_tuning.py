@@ -2,7 +2,7 @@
 
     python tests/bench/fusion_tuning.py --locomo PATH/locomo_dev.json \\
         --longmemeval PATH/longmemeval_s_dev.json.gz [--paraphrase FILE] [--limit N] [--questions N]
-        [--keep DIR] [--out FILE]
+        [--keep DIR] [--quick] [--out FILE]
 
 Each question is searched once as retrieval.py does (one page per turn, every page embedded
 first), and what search_pages fuses is recorded: each page's words score, what a page holding all
@@ -107,9 +107,11 @@ def by_meaning(question: Asked) -> list[str]:
     return [question.turn_of.get(rowid, "") for rowid in best]
 
 
-def settings() -> list[SearchTuning]:
-    found = []
-    for values in itertools.product(*GRID.values()):
+def settings(quick: bool = False) -> list[SearchTuning]:
+    """Every setting of the grid; `quick`: the first of each field's values only, and the defaults."""
+    grid = {name: values[:1] for name, values in GRID.items()} if quick else GRID
+    found = [DEFAULT] if quick else []
+    for values in itertools.product(*grid.values()):
         fields = dict(zip(GRID, values, strict=True))
         fields["covered_from"] = max(0.0, fields["covered_at"] - COVERED_SPAN)
         found.append(replace(DEFAULT, **fields))
@@ -211,7 +213,7 @@ async def measure(arguments: argparse.Namespace, folder: Path) -> dict[str, Any]
     asked: list[Asked] = []
     for dataset, haystacks in sources.items():
         asked += await recorded(dataset, haystacks, folder)
-    candidates = settings()
+    candidates = settings(arguments.quick)
     chosen = [choose(asked, set(range(FOLDS)) - {fold}, candidates) for fold in range(FOLDS)]
     report: dict[str, Any] = {"chosen_per_fold": [label(tuning) for tuning in chosen], "datasets": {}}
     print(f"{'held out (each fold fused as chosen without it)':<50} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
@@ -247,6 +249,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--questions", type=int, default=0, help="only the first N questions of each")
     parser.add_argument(
         "--keep", type=Path, help="keep the ingested, embedded databases here, and reuse them"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="two settings instead of the grid: checks the tool runs, chooses nothing",
     )
     parser.add_argument("--out", help="JSON result (default tests/bench/out/fusion-tuning.json)")
     arguments = parser.parse_args(argv)

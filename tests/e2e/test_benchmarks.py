@@ -168,7 +168,7 @@ def test_retrieval_reports_the_paraphrase_set_by_words_by_meaning_and_fused(tmp_
 def test_fusion_tuning_cross_validates_on_a_sample(tmp_path):
     out = bench(
         "fusion_tuning.py",
-        *("--locomo", LOCOMO, "--longmemeval", ORACLE, "--limit", 2, "--questions", 3),
+        *("--locomo", LOCOMO, "--longmemeval", ORACLE, "--limit", 1, "--questions", 3, "--quick"),
         *("--out", tmp_path / "fusion.json"),
     )
     for dataset in ("paraphrase", "LoCoMo", "LongMemEval_S"):

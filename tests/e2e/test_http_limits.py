@@ -14,6 +14,7 @@ import pytest
 from anyio.abc import TaskStatus
 from mcp import Client
 from mcp.client.sse import sse_client
+from memvm.engine.config import EngineConfig
 from memvm.server.session_quota import SESSIONS_PER_NAMESPACE
 from memvm.ui.http_guard import HEADER_TIMEOUT_S
 from memvm.ui.log_flood import BURST
@@ -136,12 +137,15 @@ async def test_sse_clients_share_one_engine_and_outlive_each_others_disconnects(
             after = open_database_files(db_path)
             for _, leave, _ in held:
                 leave.set()
-    engines = with_all / with_one if with_one else 0
+    # One engine holds its writer and at most `read_connections` readers open, however many clients
+    # share it: readers open as reads overlap (a client's beside the embedder's), never per client.
+    one_engine = 1 + EngineConfig().read_connections
     report_figure(
-        f"sse: clients={clients} disconnects={leaving} engines={engines:g} failures={len(failures)}"
+        f"sse: clients={clients} disconnects={leaving} files_with_one={with_one} with_all={with_all} "
+        f"after={after} failures={len(failures)}"
     )
     assert failures == []
-    assert with_one > 0 and with_all == with_one == after
+    assert 0 < with_one <= with_all <= one_engine and after <= one_engine
 
 
 # The server's file limit in the half-sent-requests test: low enough that the sockets outnumber it.
