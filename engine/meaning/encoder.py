@@ -16,6 +16,10 @@ import numpy.typing as npt
 from memvm.engine.meaning.model_files import DIMENSIONS, ModelFiles, verify
 
 MAX_PIECES = 128
+# The text given to the tokenizer: it splits a whole text before cutting it at MAX_PIECES, so a
+# page of 100,000 characters cost as much as hundreds of short ones. 128 pieces never need more
+# than this many characters (a piece is rarely over 8 characters, never over 16 here).
+MAX_CHARS = 16 * MAX_PIECES
 
 Vectors = npt.NDArray[np.float32]
 
@@ -45,7 +49,7 @@ class Encoder:
         """One unit vector (float32, DIMENSIONS long) per text, in order."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        encoded = self._tokenizer.encode_batch(list(texts))
+        encoded = self._tokenizer.encode_batch([text[:MAX_CHARS] for text in texts])
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         inputs: dict[str, Any] = {
