@@ -38,15 +38,13 @@ from memvm.engine.paging.fusion import fuse
 from retrieval import (
     NS,
     PARAPHRASE,
-    BenchClock,
     EngineMemory,
     Haystack,
-    ingest_haystack,
     locomo,
     longmemeval,
     paraphrase,
 )
-from retrieval_ideas import run_in_folder, sample
+from retrieval_ideas import Haystacks, data_arguments, run_in_folder, sample
 
 FOLDS = 5
 DEPTH = 100
@@ -154,44 +152,35 @@ async def recorded(dataset: str, haystacks: list[Haystack], folder: Path) -> lis
         seen.update(words=dict(words), meaning=dict(meaning), ideal=more["words_ideal"])
         return original(words, meaning, tuning, **more)
 
+    async def visit(index: int, engine: Engine, page_of: dict[str, str]) -> None:
+        haystack = haystacks[index]
+        memory = EngineMemory(engine)
+        await memory.embedded()
+        async with engine.db.read(NS) as conn:
+            turn_of = {
+                row[0]: page_of.get(row[1], "") for row in await conn.all("SELECT rowid, page_id FROM pages")
+            }
+        for question in haystack.questions:
+            if question.reported_apart:
+                continue
+            seen.clear()
+            memory._at(question.asked_at)
+            await engine.session(NS, "bench").search(query=question.text, limit=DEPTH)
+            asked.append(
+                Asked(
+                    dataset,
+                    fold_of(dataset, index, haystack.name, question.text, question.evidence),
+                    question.evidence,
+                    seen.get("words", {}),
+                    seen.get("meaning", {}),
+                    seen.get("ideal", 0.0),
+                    turn_of,
+                )
+            )
+
     search_module.fuse = recording  # type: ignore[assignment]
     try:
-        for index, haystack in enumerate(haystacks):
-            db = folder / f"{dataset}-{haystack.name}.db"
-            pages = db.with_suffix(".pages.json")
-            if db.exists() and not pages.exists():
-                db.unlink()  # an ingest cut short
-            engine = await Engine.open(db, clock=BenchClock())
-            try:
-                memory = EngineMemory(engine)
-                if not pages.exists():
-                    pages.write_text(json.dumps(await ingest_haystack(memory, haystack)))
-                page_of = json.loads(pages.read_text())
-                await memory.embedded()
-                async with engine.db.read(NS) as conn:
-                    turn_of = {
-                        row[0]: page_of.get(row[1], "")
-                        for row in await conn.all("SELECT rowid, page_id FROM pages")
-                    }
-                for question in haystack.questions:
-                    if question.reported_apart:
-                        continue
-                    seen.clear()
-                    memory._at(question.asked_at)
-                    await engine.session(NS, "bench").search(query=question.text, limit=DEPTH)
-                    asked.append(
-                        Asked(
-                            dataset,
-                            fold_of(dataset, index, haystack.name, question.text, question.evidence),
-                            question.evidence,
-                            seen.get("words", {}),
-                            seen.get("meaning", {}),
-                            seen.get("ideal", 0.0),
-                            turn_of,
-                        )
-                    )
-            finally:
-                await engine.close()
+        await Haystacks(dataset, haystacks, folder).each(visit)
     finally:
         search_module.fuse = original  # type: ignore[assignment]
     return asked
@@ -239,16 +228,9 @@ async def measure(arguments: argparse.Namespace, folder: Path) -> dict[str, Any]
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--locomo", required=True, help="path to locomo_dev.json (read in place)")
-    parser.add_argument("--longmemeval", required=True, help="path to longmemeval_s_dev.json.gz")
+    parser = data_arguments(__doc__.split("\n")[0])
     parser.add_argument(
         "--paraphrase", default=str(PARAPHRASE), help="the paraphrase set (the project's own)"
-    )
-    parser.add_argument("--limit", type=int, default=0, help="only the first N haystacks of each benchmark")
-    parser.add_argument("--questions", type=int, default=0, help="only the first N questions of each")
-    parser.add_argument(
-        "--keep", type=Path, help="keep the ingested, embedded databases here, and reuse them"
     )
     parser.add_argument(
         "--quick",
