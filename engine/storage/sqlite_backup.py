@@ -8,9 +8,12 @@ partial name is claimed, never taken over: one that exists (a backup running, or
 SIGKILL) is named and left alone. A backup that fails or is stopped removes its own.
 """
 
+import asyncio
 import os
 import sqlite3
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
@@ -18,19 +21,45 @@ from memvm.engine.errors import BackupError
 from memvm.engine.storage.api import BackupResult
 from memvm.engine.storage.sqlite_file import pragma
 
+T = TypeVar("T")
+
 
 async def backup(source: aiosqlite.Connection, path: Path, target: Path) -> BackupResult:
     """Copy the database `source` (the file at `path`) to the new file `target`."""
-    partial = await anyio.to_thread.run_sync(_claim_partial, target)
+    # Claimed, renamed and removed on the loop's own thread, a few system calls each: an await
+    # between creating the file and the `try` that removes it would let a cancellation (Ctrl-C,
+    # SIGTERM) land there and leave the file behind, and one in the `finally` could skip the
+    # removal; one after a rename in a thread would end a backup that was made as failed.
+    partial = _claim_partial(target)
     try:
-        pages = await _copy(source, partial)
-        await anyio.to_thread.run_sync(os.replace, partial, target)
+        pages = await _to_the_end(_copy(source, partial))
+        os.replace(partial, target)
     except sqlite3.DatabaseError as exc:
         raise BackupError(f"cannot back up {path}: {exc}") from exc
     finally:
-        await anyio.to_thread.run_sync(_remove_partial, partial)
+        _remove_partial(partial)
     size = await anyio.to_thread.run_sync(os.path.getsize, target)
     return BackupResult(path=str(target), bytes=size, pages=pages)
+
+
+async def _to_the_end(step: Coroutine[Any, Any, T]) -> T:
+    """Await `step` to its end even when cancelled meanwhile (Ctrl-C, SIGTERM), then let the
+    cancellation go on.
+
+    A cancelled await of an aiosqlite call does not stop the call: it goes on in the connection's
+    thread, and can make the partial file again after it was removed. So the copy is waited for
+    whole, and only then is the partial file removed.
+    """
+    task = asyncio.ensure_future(step)
+    cancelled: BaseException | None = None
+    while not task.done():
+        try:
+            await asyncio.wait([task])  # which, cancelled, leaves the task running
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled
+    return task.result()
 
 
 def _remove_partial(partial: Path) -> None:

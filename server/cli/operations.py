@@ -9,6 +9,7 @@ of its own (`anyio.run`).
 """
 
 import argparse
+import asyncio
 import json
 import signal
 import sys
@@ -95,24 +96,46 @@ def _memory_files(args: argparse.Namespace, db: str) -> int:
 
 @contextmanager
 def _signals_end_cleanly() -> Iterator[None]:
-    """SIGTERM and SIGHUP end the command as Ctrl-C does: by an exception, so cleanups run.
+    """SIGTERM and SIGHUP end the command as Ctrl-C does, so cleanups run; it exits 128 + signal.
 
-    Only the main thread may set handlers; a command run on another (a test's worker thread) keeps
-    the process's own.
+    In the event loop that is Ctrl-C itself: the loop's own SIGINT handler cancels the work at its
+    next await, where every `finally` runs whole. An exception raised from the handler there would
+    land between any two bytecodes of the loop's code, and could leave a database connection's
+    thread started but never stopped: the process would then never exit. Outside a loop, the
+    exception is raised at once. Only the main thread may set handlers; a command run on another (a
+    test's worker thread) keeps the process's own.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    received: list[int] = []
 
     def stop(signum: int, frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)
+        received.append(signum)
+        if _loop_takes_ctrl_c():
+            signal.raise_signal(signal.SIGINT)
+        else:
+            raise SystemExit(128 + signum)
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
+    except KeyboardInterrupt:
+        if not received:
+            raise
+        raise SystemExit(128 + received[0]) from None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _loop_takes_ctrl_c() -> bool:
+    """Whether an event loop runs on this thread with its own SIGINT handler (asyncio.Runner's)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return callable(handler := signal.getsignal(signal.SIGINT)) and handler is not signal.default_int_handler
 
 
 def _os_failure(exc: OSError) -> int:

@@ -4,17 +4,21 @@ They run in this process through `memvm`'s own entry point, as a person would ty
 database is filled through the engine so that every table that holds memory has rows.
 """
 
+import asyncio
+import contextlib
 import json
 import shutil
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
 import anyio
 import pytest
 from memvm.engine.clock import ManualClock
+from memvm.engine.config import EngineConfig
 from memvm.engine.storage.migrations import SCHEMA_VERSION
-from memvm.engine.storage.open import shown
+from memvm.engine.storage.open import opened_database, shown
 
 from tests.commands import Done, run
 from tests.conftest import db_rows
@@ -266,6 +270,40 @@ def test_backup_is_a_checked_copy_and_never_overwrites(filled, tmp_path):
         assert copy.execute(query).fetchall() == original.execute(query).fetchall()
     assert not Path(str(target) + "-wal").exists() or Path(str(target) + "-wal").stat().st_size == 0
     assert "already exists" in run("backup", target, "--db", filled).refusal()
+
+
+def test_a_backup_cancelled_at_any_await_leaves_no_file_and_no_connection_thread(filled, tmp_path):
+    # Ctrl-C or SIGTERM cancels the command at whatever await it is in. It is cancelled here after
+    # more and more turns of the loop (each 10% more) until one backup runs to its end; a backup
+    # takes thousands of turns, mostly waiting on a connection's thread.
+    async def cancelled_after(turns: int, target: Path) -> bool:
+        async with opened_database(str(filled), EngineConfig(), inspect=True) as db:
+            before = set(threading.enumerate())
+            backing_up = asyncio.ensure_future(db.backup(target))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            backing_up.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await backing_up
+            # Any connection the backup opened is closed: its thread has ended, or ends now (the
+            # pool's idle worker threads stay, as they do after any call to a thread).
+            for thread in set(threading.enumerate()) - before:
+                if "connection" not in thread.name:
+                    continue
+                await anyio.to_thread.run_sync(thread.join, 10)
+                assert not thread.is_alive(), (turns, thread.name)
+            return backing_up.cancelled()
+
+    for turns in sorted({int(1.1**step) for step in range(150)}):
+        target = tmp_path / f"after-{turns}" / "copy.db"
+        target.parent.mkdir()
+        if not anyio.run(cancelled_after, turns, target):
+            break
+        assert list(target.parent.iterdir()) == [], turns
+    else:
+        pytest.fail("no backup was let run to its end")
+    assert [p.name for p in target.parent.iterdir()] == ["copy.db"]
+    assert run("doctor", "--db", target).status == 0
 
 
 # Rows that fit their table's SQL but break what the tools keep; each used to be imported, to
