@@ -131,6 +131,14 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.load_profile("thorough")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker per core for the fast stage, which keeps its cores busy; two per core
+    for the end-to-end stage, whose tests mostly wait (on processes starting, sockets, deadlines)
+    and would leave the cores half idle."""
+    cores = os.cpu_count() or 1
+    return 2 * cores if _runs_slow_tests(config) else cores
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave out the PostgreSQL run of tests about SQLite itself; run the rest with the end-to-end

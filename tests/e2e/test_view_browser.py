@@ -128,6 +128,22 @@ def test_the_context_view_draws_the_budget_and_the_working_set(seeded, page, ui_
     screenshot(page, "context-phone", 390, 844)
 
 
+
+def test_the_context_view_opened_before_the_sessions_arrive_still_shows_the_working_set(
+    seeded, page, ui_server
+):
+    # The sessions (which fill the context view's session choice) arrive a second and a half late,
+    # as on a busy machine: the context view opened meanwhile waits for them.
+    page.add_init_script(
+        "const fetched = window.fetch;"
+        "window.fetch = (what, options) => String(what).includes('api/overview')"
+        " ? new Promise((done) => setTimeout(done, 1500)).then(() => fetched(what, options))"
+        " : fetched(what, options);"
+    )
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="Context").click()
+    expect(page.locator("#working-set")).to_contain_text("deploy-note")
+
 def _with_engine(db: str, body: str) -> None:
     """Run `body` (statements using `engine`) in another process with the database open, as a
     server or a hook would write to it; the browser tests stay sync (see tests/e2e/browser.py)."""

@@ -476,10 +476,16 @@ async function loadTools(keep = false, keepTools = keep) {
 }
 
 function refresh(keep = false) {
-  loadOverview(false, true).catch((error) => say(error.message));
-  if (state.view === "memory") { if (!$("search").value.trim()) loadPages(false, keep); }
-  else if (state.view === "context") loadContext(keep);
-  else loadTools(keep);
+  const overview = loadOverview(false, true).catch((error) => say(error.message));
+  if (state.view === "memory") { if (!$("search").value.trim()) loadPages(false, keep); return; }
+  // The context and tools views show the session their select names, which the overview fills:
+  // opened before it has arrived, they would find no session and stay empty.
+  const view = state.view;
+  overview.then(() => {
+    if (state.view !== view) return;
+    if (view === "context") loadContext(keep);
+    else loadTools(keep);
+  });
 }
 
 async function poll() {
