@@ -128,7 +128,6 @@ def test_the_context_view_draws_the_budget_and_the_working_set(seeded, page, ui_
     screenshot(page, "context-phone", 390, 844)
 
 
-
 def test_the_context_view_opened_before_the_sessions_arrive_still_shows_the_working_set(
     seeded, page, ui_server
 ):
@@ -143,6 +142,7 @@ def test_the_context_view_opened_before_the_sessions_arrive_still_shows_the_work
     _open(page, ui_server, seeded)
     page.get_by_role("button", name="Context").click()
     expect(page.locator("#working-set")).to_contain_text("deploy-note")
+
 
 def _with_engine(db: str, body: str) -> None:
     """Run `body` (statements using `engine`) in another process with the database open, as a
