@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
-import anyio
 from memvm.engine.errors import BackupError
 from memvm.engine.storage.api import BackupResult
 from memvm.engine.storage.sqlite_file import pragma
@@ -29,16 +28,15 @@ async def backup(source: aiosqlite.Connection, path: Path, target: Path) -> Back
     # Claimed, renamed and removed on the loop's own thread, a few system calls each: an await
     # between creating the file and the `try` that removes it would let a cancellation (Ctrl-C,
     # SIGTERM) land there and leave the file behind, and one in the `finally` could skip the
-    # removal; one after a rename in a thread would end a backup that was made as failed.
+    # removal; one after the rename would end a backup that was made as cancelled.
     partial = _claim_partial(target)
     try:
         pages = await _to_the_end(_copy(source, partial))
-        os.replace(partial, target)
+        size = _put_in_place(partial, target)
     except sqlite3.DatabaseError as exc:
         raise BackupError(f"cannot back up {path}: {exc}") from exc
     finally:
         _remove_partial(partial)
-    size = await anyio.to_thread.run_sync(os.path.getsize, target)
     return BackupResult(path=str(target), bytes=size, pages=pages)
 
 
@@ -60,6 +58,12 @@ async def _to_the_end(step: Coroutine[Any, Any, T]) -> T:
     if cancelled is not None:
         raise cancelled
     return task.result()
+
+
+def _put_in_place(partial: Path, target: Path) -> int:
+    """Rename the checked copy to `target`; its size."""
+    os.replace(partial, target)
+    return target.stat().st_size
 
 
 def _remove_partial(partial: Path) -> None:
