@@ -76,12 +76,16 @@ class SearchTuning:
     # from `covered_from` to `covered_at`. A page found by its words as well is raised by
     # `meaning_bonus` times its standing. Chosen by cross-validation (tests/bench/fusion_tuning.py).
     meaning_depth: int = within(100, low=10, high=1_000)
-    meaning_threshold: float = within(2.5, low=0.0, high=10.0)
-    meaning_weight: float = within(1.0, low=0.0, high=10.0)
+    meaning_threshold: float = within(3.0, low=0.0, high=10.0)
+    meaning_weight: float = within(2.0, low=0.0, high=10.0)
     meaning_weight_covered: float = within(0.0, low=0.0, high=10.0)
     covered_from: float = within(0.7, low=0.0, high=5.0)
     covered_at: float = within(1.0, low=0.0, high=5.0)
     meaning_bonus: float = within(0.05, low=0.0, high=2.0)
+    # A page less than `meaning_threshold` but more than `meaning_floor` standard deviations nearer
+    # than the crowd is listed after every other (nearest first): a query whose words find fewer
+    # pages than asked for gets the nearest by meaning. At or above the threshold: none is.
+    meaning_floor: float = within(1.0, low=0.0, high=10.0)
 
     def __post_init__(self) -> None:
         check_limits(self)

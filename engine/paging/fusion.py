@@ -18,6 +18,11 @@ whose words barely match anything (a question in other words: "Do I have any pet
 adopted a beagle") is answered by meaning. The weight goes from `meaning_weight` down to
 `meaning_weight_covered` as the coverage rises from `covered_from` to `covered_at`.
 
+A page that does not stand out that far but is still nearer than most (past `meaning_floor`) is
+listed after every page found otherwise, nearest first: a search whose words find few pages (a
+small namespace, a question in other words) still returns the pages nearest it by meaning, where
+it would return fewer pages than asked for or none.
+
 Few pages say little about the crowd: where the namespace has fewer than `meaning_depth` pages,
 the rest are taken to be as an unrelated page is on average (PRIOR_MEAN, PRIOR_SPREAD, measured
 on the development data), so that a namespace of five notes still finds its answer by meaning.
@@ -35,6 +40,10 @@ Evidence = Literal["words", "meaning", "both"]
 # dataset, spread 0.069 on each (all-MiniLM-L6-v2).
 PRIOR_MEAN = 0.15
 PRIOR_SPREAD = 0.07
+# A page listed only for being near the query scores its cosine times this: below any page that
+# stands out by meaning (which scores this at least) and any found by its words (whose scores are
+# shares of the best, which would need to be a thousand times better to sink this low).
+LISTED_AFTER = 1e-3
 
 
 def standing(cosines: dict[int, float], depth: int) -> dict[int, float]:
@@ -80,8 +89,13 @@ def fuse(
             scores[rowid] = words * (1 + tuning.meaning_bonus * max(0.0, z))
             evidence[rowid] = "both" if meant else "words"
         elif meant:
-            scores[rowid] = 0.0
+            scores[rowid] = LISTED_AFTER  # above every page listed for being near alone
             evidence[rowid] = "meaning"
+        elif z > tuning.meaning_floor:
+            # Near, without standing out: listed after every page found otherwise, nearest first.
+            scores[rowid] = LISTED_AFTER * by_meaning[rowid]
+            evidence[rowid] = "meaning"
+            continue
         else:
             continue
         if meant:

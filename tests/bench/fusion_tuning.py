@@ -25,6 +25,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import statistics
 import sys
 from dataclasses import dataclass, replace
@@ -58,6 +59,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "meaning_bonus": (0.0, 0.05, 0.1),
     "covered_at": (0.6, 0.8, 1.0),
     "meaning_weight_covered": (0.0, 0.25),
+    "meaning_floor": (1.0, 1.5, 2.0, 10.0),  # 10: no page is listed for being near alone
 }
 COVERED_SPAN = DEFAULT.covered_at - DEFAULT.covered_from  # the ramp keeps its width
 
@@ -81,18 +83,25 @@ def ranked(asked: Asked, tuning: SearchTuning) -> list[str]:
     return [asked.turn_of.get(rowid, "") for rowid in best]
 
 
+def measured(question: Asked, found: list[str]) -> tuple[float, float, float]:
+    """R@5, R@10 and the reciprocal rank of one question's ranking `found`."""
+    first = next((rank for rank, turn in enumerate(found, 1) if turn in question.evidence), None)
+    return (
+        len(question.evidence & set(found[:5])) / len(question.evidence),
+        len(question.evidence & set(found[:10])) / len(question.evidence),
+        1 / first if first else 0.0,
+    )
+
+
+def averaged(rows: list[tuple[float, float, float]]) -> dict[str, float]:
+    if not rows:
+        return {"R@5": float("nan"), "R@10": float("nan"), "MRR": float("nan")}
+    return {name: statistics.fmean(row[i] for row in rows) for i, name in enumerate(("R@5", "R@10", "MRR"))}
+
+
 def figures(asked: list[Asked], order: Any) -> dict[str, float]:
     """R@5, R@10 and MRR of the questions, each ranked by `order(question)`."""
-    r5, r10, mrr = [], [], []
-    for question in asked:
-        found = order(question)
-        r5.append(len(question.evidence & set(found[:5])) / len(question.evidence))
-        r10.append(len(question.evidence & set(found[:10])) / len(question.evidence))
-        first = next((rank for rank, turn in enumerate(found, 1) if turn in question.evidence), None)
-        mrr.append(1 / first if first else 0.0)
-    if not asked:
-        return {"R@5": float("nan"), "R@10": float("nan"), "MRR": float("nan")}
-    return {"R@5": statistics.fmean(r5), "R@10": statistics.fmean(r10), "MRR": statistics.fmean(mrr)}
+    return averaged([measured(question, order(question)) for question in asked])
 
 
 def by_words(question: Asked) -> list[str]:
@@ -120,21 +129,41 @@ def label(tuning: SearchTuning) -> str:
     return ", ".join(f"{name}={getattr(tuning, name)}" for name in GRID)
 
 
-def choose(asked: list[Asked], folds: set[int], candidates: list[SearchTuning]) -> SearchTuning:
+class Scored:
+    """Each candidate's measures on each question, computed once: choosing on any folds then
+    only averages them."""
+
+    def __init__(self, asked: list[Asked], candidates: list[SearchTuning]) -> None:
+        self.asked = asked
+        self.words = [measured(question, by_words(question)) for question in asked]
+        self.fused = {
+            tuning: [measured(question, ranked(question, tuning)) for question in asked]
+            for tuning in candidates
+        }
+
+    def figures(
+        self, rows: list[tuple[float, float, float]], dataset: str, folds: set[int]
+    ) -> dict[str, float]:
+        return averaged(
+            [row for row, q in zip(rows, self.asked, strict=True) if q.dataset == dataset and q.fold in folds]
+        )
+
+
+def choose(scored: Scored, folds: set[int]) -> SearchTuning:
     """The candidate with the best paraphrase R@5 on `folds` that keeps both benchmarks' R@5 and
     R@10 at least at words alone there; ties go to the best mean MRR."""
-    within = {d: [a for a in asked if a.dataset == d and a.fold in folds] for d in DATASETS}
-    floor = {d: figures(within[d], by_words) for d in DATASETS if d != "paraphrase"}
-
-    def keeps(tuning: SearchTuning) -> tuple[bool, float, float]:
-        found = {d: figures(within[d], lambda q, t=tuning: ranked(q, t)) for d in DATASETS}
+    floor = {d: scored.figures(scored.words, d, folds) for d in DATASETS if d != "paraphrase"}
+    allowed = []
+    for tuning, rows in scored.fused.items():
+        found = {d: scored.figures(rows, d, folds) for d in DATASETS}
         holds = all(
-            found[d][k] >= floor[d][k] - 1e-9 or not within[d] for d in floor for k in ("R@5", "R@10")
+            found[d][k] >= floor[d][k] - 1e-9 or math.isnan(floor[d][k])
+            for d in floor
+            for k in ("R@5", "R@10")
         )
-        return holds, found["paraphrase"]["R@5"], statistics.fmean(found[d]["MRR"] for d in DATASETS)
-
-    scored = [(keeps(tuning), tuning) for tuning in candidates]
-    allowed = [(paraphrased, mrr, tuning) for (holds, paraphrased, mrr), tuning in scored if holds]
+        if holds:
+            mrr = statistics.fmean(found[d]["MRR"] for d in DATASETS if not math.isnan(found[d]["MRR"]))
+            allowed.append((found["paraphrase"]["R@5"], mrr, tuning))
     if not allowed:
         return replace(DEFAULT, meaning_weight=0.0, meaning_weight_covered=0.0, meaning_bonus=0.0)
     return max(allowed, key=lambda entry: (entry[0], entry[1]))[2]
@@ -202,8 +231,8 @@ async def measure(arguments: argparse.Namespace, folder: Path) -> dict[str, Any]
     asked: list[Asked] = []
     for dataset, haystacks in sources.items():
         asked += await recorded(dataset, haystacks, folder)
-    candidates = settings(arguments.quick)
-    chosen = [choose(asked, set(range(FOLDS)) - {fold}, candidates) for fold in range(FOLDS)]
+    scored = Scored(asked, settings(arguments.quick))
+    chosen = [choose(scored, set(range(FOLDS)) - {fold}) for fold in range(FOLDS)]
     report: dict[str, Any] = {"chosen_per_fold": [label(tuning) for tuning in chosen], "datasets": {}}
     print(f"{'held out (each fold fused as chosen without it)':<50} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
     for dataset in DATASETS:
@@ -220,7 +249,7 @@ async def measure(arguments: argparse.Namespace, folder: Path) -> dict[str, Any]
     print("chosen per fold:")
     for fold, tuning in enumerate(chosen):
         print(f"  {fold}: {label(tuning)}")
-    everything = choose(asked, set(range(FOLDS)), candidates)
+    everything = choose(scored, set(range(FOLDS)))
     report["chosen_on_all"] = label(everything)
     print(f"chosen on all of the data (what the defaults should be): {label(everything)}")
     print(f"the defaults: {label(DEFAULT)}")
