@@ -3,6 +3,7 @@ tools in play, framed as data, within a token cap."""
 
 from memvm.engine.models.pages import PageType
 from memvm.engine.models.recall import SearchHit
+from memvm.engine.paging.fusion import merely_near
 from memvm.engine.scope import SessionScope
 from memvm.hooks.context import Section, day, kind, one_line, pack
 from memvm.hooks.hints import TITLE as HINTS_TITLE
@@ -30,6 +31,9 @@ def _line(hit: SearchHit) -> str:
 def _worth_showing(hit: SearchHit, session: str, own_pages: set[str]) -> bool:
     # This conversation's own transcript is in the host's context already.
     if hit.page_id in own_pages:
+        return False
+    # Put before the model unasked, a page must match the prompt's words or stand out by meaning.
+    if merely_near(hit.matched, hit.score):
         return False
     return not (hit.session == session and hit.type is PageType.TRANSCRIPT)
 

@@ -101,3 +101,9 @@ def fuse(
         if meant:
             scores[rowid] += weight * (z - threshold)
     return scores, evidence
+
+
+def merely_near(matched: str | None, score: float) -> bool:
+    """Whether a search hit was listed only for being near the query by meaning, after the others:
+    what a list asked for may show, and what context put before a model unasked should not."""
+    return matched == "meaning" and score < LISTED_AFTER

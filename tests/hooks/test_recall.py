@@ -1,12 +1,24 @@
 """What a prompt gets back as context, through the real `memvm hook` process: the related pages
-of earlier sessions and the recorded outcomes of the tools in play."""
+of earlier sessions and the recorded outcomes of the tools in play. What search by meaning adds is
+tested in process, on an engine whose pages are embedded (as the hooks' background process's are)."""
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+from memvm.engine.paging.fusion import merely_near
+from memvm.hooks.context import one_line
+from memvm.hooks.recall import recall
+
+from tests.conftest import NS, user
+from tests.engine.meaning.test_search_by_meaning import BEAGLE
 from tests.hooks import claude_code_events as cc
 from tests.hooks import gemini_cli_events as gc
 from tests.hooks.runner import rows, run_hook
+
+# The project's own paraphrase set: its distractors are everyday notes.
+PARAPHRASE = Path(__file__).parents[1] / "bench" / "data" / "paraphrase_dev.json"
 
 
 def claude(db: Path, event: Any, *extra: str) -> dict[str, Any]:
@@ -82,3 +94,20 @@ def test_gemini_cli_prompt_gets_the_fix_for_the_tool_it_names(tmp_path):
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert answer["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
     assert "- run_shell_command | failed 1x" in context and _FIX in context
+
+
+@pytest.mark.anyio
+async def test_a_prompts_context_leaves_out_pages_listed_only_for_being_near_it(engine):
+    # Among many notes, a search lists pages merely near the prompt by meaning after what it
+    # found; context put before the model unasked keeps only what matches or stands out.
+    distractors = json.loads(PARAPHRASE.read_text(encoding="utf-8"))["distractors"][:120]
+    await engine.session(NS, "earlier").ingest(messages=[user(text) for text in [BEAGLE, *distractors]])
+    await engine.embed_waiting()
+    later = engine.session(NS, "later")
+    listed = (await later.search(query="Do I have any pets?", limit=8)).results
+    near = [hit for hit in listed if merely_near(hit.matched, hit.score)]
+    assert near and len(near) < len(listed)
+    context = await recall(later, query="Do I have any pets?", own_pages=set(), max_tokens=4000)
+    assert context is not None and "We adopted a beagle" in context
+    for hit in listed:
+        assert (one_line(hit.snippet) in context) is (hit not in near), hit.snippet
