@@ -9,12 +9,14 @@ process, sent a real signal.
 
 import signal
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.commands import LIMIT, run, run_unprivileged, started
+from tests.conftest import db_rows
 from tests.engine.old_schema import add_page, add_session, file_at
 from tests.hooks import claude_code_events as cc
 from tests.hooks.runner import run_hook
@@ -178,6 +180,24 @@ def test_a_terminated_backup_removes_its_partial_file_and_exits(db, tmp_path):
         assert stderr == "", after_s
         assert list(folder.iterdir()) == [], after_s
 
+
+
+@pytest.mark.slow
+def test_a_terminated_import_from_a_pipe_exits_as_terminated_and_imports_nothing(db, tmp_path):
+    # The import waits on a pipe its writer keeps open; SIGTERM is acted on once the read returns
+    # (here: the writer closes the pipe), and the input that was cut short is not what it reports.
+    before = db_rows(db, "SELECT count(*) FROM pages")
+    with started("import", "-", "--db", db, stdin=subprocess.PIPE) as process:
+        process.stdin.write('{"format":"memvm-export"')  # a line never finished
+        process.stdin.flush()
+        time.sleep(2)  # the import is under way, reading
+        process.send_signal(signal.SIGTERM)
+        process.stdin.close()
+        process.wait(timeout=LIMIT)
+        stderr = process.stderr.read()
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert stderr == ""
+    assert db_rows(db, "SELECT count(*) FROM pages") == before
 
 def test_a_file_over_its_cap_is_served_and_not_called_a_full_disk(tmp_path):
     db = tmp_path / "big.db"
