@@ -181,7 +181,6 @@ def test_a_terminated_backup_removes_its_partial_file_and_exits(db, tmp_path):
         assert list(folder.iterdir()) == [], after_s
 
 
-
 @pytest.mark.slow
 def test_a_terminated_import_from_a_pipe_exits_as_terminated_and_imports_nothing(db, tmp_path):
     # The import waits on a pipe its writer keeps open; SIGTERM is acted on once the read returns
@@ -198,6 +197,7 @@ def test_a_terminated_import_from_a_pipe_exits_as_terminated_and_imports_nothing
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert stderr == ""
     assert db_rows(db, "SELECT count(*) FROM pages") == before
+
 
 def test_a_file_over_its_cap_is_served_and_not_called_a_full_disk(tmp_path):
     db = tmp_path / "big.db"
