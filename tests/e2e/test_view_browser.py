@@ -93,6 +93,27 @@ def test_pin_and_forget_change_the_database(seeded, page, ui_server):
     expect(page.get_by_role("button", name="msg_000002")).to_have_count(0)
 
 
+def test_a_redraw_that_returns_after_its_page_was_forgotten_leaves_the_status_alone(seeded, page, ui_server):
+    # Reading the page back takes 2.5 s here, as on a busy machine: the redraw after pinning is
+    # still on its way when the page is forgotten, and comes back to find it gone.
+    page.add_init_script(
+        "const fetched = window.fetch;"
+        "window.fetch = (what, options) => String(what).endsWith('api/pages/msg_000002')"
+        " ? new Promise((done) => setTimeout(done, 2500)).then(() => fetched(what, options))"
+        " : fetched(what, options);"
+    )
+    _open(page, ui_server, seeded)
+    page.get_by_role("button", name="msg_000002").click()
+    expect(page.get_by_role("button", name="Pin", exact=True)).to_be_visible()
+    page.get_by_role("button", name="Pin", exact=True).click()
+    expect(page.get_by_role("status")).to_contain_text("Pinned")
+    page.get_by_role("button", name="Forget", exact=True).click()
+    page.get_by_role("dialog").get_by_role("button", name="Forget page").click()
+    expect(page.get_by_role("status")).to_contain_text("Forgot msg_000002")
+    page.wait_for_timeout(3000)  # the redraw's answer has come back meanwhile
+    expect(page.get_by_role("status")).to_contain_text("Forgot msg_000002")
+
+
 def test_a_remembered_note_is_edited_in_place(seeded, page, ui_server):
     before = _rows(
         seeded,

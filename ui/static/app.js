@@ -323,8 +323,12 @@ async function search(text, keep = false) {
 
 // Opens a page's detail; `quietly` (a redraw) leaves focus and an open edit where they are.
 async function openPage(pageId, quietly = false) {
+  // A redraw that comes back after its page was closed, or forgotten here, shows nothing: the
+  // status says what was done meanwhile ("Forgot …"), not that the page is gone.
+  const overtaken = () => quietly && state.page?.page_id !== pageId;
   try {
     const page = await api(`api/pages/${encodeURIComponent(pageId)}`);
+    if (overtaken()) return;
     state.page = page;
     $("page-detail").hidden = false;
     $("detail-title").textContent = shown(page.page_id);
@@ -377,6 +381,7 @@ async function openPage(pageId, quietly = false) {
     });
     if (!quietly) $("detail-title").focus();
   } catch (error) {
+    if (overtaken()) return;
     say(error.message);
     if (quietly) $("page-detail").hidden = true;
   }
