@@ -95,7 +95,6 @@ def fuse(
             # Near, without standing out: listed after every page found otherwise, nearest first.
             scores[rowid] = LISTED_AFTER * by_meaning[rowid]
             evidence[rowid] = "meaning"
-            continue
         else:
             continue
         if meant:

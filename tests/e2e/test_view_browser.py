@@ -50,6 +50,17 @@ def _open(page: "Page", ui_server: Callable[..., str], db: str) -> None:
     expect(page.get_by_role("button", name="deploy-note")).to_be_visible()
 
 
+def _answered_late(page: "Page", matches: str, delay_ms: int) -> None:
+    """Hold the view's requests whose address `matches` (a JavaScript string method call, such as
+    "includes('api/overview')") for `delay_ms` before sending them, as a busy machine would."""
+    page.add_init_script(
+        "const fetched = window.fetch;"
+        f"window.fetch = (what, options) => String(what).{matches}"
+        f" ? new Promise((done) => setTimeout(done, {delay_ms})).then(() => fetched(what, options))"
+        " : fetched(what, options);"
+    )
+
+
 def test_pages_open_at_four_levels_and_stored_markup_stays_text(seeded, page, ui_server):
     _open(page, ui_server, seeded)
     assert "token" not in page.url  # taken from the fragment, out of the address bar
@@ -96,12 +107,7 @@ def test_pin_and_forget_change_the_database(seeded, page, ui_server):
 def test_a_redraw_that_returns_after_its_page_was_forgotten_leaves_the_status_alone(seeded, page, ui_server):
     # Reading the page back takes 2.5 s here, as on a busy machine: the redraw after pinning is
     # still on its way when the page is forgotten, and comes back to find it gone.
-    page.add_init_script(
-        "const fetched = window.fetch;"
-        "window.fetch = (what, options) => String(what).endsWith('api/pages/msg_000002')"
-        " ? new Promise((done) => setTimeout(done, 2500)).then(() => fetched(what, options))"
-        " : fetched(what, options);"
-    )
+    _answered_late(page, "endsWith('api/pages/msg_000002')", 2500)
     _open(page, ui_server, seeded)
     page.get_by_role("button", name="msg_000002").click()
     expect(page.get_by_role("button", name="Pin", exact=True)).to_be_visible()
@@ -154,12 +160,7 @@ def test_the_context_view_opened_before_the_sessions_arrive_still_shows_the_work
 ):
     # The sessions (which fill the context view's session choice) arrive a second and a half late,
     # as on a busy machine: the context view opened meanwhile waits for them.
-    page.add_init_script(
-        "const fetched = window.fetch;"
-        "window.fetch = (what, options) => String(what).includes('api/overview')"
-        " ? new Promise((done) => setTimeout(done, 1500)).then(() => fetched(what, options))"
-        " : fetched(what, options);"
-    )
+    _answered_late(page, "includes('api/overview')", 1500)
     _open(page, ui_server, seeded)
     page.get_by_role("button", name="Context").click()
     expect(page.locator("#working-set")).to_contain_text("deploy-note")
