@@ -7,10 +7,7 @@ every search goes on by words alone: the tools, `memvm doctor` and the hooks rep
 """
 
 import asyncio
-import contextlib
 import logging
-import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import anyio
@@ -18,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from memvm.engine.meaning.encoder import Encoder, Vectors, load
 from memvm.engine.meaning.model_files import MODEL_ID, OFF_BY_SETTING, ModelUnavailable, locate
+from memvm.engine.meaning.priority import lower_priority
 from memvm.engine.meaning.vector_index import VectorIndex
 
 logger = logging.getLogger("memvm.meaning")
@@ -35,7 +33,7 @@ class Meaning:
         # Pages are embedded on a thread of their own, at a lower priority than the threads that
         # answer requests: a busy machine serves first and embeds with what is left.
         self._background = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="memvm-embed", initializer=_lower_priority
+            max_workers=1, thread_name_prefix="memvm-embed", initializer=lower_priority
         )
 
     @property
@@ -80,6 +78,7 @@ class Meaning:
 
     def close(self) -> None:
         self._background.shutdown(wait=False, cancel_futures=True)
+        self.index.close()
 
     async def query_vector(self, query: str) -> npt.NDArray[np.float32] | None:
         vectors = await self.embed([query]) if query.strip() else None
@@ -108,10 +107,3 @@ class QueryVector:
     async def get(self) -> npt.NDArray[np.float32] | None:
         await self._done.wait()
         return self._vector
-
-
-def _lower_priority() -> None:
-    """Lower this thread's scheduling priority, where the system lets a thread have its own."""
-    # Not Linux, or not allowed: the thread runs as it is.
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
