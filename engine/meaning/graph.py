@@ -9,11 +9,12 @@ went (its page forgotten, expired or rewritten) leaves a key the caller no longe
 drops it; a rewritten page comes back under a new key. Vectors are held as int8, a quarter of
 their size (cosines within .002 of float32's), since they only choose candidates.
 
-Building and extending happen on a thread of their own, a chunk at a time, so that a search
-waits at most for one chunk and `stop` ends the work between two.
+Building and growing happen on a thread of their own, a chunk at a time (see `adding`), so that a
+search waits at most for one chunk and the work can end between two.
 """
 
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -55,19 +56,19 @@ class Graph:
     def last_key(self) -> int:
         return int(self.keys[-1]) if len(self.keys) else 0
 
-    def add(
-        self, keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32], stop: threading.Event
-    ) -> bool:
-        """Add vectors whose keys are above every key held; False when `stop` ended it first
-        (what was added stays, and `keys` says what that is)."""
+    def adding(self, keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> Iterator[None]:
+        """Add vectors whose keys are above every key held, a chunk at each step (`keys` says what
+        was added when the steps stop early)."""
         for start in range(0, len(keys), _CHUNK):
-            if stop.is_set():
-                return False
             chunk = keys[start : start + _CHUNK]
             with self._lock:
                 self._index.add(chunk, vectors[start : start + _CHUNK], threads=self._threads)
                 self.keys = np.concatenate((self.keys, chunk))
-        return True
+            yield
+
+    def add(self, keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        for _ in self.adding(keys, vectors):
+            pass
 
     def remove(self, keys: npt.NDArray[np.int64]) -> None:
         with self._lock:

@@ -10,14 +10,15 @@ Scoring is exact up to `APPROXIMATE_ABOVE` vectors in a namespace: one matrix pr
 (about 25 ms at 100,000 on one core), off the event loop when the namespace is large. Above it, a
 graph (see graph.py) is built on a background thread while exact scoring goes on; once built, the
 graph's candidates and the vectors written since it last grew are scored exactly. The graph is
-kept up with the copy in the background: new vectors added, gone ones dropped; until it holds no
-more than a handful of gone vectors, scoring stays exact.
+kept up with the copy in the background: new vectors added, gone ones dropped; while it holds
+more gone vectors than a search wants, that search scores every vector.
 """
 
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -170,8 +171,40 @@ class VectorIndex:
                 max_workers=1, thread_name_prefix="memvm-graph", initializer=lower_priority
             )
         upkeep.busy = True
-        work = self._background.submit(_grow, upkeep, namespace, seqs, matrix, self._stop)
-        work.add_done_callback(lambda done: _finished(upkeep, done))
+        self._step(upkeep, _growth(upkeep, namespace, seqs, matrix))
+
+    def _step(self, upkeep: _Upkeep, steps: Iterator[None]) -> None:
+        """Run the next step of `steps` on the background thread, and the one after when it ends.
+
+        One step at a time, each a new task: once the executor is shut down (by `close`, or by the
+        interpreter as it exits, which otherwise waits for a running task to end), the next task
+        is refused and a graph's work ends within one chunk, not at the end of its build."""
+        assert self._background is not None
+
+        def next_step() -> bool:
+            return not self._stop.is_set() and next(steps, _DONE) is not _DONE
+
+        try:
+            work = self._background.submit(next_step)
+        except RuntimeError:  # shut down
+            upkeep.busy = False
+            return
+        work.add_done_callback(lambda done: self._stepped(upkeep, steps, done))
+
+    def _stepped(self, upkeep: _Upkeep, steps: Iterator[None], done: "Future[bool]") -> None:
+        if done.cancelled():
+            upkeep.busy = False
+        elif done.exception() is not None:
+            upkeep.broken = True
+            upkeep.busy = False
+            logger.error("a graph could not be built; searches score every vector", exc_info=done.exception())
+        elif done.result():
+            self._step(upkeep, steps)
+        else:
+            upkeep.busy = False
+
+
+_DONE = object()
 
 
 def _held(seqs: npt.NDArray[np.int64], graph: Graph) -> tuple[int, int]:
@@ -208,35 +241,25 @@ def _best(
     return {int(copy.rowids[positions[i]]): float(similarities[i]) for i in best}
 
 
-def _grow(
-    upkeep: _Upkeep,
-    namespace: str,
-    seqs: npt.NDArray[np.int64],
-    matrix: npt.NDArray[np.float32],
-    stop: threading.Event,
-) -> None:
-    """Build the namespace's graph, or bring it up to the copy (on the background thread)."""
-    started = time.perf_counter()
+def _growth(
+    upkeep: _Upkeep, namespace: str, seqs: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32]
+) -> Iterator[None]:
+    """Build the namespace's graph, or bring it up to the copy, in steps (see VectorIndex._step)."""
     graph = upkeep.graph
     if graph is None:
+        started = time.perf_counter()
         graph = Graph(threads=os.cpu_count() or 1)
-        if graph.add(seqs, matrix, stop):
-            upkeep.graph = graph
-            logger.info(
-                "namespace %r: %d vectors in a graph, built in %.0f s",
-                namespace,
-                len(seqs),
-                time.perf_counter() - started,
-            )
+        yield from graph.adding(seqs, matrix)
+        upkeep.graph = graph
+        logger.info(
+            "namespace %r: %d vectors in a graph, built in %.0f s",
+            namespace,
+            len(seqs),
+            time.perf_counter() - started,
+        )
         return
     held, gone = _held(seqs, graph)
     if gone:
         graph.remove(np.setdiff1d(graph.keys, seqs[:held], assume_unique=True))
-    graph.add(seqs[held:], matrix[held:], stop)
-
-
-def _finished(upkeep: _Upkeep, done: "Future[None]") -> None:
-    if not done.cancelled() and done.exception() is not None:
-        upkeep.broken = True
-        logger.error("a graph could not be built; searches score every vector", exc_info=done.exception())
-    upkeep.busy = False
+        yield
+    yield from graph.adding(seqs[held:], matrix[held:])

@@ -8,9 +8,10 @@ import anyio
 import numpy as np
 import pytest
 from memvm.engine.meaning.graph import Graph
-from memvm.engine.meaning.model_files import DIMENSIONS
+from memvm.engine.meaning.model_files import DIMENSIONS, MODEL_ID
+from memvm.engine.storage.statements import statement
 
-from tests.conftest import NS, note
+from tests.conftest import NS, note, user
 from tests.engine.meaning.test_search_by_meaning import BEAGLE, DISTRACTORS
 
 pytestmark = pytest.mark.anyio
@@ -111,7 +112,7 @@ def _clustered(count: int, seed: int) -> np.ndarray:
 def test_the_graph_finds_a_vector_again_from_a_query_near_it():
     vectors = _clustered(6_000, seed=3)
     graph = Graph(threads=2)
-    assert graph.add(np.arange(1, 6_001, dtype=np.int64), vectors, threading.Event())
+    graph.add(np.arange(1, 6_001, dtype=np.int64), vectors)
     generator = np.random.default_rng(4)
     sources = generator.integers(0, 6_000, 100)
     queries = vectors[sources] + 0.02 * generator.standard_normal((100, DIMENSIONS)).astype(np.float32)
@@ -122,16 +123,56 @@ def test_the_graph_finds_a_vector_again_from_a_query_near_it():
     assert found >= 97
 
 
-def test_a_stopped_build_adds_nothing_more_and_removed_keys_are_never_candidates():
+def test_a_graph_grows_a_chunk_at_a_step_and_removed_keys_are_never_candidates():
     vectors = _clustered(3_000, seed=5)
     keys = np.arange(1, 3_001, dtype=np.int64)
-    stopped = threading.Event()
-    stopped.set()
     graph = Graph(threads=1)
-    assert not graph.add(keys, vectors, stopped)
-    assert len(graph.keys) == 0 and len(graph.candidates(vectors[0], 10)) == 0
-    assert graph.add(keys, vectors, threading.Event())
+    steps = graph.adding(keys, vectors)
+    next(steps)
+    assert 0 < len(graph.keys) < len(keys)
+    assert set(graph.candidates(vectors[-1], 50).tolist()) <= set(graph.keys.tolist())
+    for _ in steps:
+        pass
+    assert graph.keys.tolist() == keys.tolist()
     graph.remove(keys[:1_500])
     assert graph.keys.tolist() == keys[1_500:].tolist()
     for vector in vectors[:20]:
         assert set(graph.candidates(vector, 50).tolist()) <= set(keys[1_500:].tolist())
+
+
+_IDS = statement("test.page ids", "SELECT page_id FROM pages WHERE namespace = :namespace")
+_VECTOR = statement(
+    "test.page vectors",
+    "INSERT INTO page_vectors (page_rowid, namespace, model, vector) "
+    "SELECT rowid, namespace, :model, :vector FROM pages WHERE namespace = :namespace AND page_id = :page_id",
+)
+
+
+async def test_a_build_stops_within_a_chunk_once_its_thread_takes_no_more_work(engine):
+    """As the interpreter does on exit (it would otherwise wait for a running task to end), and
+    as closing the index does: the graph's work is refused and ends between two chunks."""
+    scope = engine.session(NS, "s")
+    for start in range(0, 3_000, 500):
+        await scope.ingest(messages=[user(f"page {n}") for n in range(start, start + 500)])
+    async with engine.db.read(NS) as conn:
+        ids = [row[0] for row in await conn.all(_IDS, namespace=NS)]
+    vectors = _clustered(len(ids), seed=8)
+    async with engine.db.write(NS) as conn:
+        await conn.executemany(
+            _VECTOR,
+            [
+                {"model": MODEL_ID, "vector": vector.tobytes(), "namespace": NS, "page_id": page_id}
+                for page_id, vector in zip(ids, vectors, strict=True)
+            ],
+        )
+    index = engine.meaning.index
+    index.approximate_above = 100
+    async with engine.db.read(NS) as conn:
+        await index.nearest(conn, NS, vectors[0], 10)
+    building = [t for t in threading.enumerate() if t.name.startswith("memvm-graph")]
+    assert building
+    index._background.shutdown(wait=False)
+    with anyio.fail_after(60):
+        while any(thread.is_alive() for thread in building):  # noqa: ASYNC110 (a thread)
+            await anyio.sleep(0.02)
+    assert index.in_graph(NS) is None  # never finished
