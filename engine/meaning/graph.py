@@ -52,10 +52,6 @@ class Graph:
         # The keys held, ascending (each addition's keys are above all before them).
         self.keys: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 
-    @property
-    def last_key(self) -> int:
-        return int(self.keys[-1]) if len(self.keys) else 0
-
     def adding(self, keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> Iterator[None]:
         """Add vectors whose keys are above every key held, a chunk at each step (`keys` says what
         was added when the steps stop early)."""

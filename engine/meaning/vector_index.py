@@ -210,8 +210,9 @@ _DONE = object()
 def _held(seqs: npt.NDArray[np.int64], graph: Graph) -> tuple[int, int]:
     """How many of the copy's vectors the graph holds (they come first: seqs ascend), and how many
     the graph holds that the copy no longer has."""
-    held = int(np.searchsorted(seqs, graph.last_key, side="right"))
-    return held, len(graph.keys) - held
+    keys = graph.keys  # read once: the background thread may replace it meanwhile
+    held = int(np.searchsorted(seqs, keys[-1], side="right")) if len(keys) else 0
+    return held, len(keys) - held
 
 
 async def _candidates(
