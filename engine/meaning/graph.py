@@ -62,10 +62,6 @@ class Graph:
                 self.keys = np.concatenate((self.keys, chunk))
             yield
 
-    def add(self, keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
-        for _ in self.adding(keys, vectors):
-            pass
-
     def remove(self, keys: npt.NDArray[np.int64]) -> None:
         with self._lock:
             self._index.remove(keys)

@@ -103,13 +103,17 @@ class VectorIndex:
 
     def in_graph(self, namespace: str) -> int | None:
         """How many vectors `namespace`'s graph holds; None while its nearest are scored exactly."""
-        upkeep, copy = self._upkeep.get(namespace), self._copies.get(namespace)
-        if upkeep is None or upkeep.graph is None or copy is None or not self._graphed(copy):
-            return None
-        return len(upkeep.graph.keys)
+        copy = self._copies.get(namespace)
+        graph = None if copy is None else self._graph_for(namespace, copy)
+        return None if graph is None else len(graph.keys)
 
-    def _graphed(self, copy: _Copy) -> bool:
+    def _wants_graph(self, copy: _Copy) -> bool:
         return copy.size > self.approximate_above and not self._stop.is_set()
+
+    def _graph_for(self, namespace: str, copy: _Copy) -> Graph | None:
+        """The graph to search `copy` through: None while every vector is scored."""
+        upkeep = self._upkeep.get(namespace)
+        return upkeep.graph if upkeep is not None and self._wants_graph(copy) else None
 
     def close(self) -> None:
         """Stop building graphs (within a chunk of work); searches after this are exact."""
@@ -124,9 +128,9 @@ class VectorIndex:
         copy = await self._current(conn, namespace)
         if copy.size == 0:
             return {}
-        upkeep = self._upkeep.get(namespace)
-        if upkeep is not None and upkeep.graph is not None and self._graphed(copy):
-            chosen = await _candidates(copy, upkeep.graph, query, k)
+        graph = self._graph_for(namespace, copy)
+        if graph is not None:
+            chosen = await _candidates(copy, graph, query, k)
             if chosen is not None:
                 return _best(copy, chosen, copy.matrix[chosen] @ query, k)
         matrix = copy.matrix[: copy.size]
@@ -156,7 +160,7 @@ class VectorIndex:
 
     def _keep_up(self, namespace: str, copy: _Copy) -> None:
         """Start building or growing the namespace's graph, when it is wanted and nothing is under way."""
-        if copy.size <= self.approximate_above or self._stop.is_set():
+        if not self._wants_graph(copy):
             return
         upkeep = self._upkeep.setdefault(namespace, _Upkeep())
         if upkeep.busy or upkeep.broken:

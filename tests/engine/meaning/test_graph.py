@@ -112,7 +112,8 @@ def _clustered(count: int, seed: int) -> np.ndarray:
 def test_the_graph_finds_a_vector_again_from_a_query_near_it():
     vectors = _clustered(6_000, seed=3)
     graph = Graph(threads=2)
-    graph.add(np.arange(1, 6_001, dtype=np.int64), vectors)
+    for _ in graph.adding(np.arange(1, 6_001, dtype=np.int64), vectors):
+        pass
     generator = np.random.default_rng(4)
     sources = generator.integers(0, 6_000, 100)
     queries = vectors[sources] + 0.02 * generator.standard_normal((100, DIMENSIONS)).astype(np.float32)
