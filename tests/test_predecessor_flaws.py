@@ -95,26 +95,26 @@ async def test_flaw_memory_grows_with_pages_and_eviction_frees_none(open_engine)
             ]
             await engine.session(NS, "s").ingest(messages=batch)
 
-    await add(200, 0)  # warm caches and statements first
+    await add(100, 0)  # warm caches and statements first
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        await add(1_000, 200)
+        await add(600, 100)
         gc.collect()
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert (await engine.session(NS, "s").memory_map()).counts["pages"] == 1_200
-    # The predecessor held ~5 KB per page in RAM (5 MB here); memvm's pages live on disk.
+    assert (await engine.session(NS, "s").memory_map()).counts["pages"] == 700
+    # The predecessor held ~5 KB per page in RAM (3 MB here); memvm's pages live on disk.
     assert grown < 512 * 1024
 
 
 async def test_flaw_the_ungrounded_warning_lists_every_binding(engine):
-    # Ten thousand bindings, written in one transaction by the same code bind_value uses.
+    # Two thousand bindings, written in one transaction by the same code bind_value uses.
     await engine.session(NS, "s").ingest(messages=[user("Reconcile the ledger.")])
     async with engine.db.write() as conn:
-        for index in range(10_000):
+        for index in range(2_000):
             await bind(
                 conn,
                 namespace=NS,
@@ -126,11 +126,11 @@ async def test_flaw_the_ungrounded_warning_lists_every_binding(engine):
                 value=10_000 + index,
                 name=None,
             )
-    # A session keeps its newest 1,000 values (MAX_BINDINGS_PER_SESSION): $v9001 to $v10000.
-    args = {"rows": [{"amount": 10_000 + index} for index in range(9_000, 10_000, 5)], "stray": 123_456}
+    # A session keeps its newest 1,000 values (MAX_BINDINGS_PER_SESSION): $v1001 to $v2000.
+    args = {"rows": [{"amount": 10_000 + index} for index in range(1_000, 2_000, 5)], "stray": 123_456}
     result = await engine.session(NS, "s").check_ungrounded(args=args)
     assert len(result.ungrounded) == 201
-    assert result.ungrounded[0].suggestion == "$v9001"
+    assert result.ungrounded[0].suggestion == "$v1001"
     assert len(result.message.encode()) < 1_000  # the predecessor's was 79 KB at 10k bindings
     call = await engine.session(NS, "s").check_tool_call(tool="post", args=args)
     assert sum(len(reason.message) for reason in call.reasons) < 2_000

@@ -1,6 +1,7 @@
 """Search with meaning against search by words alone, in one large namespace, in the same run.
 
     .venv/bin/python tests/bench/meaning_scale.py --pages 100000 [--samples 150] [--dir DIR] [--graph-above N]
+        [--bases N]
 
 Fills a namespace with the scale benchmark's synthetic conversation (as search_scale.py does,
 keeping the file in DIR for the next run), gives every page a vector, then asks the same queries
@@ -15,9 +16,9 @@ asks the queries a third way, scoring every vector exactly, as the baseline the 
 It prints the process's peak resident memory last.
 
 Embedding a million synthetic pages for real would take hours, so each page's vector is made near
-real ones: the real encoder embeds up to 2,000 of the namespace's page texts, and each page gets
-one of those vectors moved part of the way toward another, plus a little noise. Exact scoring
-costs the same whatever the values; a graph's recall depends on them, and vectors drawn at
+real ones: the real encoder embeds up to 2,000 of the namespace's page texts (`--bases`), and each
+page gets one of those vectors moved part of the way toward another, plus a little noise. Exact
+scoring costs the same whatever the values; a graph's recall depends on them, and vectors drawn at
 random in 384 dimensions (no structure at all) are far harder for any graph than text's are. The
 query's vector is the real encoder's. The graph's recall is measured on the same queries: the
 share of the exact 10 nearest that the search through the graph also returned.
@@ -58,23 +59,23 @@ WHERE p.namespace = :namespace LIMIT :count""",
 )
 
 
-async def give_vectors(engine: Engine) -> None:
+async def give_vectors(engine: Engine, bases: int) -> None:
     """A vector near real ones for every page (see above), in batches, unless every page has one."""
     async with engine.db.read(None) as conn:
         have = (await conn.one(_VECTORS, namespace=NS))[0]
         rowids = [row[0] for row in await conn.all(_PAGES, namespace=NS)]
-        texts = [row[0] for row in await conn.all(_TEXTS, namespace=NS, count=2_000)]
+        texts = [row[0] for row in await conn.all(_TEXTS, namespace=NS, count=bases)]
     if have >= len(rowids):
         return
     embedded = [await engine.meaning.embed(texts[at : at + 32]) for at in range(0, len(texts), 32)]
     assert all(batch is not None for batch in embedded), engine.meaning.why_off
-    bases = np.concatenate(embedded)
+    near = np.concatenate(embedded)
     generator = np.random.default_rng(7)
     for start in range(0, len(rowids), 5_000):
         chunk = rowids[start : start + 5_000]
         toward = generator.uniform(0.0, 0.5, (len(chunk), 1)).astype(np.float32)
-        vectors = (1 - toward) * bases[generator.integers(0, len(bases), len(chunk))]
-        vectors += toward * bases[generator.integers(0, len(bases), len(chunk))]
+        vectors = (1 - toward) * near[generator.integers(0, len(near), len(chunk))]
+        vectors += toward * near[generator.integers(0, len(near), len(chunk))]
         vectors += 0.02 * generator.standard_normal((len(chunk), DIMENSIONS)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         async with engine.db.write(NS) as conn:
@@ -111,14 +112,14 @@ async def with_meaning(engine: Engine, query: str) -> float:
     return time.perf_counter() - started
 
 
-async def run(pages: int, samples: int, folder: Path, graph_above: int) -> None:
+async def run(pages: int, samples: int, folder: Path, graph_above: int, bases: int) -> None:
     db = folder / f"search-{pages}.db"
     await fill(db, pages)
     engine = await Engine.open(db)
     index = engine.meaning.index
     index.approximate_above = graph_above
     try:
-        await give_vectors(engine)
+        await give_vectors(engine, bases)
         queries = _queries(samples)
         await engine.meaning.encoder()  # loaded once per process, before any search is timed
         first = await with_meaning(engine, queries[0])
@@ -207,9 +208,15 @@ def main() -> None:
         default=APPROXIMATE_ABOVE,
         help=f"vectors in a namespace above which it is searched through a graph (memvm's: {APPROXIMATE_ABOVE:,})",
     )
+    parser.add_argument(
+        "--bases",
+        type=int,
+        default=2_000,
+        help="page texts embedded for real, which every vector is made near",
+    )
     options = parser.parse_args()
     options.dir.mkdir(parents=True, exist_ok=True)
-    anyio.run(run, options.pages, options.samples, options.dir, options.graph_above)
+    anyio.run(run, options.pages, options.samples, options.dir, options.graph_above, options.bases)
 
 
 if __name__ == "__main__":

@@ -138,7 +138,7 @@ def test_search_scale_reports_its_times_and_agreement_with_exact_ranking(tmp_pat
 
 
 def test_meaning_scale_times_search_with_meaning_beside_words_alone(tmp_path):
-    out = bench("meaning_scale.py", "--pages", 300, "--samples", 10, "--dir", tmp_path)
+    out = bench("meaning_scale.py", "--pages", 300, "--samples", 10, "--bases", 64, "--dir", tmp_path)
     assert lines(r"300 pages in one namespace, 10 searches at limit 10", out), out
     assert lines(rf"  by words alone: +p50 {NUM} ms  p95 {NUM} ms", out), out
     assert lines(rf"  words and meaning: +p50 {NUM} ms  p95 {NUM} ms  \(every vector scored\)", out), out
@@ -148,7 +148,19 @@ def test_meaning_scale_times_search_with_meaning_beside_words_alone(tmp_path):
 
 
 def test_meaning_scale_times_a_namespace_searched_through_its_graph_against_every_vector(tmp_path):
-    out = bench("meaning_scale.py", "--pages", 300, "--samples", 10, "--dir", tmp_path, "--graph-above", 100)
+    out = bench(
+        "meaning_scale.py",
+        "--pages",
+        300,
+        "--samples",
+        10,
+        "--bases",
+        64,
+        "--dir",
+        tmp_path,
+        "--graph-above",
+        100,
+    )
     assert lines(rf"  words and meaning: +p50 {NUM} ms  p95 {NUM} ms  \(through the graph\)", out), out
     assert lines(rf"  graph built in the background in {NUM} s", out), out
     assert lines(rf"  baseline, every vector scored: p50 {NUM} ms  p95 {NUM} ms  \(p95 ratio {NUM}\)", out), (
@@ -174,10 +186,41 @@ def test_ingest_meaning_times_ingest_while_the_server_embeds_against_lexical():
     assert lines(rf"  every page searchable by meaning {NUM} s after the last write", out), out
 
 
+def small_paraphrase(folder: Path) -> Path:
+    """The first 12 facts of the project's paraphrase set (24 questions) among 24 of its
+    distractors: the same shape at a fifth of the embedding."""
+    whole = json.loads((BENCH / "data" / "paraphrase_dev.json").read_text())
+    path = folder / "paraphrase_small.json"
+    path.write_text(
+        json.dumps(whole | {"facts": whole["facts"][:12], "distractors": whole["distractors"][:24]})
+    )
+    return path
+
+
+def small_locomo(folder: Path) -> Path:
+    """LoCoMo's first conversation cut to its first three sessions, with the questions answered
+    within them."""
+    first = json.loads(LOCOMO.read_text())[0]
+    kept = {"session_1", "session_2", "session_3"}
+    conversation = {
+        key: value
+        for key, value in first["conversation"].items()
+        if not key.startswith("session_") or key.removesuffix("_date_time") in kept
+    }
+    ids = {turn["dia_id"] for session in kept for turn in conversation[session]}
+    qa = [asked for asked in first["qa"] if set(re.findall(r"D\d+:\d+", str(asked.get("evidence")))) <= ids]
+    path = folder / "locomo_small.json"
+    path.write_text(json.dumps([first | {"conversation": conversation, "qa": qa}]))
+    return path
+
+
 def test_retrieval_reports_the_paraphrase_set_by_words_by_meaning_and_fused(tmp_path):
-    out = bench("retrieval.py", "--dataset", "paraphrase", "--out", tmp_path / "paraphrase.json")
+    data = small_paraphrase(tmp_path)
+    out = bench(
+        "retrieval.py", "--dataset", "paraphrase", "--data", data, "--out", tmp_path / "paraphrase.json"
+    )
     for mode in ("lexical", "semantic", "fused"):
-        assert lines(rf"{mode} +120( +{NUM}){{4}}", out), out
+        assert lines(rf"{mode} +24( +{NUM}){{4}}", out), out
     modes = json.loads((tmp_path / "paraphrase.json").read_text())["modes"]
     # The set's questions share no word with their facts: words alone find none of them.
     assert modes["lexical"]["R@10"] == 0 and modes["semantic"]["R@5"] > 0.5
@@ -187,8 +230,8 @@ def test_retrieval_reports_the_paraphrase_set_by_words_by_meaning_and_fused(tmp_
 def test_fusion_tuning_cross_validates_on_a_sample(tmp_path):
     out = bench(
         "fusion_tuning.py",
-        *("--locomo", LOCOMO, "--longmemeval", ORACLE, "--limit", 1, "--questions", 3, "--quick"),
-        *("--out", tmp_path / "fusion.json"),
+        *("--locomo", small_locomo(tmp_path), "--longmemeval", ORACLE, "--limit", 1, "--questions", 3),
+        *("--paraphrase", small_paraphrase(tmp_path), "--quick", "--out", tmp_path / "fusion.json"),
     )
     for dataset in ("paraphrase", "LoCoMo", "LongMemEval_S"):
         for row in ("lexical", "semantic", "fused, held out", r"fused, the defaults \(development\)"):
