@@ -25,7 +25,9 @@ questions are asked). In process, each question's ranking is also taken by words
 search with meaning off) and by meaning alone (the nearest vectors), and the three are reported
 side by side: `lexical`, `semantic` and `fused` (what search_pages returns). `--dataset paraphrase`
 is the project's own set of facts asked for in words they do not contain, among distractors
-(tests/bench/data/paraphrase_dev.json): one page per fact and distractor, in one namespace.
+(tests/bench/data/paraphrase_dev.json; paraphrase_everyday.json beside it is a second one, whose
+distractors were not written to share the questions' words): one page per fact and distractor, in one
+namespace.
 """
 
 import argparse
