@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memvm.engine import view
+from memvm.engine import memory_screens, view
 from memvm.engine.models.pages import PageType
 from memvm.engine.operations.transfer import export_read
 from memvm.engine.storage.api import Database
@@ -50,6 +50,21 @@ class NamespaceView:
                 before=before,
                 limit=limit,
             )
+
+    async def notes(self, *, before: str | None) -> view.Screen[memory_screens.NoteRow]:
+        """A screen of what was remembered, pinned first."""
+        async with self.db.read(self.namespace) as conn:
+            return await memory_screens.notes(conn, self.namespace, before=before)
+
+    async def conversations(self, *, before: str | None) -> view.Screen[memory_screens.ConversationRow]:
+        """A screen of conversations, the latest first."""
+        async with self.db.read(self.namespace) as conn:
+            return await memory_screens.conversations(conn, self.namespace, before=before)
+
+    async def thread(self, session: str, *, after: str | None) -> view.Screen[memory_screens.MessageRow]:
+        """A screen of one conversation, oldest message first."""
+        async with self.db.read(self.namespace) as conn:
+            return await memory_screens.thread(conn, self.namespace, session, after=after)
 
     async def page_count(self) -> int:
         async with self.db.read(self.namespace) as conn:

@@ -152,18 +152,26 @@ _TOP_INT = 2**63 - 1
 _TOP_TIME = float("inf")
 
 
-def _limit(limit: int) -> int:
+def rows_wanted(limit: int) -> int:
     return max(1, min(limit, MAX_ROWS))
 
 
-def _screen(rows: list[Row], limit: int, key: Any) -> Screen[Row]:
+def screen_of(rows: list[Row], limit: int, key: Any) -> Screen[Row]:
     """The first `limit` rows, and the cursor after the last of them when more were found."""
     if len(rows) <= limit:
         return Screen(rows, None)
     return Screen(rows[:limit], key(rows[limit - 1]))
 
 
-def _int_key(before: str | None) -> int:
+async def read_screen(
+    conn: Reads, sql: Statement, limit: int, key: Callable[[Any], str], **params: Any
+) -> Screen[Any]:
+    """One screen of `sql`'s rows (it takes `:limit`), and the cursor `key` gives after its last."""
+    limit = rows_wanted(limit)
+    return screen_of(await conn.all(sql, limit=limit + 1, **params), limit, key)
+
+
+def int_cursor(before: str | None) -> int:
     if before is None:
         return _TOP_INT
     key = int(before) if before.isascii() and before.isdigit() else None
@@ -172,7 +180,7 @@ def _int_key(before: str | None) -> int:
     return key
 
 
-def _time_key(before: str | None) -> tuple[float, str]:
+def time_cursor(before: str | None) -> tuple[float, str]:
     """A (time, name) cursor, written as `time/name` (a float's repr has no slash)."""
     if before is None:
         return _TOP_TIME, ""
@@ -190,12 +198,12 @@ async def _by_recency(
     conn: Reads, sql: Statement, time: str, name: str, namespace: str, before: str | None, limit: int
 ) -> Screen[Any]:
     """One screen of named rows, the most recent first by (`time`, `name`)."""
-    after_time, after_name = _time_key(before)
-    limit = _limit(limit)
+    after_time, after_name = time_cursor(before)
+    limit = rows_wanted(limit)
     rows = await conn.all(
         sql, namespace=namespace, before_time=after_time, before_name=after_name, limit=limit + 1
     )
-    return _screen(rows, limit, lambda row: f"{row[time]!r}/{row[name]}")
+    return screen_of(rows, limit, lambda row: f"{row[time]!r}/{row[name]}")
 
 
 async def sessions(
@@ -229,12 +237,12 @@ async def pages(
         where.append("AND pinned = 1")
     if before is not None:
         where.append("AND rowid < :before")
-        params["before"] = _int_key(before)
-    limit = _limit(limit)
+        params["before"] = int_cursor(before)
+    limit = rows_wanted(limit)
     rows = await conn.all(
         _PAGES.fill(filters=" ".join(where)), namespace=namespace, limit=limit + 1, **params
     )
-    return _screen(rows, limit, lambda row: str(row["rowid"])).map(_page_row)
+    return screen_of(rows, limit, lambda row: str(row["rowid"])).map(_page_row)
 
 
 def _page_row(row: Any) -> PageRow:
@@ -294,9 +302,11 @@ async def _session_log(
     conn: Reads, sql: Statement, key: str, namespace: str, session: str, before: str | None, limit: int
 ) -> Screen[Any]:
     """One screen of a session's log, newest first by the integer column `key`."""
-    limit = _limit(limit)
-    rows = await conn.all(sql, namespace=namespace, session=session, before=_int_key(before), limit=limit + 1)
-    return _screen(rows, limit, lambda row: str(row[key]))
+    limit = rows_wanted(limit)
+    rows = await conn.all(
+        sql, namespace=namespace, session=session, before=int_cursor(before), limit=limit + 1
+    )
+    return screen_of(rows, limit, lambda row: str(row[key]))
 
 
 async def mutations(

@@ -20,7 +20,7 @@ from memvm.engine.errors import (
 from memvm.engine.models.pages import REMEMBERED_TYPES, NewPage, PageType
 from memvm.engine.models.recall import SearchScope
 from memvm.engine.namespace_view import SESSION_LOGS
-from memvm.engine.paging.memory import fingerprint
+from memvm.engine.paging.memory import MAX_TTL_SECONDS, fingerprint
 from memvm.engine.storage.open import failure_types
 from memvm.resources.context import render_context
 from memvm.resources.manifest import render_manifest
@@ -35,6 +35,8 @@ VIEWER = "memvm-ui"
 # What the view's own edits are recorded as.
 PROVENANCE = "memvm ui"
 MAX_NOTE_CHARS = 100_000
+# The longest expiry a note written here may have: remember's.
+MAX_TTL_DAYS = MAX_TTL_SECONDS // 86_400
 # The best matches a search shows.
 SEARCH_LIMIT = 50
 # A request body past this is refused unread: the largest note, JSON-escaped, fits.
@@ -84,6 +86,38 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
             limit=_int(query.get("limit"), "limit") or 50,
         )
         return _listed("pages", screen)
+
+    async def notes(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
+        return _listed("notes", await engine.view(namespace).notes(before=_before(request)))
+
+    async def conversations(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
+        return _listed("conversations", await engine.view(namespace).conversations(before=_before(request)))
+
+    async def conversation(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
+        after = request.query_params.get("after") or None
+        screen = await engine.view(namespace).thread(request.path_params["session"], after=after)
+        return _listed("messages", screen)
+
+    async def new_note(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
+        body = await _json(request)
+        content = _note_text(body.get("content"))
+        key, days = body.get("key"), body.get("expires_in_days")
+        if key is not None and (not isinstance(key, str) or not key.strip()):
+            raise Refused("A key is a short name for the note, or leave it out.")
+        if key is not None and await _exists(engine, namespace, key.strip()):
+            raise Refused("A note with that key exists: open it to edit it, or choose another key.")
+        ttl = None
+        if days is not None:
+            if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= MAX_TTL_DAYS:
+                raise Refused(f"expires_in_days is a whole number of days from 1 to {MAX_TTL_DAYS:,}.")
+            ttl = days * 86_400.0
+        # Through remember, as a model's note is: redacted, versioned, searchable; seen in every project.
+        done = await engine.session(namespace, VIEWER).remember(
+            page=NewPage(content=content, type=PageType.NOTE, provenance=PROVENANCE),
+            key=key.strip() if key else None,
+            ttl_seconds=ttl,
+        )
+        return {"page_id": done.page_id, "created": done.created}
 
     async def page(request: Request, engine: Engine, namespace: str) -> Any:
         if request.path_params["page_id"].endswith(_CHANGES):
@@ -165,11 +199,7 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
 
     async def edit(request: Request, engine: Engine, namespace: str) -> dict[str, Any]:
         body = await _json(request)
-        content, was = body.get("content"), body.get("was")
-        if not isinstance(content, str) or not content.strip():
-            raise Refused("The note cannot be empty; to remove it, forget it.")
-        if len(content) > MAX_NOTE_CHARS:
-            raise Refused(f"A note edited here holds at most {MAX_NOTE_CHARS:,} characters.")
+        content, was = _note_text(body.get("content")), body.get("was")
         if not isinstance(was, str):
             raise Refused("Send the fingerprint of the text you started from as was.")
         page_id = request.path_params["page_id"]
@@ -216,6 +246,10 @@ def routes(engine_of: Callable[[], Engine], exports: Exports) -> list[Route]:
     table: list[tuple[str, Handler, list[str]]] = [
         ("/api/overview", overview, ["GET"]),
         ("/api/pages", pages, ["GET"]),
+        ("/api/notes", notes, ["GET"]),
+        ("/api/notes", new_note, ["POST"]),
+        ("/api/conversations", conversations, ["GET"]),
+        ("/api/conversations/{session}", conversation, ["GET"]),
         ("/api/pages/{page_id:path}/pin", pin, ["POST"]),
         ("/api/pages/{page_id:path}/forget", forget, ["POST"]),
         ("/api/pages/{page_id:path}/edit", edit, ["POST"]),
@@ -299,6 +333,22 @@ async def _json(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise Refused("Send a JSON object.")
     return body
+
+
+async def _exists(engine: Engine, namespace: str, page_id: str) -> bool:
+    try:
+        await engine.namespace(namespace).get_page(page_id=page_id)
+    except PageNotFound:
+        return False
+    return True
+
+
+def _note_text(content: Any) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise Refused("The note cannot be empty; to remove it, forget it.")
+    if len(content) > MAX_NOTE_CHARS:
+        raise Refused(f"A note written here holds at most {MAX_NOTE_CHARS:,} characters.")
+    return content
 
 
 def _before(request: Request) -> str | None:

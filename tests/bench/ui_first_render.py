@@ -3,13 +3,13 @@
 
     .venv/bin/python tests/bench/ui_first_render.py [--pages 100000] [--baseline-pages 1000] [--runs 7]
 
-For each file: the first page load (the HTML, its script and styles, the overview and the first
-screen of pages, as the browser asks for them), a screen deep in the list (after paging through
-to it by cursor), a search, and a session's context. Prints the median of `--runs` runs of each.
+For each file: the first page load (the HTML, its scripts and styles, the overview, the notes and
+the conversations, as the browser asks for them), a screen deep in the list of all pages (after
+paging through to it by cursor), a search, and a session's context. Prints the median of `--runs` runs of each.
 
 With Playwright and Chromium installed (`pip install -e '.[ui-test]'`, `apt-get install chromium`;
 MEMVM_CHROMIUM names another binary, as for the browser tests) it also times the first render in
-a real browser: from navigation until the first screen of pages is drawn. And it exports the
+a real browser: from navigation until the first screen's conversations are drawn. And it exports the
 whole namespace through the view, printing how long that took and the server's peak memory
 before and after (the export is streamed, so the peak should not grow with the namespace).
 """
@@ -68,6 +68,20 @@ async def _fill(db: Path, pages: int) -> None:
         await engine.close()
 
 
+# What the browser asks for to draw the first screen: the page, its scripts and styles, the
+# overview, the notes and the conversations.
+FIRST_SCREEN = (
+    "/",
+    "/static/markdown.js",
+    "/static/app.js",
+    "/static/home.js",
+    "/static/app.css",
+    "/api/overview",
+    "/api/notes",
+    "/api/conversations",
+)
+
+
 def _timed(call) -> float:  # type: ignore[no-untyped-def]
     started = time.perf_counter()
     call()
@@ -86,7 +100,7 @@ def _measure(db: Path, repeats: int) -> dict[str, float]:
         ) as client:
 
             def first_load() -> None:
-                for path in ("/", "/static/app.js", "/static/app.css", "/api/overview", "/api/pages"):
+                for path in FIRST_SCREEN:
                     client.get(path).raise_for_status()
 
             def paging() -> None:
@@ -142,7 +156,8 @@ def _peak_rss_mb(pid: int) -> float:
 
 
 def _browser_first_render(url: str, repeats: int) -> list[float] | None:
-    """Seconds from navigation to the first screen of pages drawn, in fresh tabs; None without a browser."""
+    """Seconds from navigation to the first screen drawn (its conversations listed), in fresh tabs;
+    None without a browser."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -161,7 +176,7 @@ def _browser_first_render(url: str, repeats: int) -> list[float] | None:
                 started = time.perf_counter()
                 page.goto(url)
                 # A locator, not a script: the view's CSP refuses evaluated strings.
-                page.locator("#pages tbody tr").nth(49).wait_for()
+                page.locator("#conversations button.card").first.wait_for()
                 times.append(time.perf_counter() - started)
                 context.close()
         finally:

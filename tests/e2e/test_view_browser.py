@@ -45,8 +45,10 @@ def expect(target: Any) -> Any:
 
 
 def _open(page: "Page", ui_server: Callable[..., str], db: str) -> None:
+    """The view, at the agent internals' list of all pages (the first screen is the person's)."""
     page.goto(ui_server(db))
     expect(page.get_by_role("heading", name="memvm")).to_be_visible()
+    page.get_by_role("button", name="All pages").click()
     expect(page.get_by_role("button", name="deploy-note")).to_be_visible()
 
 
@@ -72,8 +74,8 @@ def test_pages_open_at_four_levels_and_stored_markup_stays_text(seeded, page, ui
         expect(detail.get_by_role("heading", name=level)).to_be_visible()
     expect(detail.locator("pre").first).to_contain_text('<img src=x onerror="document.title')
     assert page.title() == "memvm"  # the stored markup never ran
-    screenshot(page, "memory-laptop", 1366, 768)
-    screenshot(page, "memory-phone", 390, 844)
+    screenshot(page, "all-pages-laptop", 1366, 768)
+    screenshot(page, "all-pages-phone", 390, 844)
 
 
 def test_search_ranks_and_a_session_filters(seeded, page, ui_server):

@@ -311,3 +311,50 @@ async def test_an_edit_keeps_the_notes_expiry_and_shows_what_it_replaced(served)
     ]
     # The edit kept the expiry, give or take the moments between the two writes.
     assert edited["expires_at"] is not None and abs(edited["expires_at"] - expires_at) < 60
+
+
+async def test_the_first_screen_lists_notes_and_conversations_and_writes_a_new_note(served):
+    origin = {"origin": served.base}
+    async with served.client(served.token) as user:
+        notes = (await user.get("/api/notes")).json()
+        assert [note["page_id"] for note in notes["notes"]] == ["deploy-note"] and notes["next"] is None
+        [talk] = (await user.get("/api/conversations")).json()["conversations"]
+        assert talk["session"] == "s1" and talk["title"] is None and talk["messages"] == 2
+        assert talk["first_line"].startswith("our staging cluster is heron")
+        thread = (await user.get("/api/conversations/s1")).json()
+        assert [message["role"] for message in thread["messages"]] == ["user", "assistant"]
+        assert thread["messages"][0]["text"] == "our staging cluster is heron <script>alert(1)</script>"
+
+        written = await user.post(
+            "/api/notes",
+            json={
+                "content": "Dentist: Dr. Okafor. token ghp_0123456789abcdefghijklmnopqrstuvwxyz",
+                "key": "dentist",
+            },
+            headers=origin,
+        )
+        assert written.status_code == 200 and written.json() == {"page_id": "dentist", "created": True}
+        again = await user.post("/api/notes", json={"content": "other", "key": "dentist"}, headers=origin)
+        assert again.status_code == 400 and "exists" in again.json()["error"]
+        brief = await user.post(
+            "/api/notes", json={"content": "Parking in lot B", "expires_in_days": 2}, headers=origin
+        )
+        assert brief.status_code == 200
+        for bad in ({"content": "  "}, {"content": "x", "expires_in_days": 0}, {"content": "x", "key": 5}):
+            refused = await user.post("/api/notes", json=bad, headers=origin)
+            assert refused.status_code == 400 and refused.json()["error"].endswith("."), bad
+        listed = [note["page_id"] for note in (await user.get("/api/notes")).json()["notes"]]
+        assert listed[1:] == ["dentist", "deploy-note"] and len(listed) == 3
+        hits = (await user.get("/api/search", params={"q": "Okafor"})).json()["results"]
+        assert hits and hits[0]["page_id"] == "dentist"
+    [(text, provenance, expires)] = db_rows(
+        served.db,
+        "SELECT t.content, p.provenance, p.expires_at FROM pages p JOIN page_texts t USING (rowid) "
+        "WHERE p.page_id = 'dentist'",
+    )
+    assert "ghp_0123456789abcdefghijklmnopqrstuvwxyz" not in text and text.startswith("Dentist: Dr. Okafor.")
+    assert provenance == "memvm ui" and expires is None
+    [(brief_expires, brief_created)] = db_rows(
+        served.db, "SELECT expires_at, created_at FROM pages WHERE page_id = ?", (listed[0],)
+    )
+    assert brief_expires - brief_created == pytest.approx(2 * 86_400)

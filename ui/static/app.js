@@ -2,7 +2,7 @@
 // content is data. The view polls /api/version and redraws what is open when memory changes.
 "use strict";
 
-const state = { view: "memory", session: "", page: null, version: "" };
+const state = { view: "home", session: "", page: null, version: "", forgetting: null, viewer: "" };
 // Each list shown, by name: the rows in hand, where the next screen starts, and what was asked.
 const lists = {};
 const $ = (id) => document.getElementById(id);
@@ -166,7 +166,7 @@ function show(view) {
   state.view = view;
   say("");
   for (const tab of document.querySelectorAll(".tab")) tab.setAttribute("aria-pressed", String(tab.dataset.view === view));
-  for (const name of ["memory", "context", "tools"]) $(`view-${name}`).hidden = name !== view;
+  for (const name of ["home", "memory", "context", "tools"]) $(`view-${name}`).hidden = name !== view;
   refresh(true);
 }
 
@@ -176,6 +176,7 @@ async function loadOverview(append = false, keep = false) {
   $("namespace").dataset.name = overview.namespace;
   // Opened read-only: the curating buttons are not offered.
   document.body.classList.toggle("read-only", overview.read_only);
+  state.viewer = overview.viewer;
   const sessions = lists.sessions.rows;
   keepingFocus(() => drawSessions(sessions, overview.viewer));
 }
@@ -222,6 +223,8 @@ function drawSessions(sessions, viewer) {
       select.appendChild(more);
     }
     if (chosen && chosen !== MORE_SESSIONS) select.value = chosen;
+    // Opened on the most recent session that has anything, never on this view's own.
+    else select.value = (sessions.find((s) => s.session !== viewer && (s.pages > 0 || s.turn > 0)) || sessions[0] || {}).session || "";
   }
 }
 
@@ -482,6 +485,7 @@ async function loadTools(keep = false, keepTools = keep) {
 
 function refresh(keep = false) {
   const overview = loadOverview(false, true).catch((error) => say(error.message));
+  if (state.view === "home") { loadHome(keep); return; }
   if (state.view === "memory") { if (!$("search").value.trim()) loadPages(false, keep); return; }
   // The context and tools views show the session their select names, which the overview fills:
   // opened before it has arrived, they would find no session and stay empty.
@@ -535,10 +539,18 @@ function wire() {
       refine(true);
     } catch (error) { say(error.message); }
   });
-  $("forget").addEventListener("click", () => { $("confirm-forget").showModal(); $("confirm-no").focus(); });
-  $("confirm-no").addEventListener("click", () => $("confirm-forget").close());
+  $("forget").addEventListener("click", () => {
+    state.forgetting = null; // All pages' open page, not the reader's
+    $("confirm-forget").showModal();
+    $("confirm-no").focus();
+  });
+  $("confirm-no").addEventListener("click", () => { state.forgetting = null; $("confirm-forget").close(); });
   $("confirm-yes").addEventListener("click", async () => {
     $("confirm-forget").close();
+    if (state.forgetting) {
+      try { await forgetFromReader(); } catch (error) { say(error.message); }
+      return;
+    }
     try {
       await post(`api/pages/${encodeURIComponent(state.page.page_id)}/forget`, { confirm: true });
       say(`Forgot ${state.page.page_id}.`);
@@ -584,10 +596,12 @@ function wire() {
 
 async function start() {
   wire();
+  wireHome();
   // The version before the first drawing: any write after it shows up at the next poll.
   try { state.version = (await api("api/version")).version; } catch (error) { say(error.message); }
   refresh();
   setInterval(poll, 2000);
 }
 
-start();
+// Every script of the page (home.js, markdown.js) has run by then.
+document.addEventListener("DOMContentLoaded", start);
