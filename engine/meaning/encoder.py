@@ -38,6 +38,10 @@ class Encoder:
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3  # its warnings about unused initialisers are not the user's
+        # Basic graph optimisations only: the extended ones (fusions) double the time a process takes
+        # to load the model (0.5 s against 0.25 s here) and embedded no faster here (the same vectors:
+        # cosine 1.0000 on 104 texts; 175 against 134 short texts a second, 5.1 ms a query either way).
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
         self._session = onnxruntime.InferenceSession(
             str(files.weights), options, providers=["CPUExecutionProvider"]
         )
