@@ -222,3 +222,37 @@ def test_internals_open_on_the_latest_session_with_anything_and_read_only_offers
     expect(reader.locator("#reader-body")).to_contain_text(PINNED)
     for action in ("Pin", "Unpin", "Edit", "Forget"):
         expect(reader.get_by_role("button", name=action, exact=True)).to_have_count(0)
+
+
+def _no_sideways_scroll(page: "Page") -> None:
+    width = page.viewport_size["width"] if page.viewport_size else 0
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def test_on_a_phone_nothing_runs_off_the_screen_and_the_keyboard_opens_and_closes_the_reader(
+    lived_in, page, ui_server
+):
+    page.set_viewport_size({"width": 390, "height": 844})
+    _first_screen(page, ui_server(lived_in))
+    _no_sideways_scroll(page)
+    # By keyboard alone: search, move to a match, open it, and Escape back to where it was.
+    page.get_by_label("Search your memory").focus()
+    page.keyboard.type("sourdough starter help")
+    match = page.locator("#found").get_by_role("button", name=re.compile("^Sourdough starter help"))
+    expect(match).to_be_visible()
+    match.focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Sourdough starter help")).to_be_focused()
+    expect(page.locator("#find")).to_be_hidden()  # the reader takes a phone's screen
+    _no_sideways_scroll(page)
+    page.keyboard.press("Escape")
+    expect(page.locator("#reader")).to_be_hidden()
+    expect(match).to_be_focused()
+    page.get_by_label("Search your memory").fill("")
+    expect(page.locator("#notes").get_by_role("button").first).to_be_visible()
+    page.locator("#notes").get_by_role("button").first.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#reader-body")).to_contain_text(PINNED)
+    _no_sideways_scroll(page)
+    page.get_by_role("button", name="Back to the list").press("Enter")
+    expect(page.locator("#notes").get_by_role("button").first).to_be_focused()

@@ -151,7 +151,9 @@ function closeReader() {
   $("reader").hidden = true;
   $("note-form").hidden = true;
   document.body.classList.remove("reading");
-  const opener = key && document.querySelector(`[data-key="${CSS.escape(key)}"]`);
+  // The card it was opened from: the one still shown (a conversation may be listed twice, in the
+  // list and among the matches of a search).
+  const opener = key && [...document.querySelectorAll(`[data-key="${CSS.escape(key)}"]`)].find((card) => card.offsetParent);
   (opener || $("find")).focus();
 }
 
