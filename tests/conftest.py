@@ -132,11 +132,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: one worker per core for the fast stage, which keeps its cores busy; three per core
-    for the end-to-end stage, whose tests mostly wait (on processes starting, sockets, deadlines):
-    with two per core a clean run used 1.5 of 2 cores on average."""
+    """`-n auto`: one worker per core for the fast stage, which keeps its cores busy; two per core
+    for the end-to-end stage, whose tests mostly wait (on processes starting, sockets, deadlines)
+    and would leave the cores half idle."""
     cores = os.cpu_count() or 1
-    return 3 * cores if _runs_slow_tests(config) else cores
+    return 2 * cores if _runs_slow_tests(config) else cores
 
 
 @pytest.hookimpl(tryfirst=True)
