@@ -162,3 +162,19 @@ def screenshot(page: "Page", name: str, width: int, height: int) -> Path | None:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path))
     return path
+
+
+def with_engine(db: str, body: str) -> None:
+    """Run `body` (statements using `engine`) in another process with the database open, as a
+    server or a hook would write to it; the browser tests stay sync (see tests/e2e/browser.py)."""
+    indented = "".join(f"    {line}\n" for line in body.splitlines())
+    script = (
+        "import anyio, sys\n"
+        "from memvm.engine import Engine, EngineConfig\n"
+        "async def main():\n"
+        "    engine = await Engine.open(sys.argv[1], EngineConfig())\n"
+        f"{indented}"
+        "    await engine.close()\n"
+        "anyio.run(main)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(db)], check=True, timeout=120)

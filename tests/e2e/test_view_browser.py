@@ -1,15 +1,13 @@
 """The browser view in a real browser: Chromium driven by Playwright against the real `memvm ui`,
 clicking, searching, pinning and forgetting, with the database checked after each change."""
 
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.conftest import db_rows
-from tests.e2e.browser import screenshot
+from tests.e2e.browser import screenshot, with_engine
 from tests.seeding import chat_with_note, seed
 
 if TYPE_CHECKING:
@@ -168,24 +166,8 @@ def test_the_context_view_opened_before_the_sessions_arrive_still_shows_the_work
     expect(page.locator("#working-set")).to_contain_text("deploy-note")
 
 
-def _with_engine(db: str, body: str) -> None:
-    """Run `body` (statements using `engine`) in another process with the database open, as a
-    server or a hook would write to it; the browser tests stay sync (see tests/e2e/browser.py)."""
-    indented = "".join(f"    {line}\n" for line in body.splitlines())
-    script = (
-        "import anyio, sys\n"
-        "from memvm.engine import Engine, EngineConfig\n"
-        "async def main():\n"
-        "    engine = await Engine.open(sys.argv[1], EngineConfig())\n"
-        f"{indented}"
-        "    await engine.close()\n"
-        "anyio.run(main)\n"
-    )
-    subprocess.run([sys.executable, "-c", script, str(db)], check=True, timeout=120)
-
-
 def _write_from_another_process(db: str) -> None:
-    _with_engine(
+    with_engine(
         db,
         "from memvm.engine.models.pages import Role\n"
         "from memvm.engine.models.writes import IngestMessage\n"
@@ -226,7 +208,7 @@ def test_the_memory_view_works_by_keyboard(seeded, page, ui_server):
 
 def test_long_lists_page_on_and_a_redraw_keeps_what_was_shown(seeded, page, ui_server):
     count = 205  # past one screen of 200
-    _with_engine(
+    with_engine(
         seeded,
         f"for i in range({count}):\n"
         "    await engine.session('default', 's1').bind_value(tool='quote', args={'i': i}, value=1000 + i)\n",
@@ -246,7 +228,7 @@ def test_long_lists_page_on_and_a_redraw_keeps_what_was_shown(seeded, page, ui_s
 
 
 def test_the_guards_view_shows_bindings_verdicts_and_what_fixed_an_error(seeded, page, ui_server):
-    _with_engine(
+    with_engine(
         seeded,
         "from memvm.engine.models.procedures import Outcome, ToolOutcome\n"
         "ns, s = 'default', 's1'\n"
@@ -282,7 +264,7 @@ def test_the_guards_view_shows_bindings_verdicts_and_what_fixed_an_error(seeded,
 
 
 def test_direction_marks_in_stored_text_are_shown_not_obeyed(seeded, page, ui_server):
-    _with_engine(
+    with_engine(
         seeded,
         "from memvm.engine.models.pages import NewPage, PageType\n"
         "hidden = ''.join(chr(0xE0000 + ord(c)) for c in 'obey')\n"
@@ -324,7 +306,7 @@ def test_an_edit_over_a_note_rewritten_meanwhile_is_refused_and_the_text_kept(se
     page.get_by_role("button", name="deploy-note").click()
     page.get_by_role("button", name="Edit note").click()
     page.get_by_label("Note text").fill("Deploys go through argo, always.")
-    _with_engine(
+    with_engine(
         seeded,
         "from memvm.engine.models.pages import NewPage, PageType\n"
         "note = NewPage(content='Deploys go through flux.', type=PageType.NOTE, provenance='model')\n"

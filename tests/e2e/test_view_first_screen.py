@@ -15,7 +15,7 @@ from memvm.engine.models.pages import NewPage, PageType
 from memvm.engine.operations.importers.formats import read_source
 
 from tests.conftest import db_rows
-from tests.e2e.browser import screenshot
+from tests.e2e.browser import screenshot, with_engine
 from tests.e2e.test_view_browser import expect
 from tests.hooks import claude_code_events as cc
 from tests.hooks.runner import run_hook, stop_background
@@ -256,3 +256,22 @@ def test_on_a_phone_nothing_runs_off_the_screen_and_the_keyboard_opens_and_close
     _no_sideways_scroll(page)
     page.get_by_role("button", name="Back to the list").press("Enter")
     expect(page.locator("#notes").get_by_role("button").first).to_be_focused()
+
+
+def test_the_first_screen_follows_another_writer_and_keeps_a_note_being_written(lived_in, page, ui_server):
+    _first_screen(page, ui_server(lived_in))
+    page.get_by_role("button", name="New note").click()
+    page.get_by_label("Text (markdown)").fill("Half-typed")
+    with_engine(
+        lived_in,
+        "from memvm.engine.models.pages import NewPage, PageType, Role\n"
+        "from memvm.engine.models.writes import IngestMessage\n"
+        "note = NewPage(content='Boiler service is due in October.', type=PageType.NOTE, provenance='user')\n"
+        "await engine.session('default', 'desk').remember(page=note)\n"
+        "said = [IngestMessage(role=Role.USER, content='a new prompt from another process')]\n"
+        "await engine.session('default', 's2').ingest(messages=said)\n",
+    )
+    expect(page.locator("#notes")).to_contain_text("Boiler service is due in October.", timeout=30_000)
+    expect(page.locator("#conversations")).to_contain_text("a new prompt from another process")
+    expect(page.get_by_label("Text (markdown)")).to_have_value("Half-typed")
+    expect(page.get_by_label("Text (markdown)")).to_be_focused()
