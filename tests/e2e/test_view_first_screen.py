@@ -256,6 +256,11 @@ def test_on_a_phone_nothing_runs_off_the_screen_and_the_keyboard_opens_and_close
     _no_sideways_scroll(page)
     page.get_by_role("button", name="Back to the list").press("Enter")
     expect(page.locator("#notes").get_by_role("button").first).to_be_focused()
+    # The internals too, whose session pickers list sessions by their long ids.
+    for view in ("Context", "Guards and procedures", "All pages"):
+        page.get_by_role("button", name=view).click()
+        expect(page.get_by_role("button", name=view)).to_have_attribute("aria-pressed", "true")
+        _no_sideways_scroll(page)
 
 
 def test_the_first_screen_follows_another_writer_and_keeps_a_note_being_written(lived_in, page, ui_server):
