@@ -16,7 +16,7 @@ from memvm.engine.models.pages import REMEMBERED_TYPES, PageType, Role
 from memvm.engine.paging.history_write import CONVERSATION
 from memvm.engine.storage.api import Reads
 from memvm.engine.storage.statements import in_list, statement, template
-from memvm.engine.view import Screen, int_cursor, read_screen, time_cursor
+from memvm.engine.view import Screen, by_recency, int_cursor, read_screen
 from pydantic import BaseModel
 
 # A message in a thread is shown up to this many characters; the page itself has it whole.
@@ -86,14 +86,17 @@ _OPENINGS = template(
     marks=in_list([0, 0])[0],
 )
 
-_FIRST_PROMPT = statement(
-    "memory screens.first prompt",
+# The first thing the user said in each of the sessions listed.
+_FIRST_PROMPTS = template(
+    "memory screens.first prompts",
     f"""
-SELECT abstract FROM live_pages
-WHERE namespace = :namespace AND session = :session AND type = '{PageType.TRANSCRIPT.value}'
-AND role = '{Role.USER.value}'
-ORDER BY rowid LIMIT 1
-""",
+SELECT session, abstract FROM live_pages WHERE rowid IN (
+    SELECT min(rowid) FROM live_pages
+    WHERE namespace = :namespace AND type = '{PageType.TRANSCRIPT.value}' AND role = '{Role.USER.value}'
+    AND session IN ({{marks}})
+    GROUP BY session
+)""",
+    marks=in_list(["", ""])[0],
 )
 
 # A session's transcript and tool results, oldest first, after the cursor (a rowid).
@@ -131,27 +134,23 @@ async def conversations(
     conn: Reads, namespace: str, *, before: str | None = None, limit: int = 50
 ) -> Screen[ConversationRow]:
     """One screen of conversations, the one with the latest message first."""
-    before_time, before_name = time_cursor(before)
-    screen = await read_screen(
-        conn,
-        _CONVERSATIONS,
-        limit,
-        lambda row: f"{row['last_at']!r}/{row['session']}",
-        namespace=namespace,
-        before_time=before_time,
-        before_name=before_name,
-    )
+    screen = await by_recency(conn, _CONVERSATIONS, "last_at", "session", namespace, before, limit)
     firsts = [row["first_rowid"] for row in screen.rows]
     openings = {row["session"]: row for row in await conn.all_in(_OPENINGS, firsts, namespace=namespace)}
+    sessions = [row["session"] for row in screen.rows]
+    prompts = {
+        row["session"]: row["abstract"]
+        for row in await conn.all_in(_FIRST_PROMPTS, sessions, namespace=namespace)
+    }
     shown = []
     for row in screen.rows:
         opening = openings.get(row["session"])
-        prompt = await conn.one(_FIRST_PROMPT, namespace=namespace, session=row["session"])
+        prompt = prompts.get(row["session"])
         shown.append(
             ConversationRow(
                 session=row["session"],
                 title=_title(opening["metadata"]) if opening else None,
-                first_line=_cut(prompt["abstract"], FIRST_LINE_CHARS) if prompt else "",
+                first_line=_cut(prompt, FIRST_LINE_CHARS) if prompt is not None else "",
                 project=opening["project"] if opening else "",
                 started_at=row["started_at"],
                 last_at=row["last_at"],

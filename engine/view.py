@@ -152,11 +152,11 @@ _TOP_INT = 2**63 - 1
 _TOP_TIME = float("inf")
 
 
-def rows_wanted(limit: int) -> int:
+def _limit(limit: int) -> int:
     return max(1, min(limit, MAX_ROWS))
 
 
-def screen_of(rows: list[Row], limit: int, key: Any) -> Screen[Row]:
+def _screen(rows: list[Row], limit: int, key: Any) -> Screen[Row]:
     """The first `limit` rows, and the cursor after the last of them when more were found."""
     if len(rows) <= limit:
         return Screen(rows, None)
@@ -167,8 +167,8 @@ async def read_screen(
     conn: Reads, sql: Statement, limit: int, key: Callable[[Any], str], **params: Any
 ) -> Screen[Any]:
     """One screen of `sql`'s rows (it takes `:limit`), and the cursor `key` gives after its last."""
-    limit = rows_wanted(limit)
-    return screen_of(await conn.all(sql, limit=limit + 1, **params), limit, key)
+    limit = _limit(limit)
+    return _screen(await conn.all(sql, limit=limit + 1, **params), limit, key)
 
 
 def int_cursor(before: str | None) -> int:
@@ -180,7 +180,7 @@ def int_cursor(before: str | None) -> int:
     return key
 
 
-def time_cursor(before: str | None) -> tuple[float, str]:
+def _time_key(before: str | None) -> tuple[float, str]:
     """A (time, name) cursor, written as `time/name` (a float's repr has no slash)."""
     if before is None:
         return _TOP_TIME, ""
@@ -194,23 +194,28 @@ def time_cursor(before: str | None) -> tuple[float, str]:
     return time, name
 
 
-async def _by_recency(
+async def by_recency(
     conn: Reads, sql: Statement, time: str, name: str, namespace: str, before: str | None, limit: int
 ) -> Screen[Any]:
-    """One screen of named rows, the most recent first by (`time`, `name`)."""
-    after_time, after_name = time_cursor(before)
-    limit = rows_wanted(limit)
-    rows = await conn.all(
-        sql, namespace=namespace, before_time=after_time, before_name=after_name, limit=limit + 1
+    """One screen of named rows, the most recent first by (`time`, `name`): `sql` takes
+    `:before_time` and `:before_name`."""
+    after_time, after_name = _time_key(before)
+    return await read_screen(
+        conn,
+        sql,
+        limit,
+        lambda row: f"{row[time]!r}/{row[name]}",
+        namespace=namespace,
+        before_time=after_time,
+        before_name=after_name,
     )
-    return screen_of(rows, limit, lambda row: f"{row[time]!r}/{row[name]}")
 
 
 async def sessions(
     conn: Reads, namespace: str, *, before: str | None = None, limit: int = MAX_ROWS
 ) -> Screen[SessionRow]:
     """The namespace's sessions, the most recently active first."""
-    screen = await _by_recency(conn, _SESSIONS, "last_call_at", "session", namespace, before, limit)
+    screen = await by_recency(conn, _SESSIONS, "last_call_at", "session", namespace, before, limit)
     return screen.map(lambda row: SessionRow(**dict(row)))
 
 
@@ -238,11 +243,9 @@ async def pages(
     if before is not None:
         where.append("AND rowid < :before")
         params["before"] = int_cursor(before)
-    limit = rows_wanted(limit)
-    rows = await conn.all(
-        _PAGES.fill(filters=" ".join(where)), namespace=namespace, limit=limit + 1, **params
-    )
-    return screen_of(rows, limit, lambda row: str(row["rowid"])).map(_page_row)
+    sql = _PAGES.fill(filters=" ".join(where))
+    screen = await read_screen(conn, sql, limit, lambda row: str(row["rowid"]), namespace=namespace, **params)
+    return screen.map(_page_row)
 
 
 def _page_row(row: Any) -> PageRow:
@@ -302,11 +305,15 @@ async def _session_log(
     conn: Reads, sql: Statement, key: str, namespace: str, session: str, before: str | None, limit: int
 ) -> Screen[Any]:
     """One screen of a session's log, newest first by the integer column `key`."""
-    limit = rows_wanted(limit)
-    rows = await conn.all(
-        sql, namespace=namespace, session=session, before=int_cursor(before), limit=limit + 1
+    return await read_screen(
+        conn,
+        sql,
+        limit,
+        lambda row: str(row[key]),
+        namespace=namespace,
+        session=session,
+        before=int_cursor(before),
     )
-    return screen_of(rows, limit, lambda row: str(row[key]))
 
 
 async def mutations(
@@ -340,7 +347,7 @@ async def tools(
     conn: Reads, namespace: str, *, before: str | None = None, limit: int = MAX_ROWS
 ) -> Screen[ToolRow]:
     """Each tool's calls and successes, the most recently used first."""
-    screen = await _by_recency(conn, _TOOLS, "last_at", "tool", namespace, before, limit)
+    screen = await by_recency(conn, _TOOLS, "last_at", "tool", namespace, before, limit)
     return screen.map(
         lambda row: ToolRow(
             tool=row["tool"],
