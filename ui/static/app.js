@@ -145,6 +145,18 @@ function keepingFocus(redraw) {
   }
 }
 
+// Fields in one line, joined by " · ", each isolated so that one holding direction marks cannot
+// reorder the others; empty ones are left out.
+function fillFields(element, fields) {
+  element.replaceChildren();
+  fields.filter(Boolean).forEach((field, index) => {
+    if (index) element.append(" · ");
+    const part = document.createElement("bdi");
+    part.textContent = shown(field);
+    element.appendChild(part);
+  });
+}
+
 function fillTable(id, rows, columns) {
   const body = $(id).querySelector("tbody");
   body.replaceChildren();
@@ -335,9 +347,7 @@ async function openPage(pageId, quietly = false) {
     state.page = page;
     $("page-detail").hidden = false;
     $("detail-title").textContent = shown(page.page_id);
-    // Each field stands alone, so that one holding direction marks cannot reorder the others.
     const meta = $("detail-meta");
-    meta.replaceChildren();
     const fields = [
       `${page.type}${page.role ? "/" + page.role : ""}`, `session ${page.session}`, `from ${page.provenance}`,
       `created ${when(page.created_at)}`, `last access ${when(page.last_access)}`,
@@ -345,12 +355,7 @@ async function openPage(pageId, quietly = false) {
       `version ${page.version}`,
     ];
     if (page.expires_at !== null) fields.push(`expires ${when(page.expires_at)}`);
-    fields.forEach((field, index) => {
-      if (index) meta.append(" · ");
-      const part = document.createElement("bdi");
-      part.textContent = shown(field);
-      meta.appendChild(part);
-    });
+    fillFields(meta, fields);
     $("pin").textContent = page.pinned ? "Unpin" : "Pin";
     $("edit").hidden = !page.editable;
     if (!quietly) $("edit-form").hidden = true;

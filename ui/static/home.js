@@ -158,14 +158,7 @@ function closeReader() {
 }
 
 function readerMeta(parts) {
-  const meta = $("reader-meta");
-  meta.replaceChildren();
-  parts.filter(Boolean).forEach((part, index) => {
-    if (index) meta.append(" · ");
-    const field = document.createElement("bdi");
-    field.textContent = shown(part);
-    meta.append(field);
-  });
+  fillFields($("reader-meta"), parts);
 }
 
 function details(rows) {
