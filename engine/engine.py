@@ -114,9 +114,9 @@ class Engine:
             )
 
     async def stop_embedding(self) -> None:
-        """Tell the embedder to stop and wait for it to finish its step (a batch takes a second at
-        most); cancelled only if it does not, so that no query is left running on a connection
-        about to close."""
+        """Tell the embedder to stop and wait for it to finish its step: a batch being embedded is
+        dropped at once, a read or write of the database ends first. Cancelled only if it does
+        not end, so that no query is left running on a connection about to close."""
         import asyncio
 
         task, self._embedding = self._embedding, None

@@ -22,6 +22,7 @@ import anyio
 import anyio.lowlevel
 import numpy as np
 from memvm.engine.errors import StorageBusy, StorageError, StorageFull, StorageReadOnly, StorageUnavailable
+from memvm.engine.meaning.encoder import Vectors
 from memvm.engine.meaning.meaning import Meaning
 from memvm.engine.meaning.vector_store import (
     Waiting,
@@ -45,8 +46,11 @@ _MOST_DEFERRED = 5.0
 _BACKOFF_SECONDS = (5.0, 30.0, 120.0)
 
 
-async def embed_batch(db: Database, meaning: Meaning, batch: int = BATCH) -> int:
-    """Embed one batch of the pages that wait; how many waited (0: none left, or meaning is off)."""
+async def embed_batch(
+    db: Database, meaning: Meaning, batch: int = BATCH, *, stop: anyio.Event | None = None
+) -> int:
+    """Embed one batch of the pages that wait; how many waited (0: none left, meaning is off, or
+    `stop` was set while the batch was embedded: its vectors are dropped, and the pages wait on)."""
     if await meaning.encoder() is None:
         return 0
     async with db.read(None) as conn:
@@ -55,7 +59,10 @@ async def embed_batch(db: Database, meaning: Meaning, batch: int = BATCH) -> int
         return 0
     # Similar lengths together: a batch is padded to its longest text.
     pages.sort(key=lambda page: len(page.text))
-    vectors = await meaning.embed_in_background([page.text for page in pages])
+    texts = [page.text for page in pages]
+    vectors = (
+        await meaning.embed_in_background(texts) if stop is None else await _unless(stop, meaning, texts)
+    )
     if vectors is None:
         return 0
     by_namespace: dict[str, list[tuple[Waiting, bytes]]] = defaultdict(list)
@@ -65,6 +72,23 @@ async def embed_batch(db: Database, meaning: Meaning, batch: int = BATCH) -> int
         async with db.write(namespace) as conn:
             await store(conn, meaning.model_id, made)
     return len(pages)
+
+
+async def _unless(stop: anyio.Event, meaning: Meaning, texts: list[str]) -> Vectors | None:
+    """The texts' vectors, or None as soon as `stop` is set: a batch embedded at a low priority on
+    a busy machine can take minutes, and a process told to stop does not wait for it."""
+    vectors: Vectors | None = None
+    async with anyio.create_task_group() as group:
+
+        async def embed() -> None:
+            nonlocal vectors
+            vectors = await meaning.embed_in_background(texts)
+            group.cancel_scope.cancel()
+
+        group.start_soon(embed)
+        await stop.wait()
+        group.cancel_scope.cancel()
+    return vectors
 
 
 async def _requeue_other_models(db: Database, model: str) -> None:
@@ -124,7 +148,7 @@ async def keep_embedding(db: Database, meaning: Meaning, stop: anyio.Event) -> N
                 if arrivals.busy(newest):
                     await pause(_QUIET_SECONDS)
                     continue
-                if not await embed_batch(db, meaning):
+                if not await embed_batch(db, meaning, stop=stop):
                     break
                 await anyio.lowlevel.checkpoint()  # the process's own requests go between batches
         except Exception as exc:  # never the end of the process: logged, and tried again later

@@ -14,11 +14,14 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 from memvm.engine.meaning.encoder import Encoder, Vectors, load
-from memvm.engine.meaning.model_files import MODEL_ID, OFF_BY_SETTING, ModelUnavailable, locate
+from memvm.engine.meaning.model_files import DIMENSIONS, MODEL_ID, OFF_BY_SETTING, ModelUnavailable, locate
 from memvm.engine.meaning.priority import lower_priority
 from memvm.engine.meaning.vector_index import VectorIndex
 
 logger = logging.getLogger("memvm.meaning")
+
+# Texts embedded by one task of the background thread: the most an exit waits for.
+_TEXTS_PER_TASK = 8
 
 
 class Meaning:
@@ -70,11 +73,24 @@ class Meaning:
         return await anyio.to_thread.run_sync(encoder.embed, texts)
 
     async def embed_in_background(self, texts: list[str]) -> Vectors | None:
-        """The texts' vectors, computed on the background thread; None when meaning is off."""
+        """The texts' vectors, computed on the background thread; None when meaning is off, or
+        when the thread was shut down meanwhile.
+
+        A few texts at a time, each a task of its own: once the thread is shut down (by `close`,
+        or by the interpreter as it exits, which waits for a running task to end), what is left is
+        refused, and a process told to stop waits for a few texts, not for a whole batch (at a low
+        priority on a busy machine, a minute and more)."""
         encoder = await self.encoder()
         if encoder is None:
             return None
-        return await asyncio.get_running_loop().run_in_executor(self._background, encoder.embed, texts)
+        parts = []
+        for start in range(0, len(texts), _TEXTS_PER_TASK):
+            try:
+                task = self._background.submit(encoder.embed, texts[start : start + _TEXTS_PER_TASK])
+            except RuntimeError:  # shut down
+                return None
+            parts.append(await asyncio.wrap_future(task))
+        return np.concatenate(parts) if parts else np.zeros((0, DIMENSIONS), dtype=np.float32)
 
     def close(self) -> None:
         self._background.shutdown(wait=False, cancel_futures=True)

@@ -1,6 +1,8 @@
 """Search finds pages by their meaning as well as their words, on both backends: the real encoder,
 the real vectors in the database, the real fusion."""
 
+import threading
+
 import pytest
 from memvm.engine.meaning.embedder import embed_batch
 from memvm.engine.meaning.model_files import MODEL_ID
@@ -187,6 +189,38 @@ async def test_the_background_embedder_makes_pages_findable_by_meaning(engine):
         await anyio.sleep(0.1)
     assert found.results[0].snippet.startswith("We adopted a beagle")
     await engine.stop_embedding()
+
+
+class _HeldEncoder:
+    """The real encoder, held until released: a batch embedded at a low priority on a machine busy
+    with other work, which can take minutes."""
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts):
+        self.entered.set()
+        self.release.wait(60)
+        return self.encoder.embed(texts)
+
+
+async def test_stopping_never_waits_for_a_batch_being_embedded(engine, db_url):
+    import anyio
+
+    held = _HeldEncoder(await engine.meaning.encoder())
+    engine.meaning._encoder = held
+    engine.start_embedding()
+    await _stored(engine, [BEAGLE, *DISTRACTORS])
+    while not held.entered.is_set():  # noqa: ASYNC110 (a thread)
+        await anyio.sleep(0.05)
+    with anyio.fail_after(20):  # far less than the batch, which is held until released
+        await engine.stop_embedding()
+    # The dropped batch's pages wait on (for the next process, or here the next batch).
+    held.release.set()
+    assert db_rows(db_url, "SELECT count(*) FROM page_vectors")[0][0] == 0
+    assert await engine.embed_waiting() == 6
 
 
 async def test_the_vector_counts_agree_with_the_vectors_through_writes_rewrites_and_forgets(engine, db_url):
