@@ -121,6 +121,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
+        "above_storage: the test's subject sits above the storage seam (a browser, a process's "
+        "signals, sockets and pipes), and tests in process cover what it reads and writes on both "
+        "backends; not run on PostgreSQL",
+    )
+    config.addinivalue_line(
+        "markers",
         "properties: a property test whose @given is inside it; run again in the end-to-end stage, "
         "as every hypothesis test is, with all its examples",
     )
@@ -141,8 +147,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Leave out the PostgreSQL run of tests about SQLite itself; run the rest with the end-to-end
-    stage (`-m slow`), so that a developer's plain `pytest` stays quick and needs no server."""
+    """Leave out the PostgreSQL run of tests about SQLite itself or about what sits above storage;
+    run the rest with the end-to-end stage (`-m slow`), so that a developer's plain `pytest` stays
+    quick and needs no server."""
     thorough = _runs_slow_tests(config)
     kept, dropped = [], []
     for item in items:
@@ -150,7 +157,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         on_postgres = params.get("backend") == "postgresql"
         if on_postgres or (thorough and _is_property_test(item)):
             item.add_marker(pytest.mark.slow)
-        (dropped if on_postgres and item.get_closest_marker("sqlite_only") else kept).append(item)
+        one_backend = item.get_closest_marker("sqlite_only") or item.get_closest_marker("above_storage")
+        (dropped if on_postgres and one_backend else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

@@ -117,6 +117,7 @@ async def remember_many(url: str, token: str, topic: str, count: int) -> None:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.above_storage  # tokens kept apart on both backends: tests/e2e/test_isolation.py
 async def test_a_second_token_never_sees_the_first_tokens_memory(db_url, tokens, mode):
     with http_server(db_url, tokens) as url, anyio.fail_after(START_LIMIT * 2):
         async with client(url, ALICE, mode) as alice:
@@ -140,6 +141,7 @@ async def test_a_second_token_never_sees_the_first_tokens_memory(db_url, tokens,
 
 
 @pytest.mark.slow
+@pytest.mark.above_storage  # tokens kept apart on both backends: tests/e2e/test_isolation.py
 async def test_reading_a_foreign_page_resource_answers_like_a_missing_page(db_url, tokens):
     with http_server(db_url, tokens) as url, anyio.fail_after(START_LIMIT * 2):
         async with client(url, ALICE) as alice:
@@ -157,6 +159,7 @@ async def test_reading_a_foreign_page_resource_answers_like_a_missing_page(db_ur
 
 
 @pytest.mark.slow
+@pytest.mark.above_storage  # refused before any storage is read
 async def test_bad_transport_requests_get_their_http_status(db_url, tokens, report_figure):
     # A valid opening request, so that the one thing wrong with each variant is what is refused.
     opening = INITIALIZE
@@ -195,6 +198,7 @@ async def test_bad_transport_requests_get_their_http_status(db_url, tokens, repo
 
 
 @pytest.mark.slow
+@pytest.mark.above_storage  # tokens kept apart on both backends: tests/e2e/test_isolation.py
 async def test_reusing_another_tokens_mcp_session_id_gives_no_access_to_its_memory(db_url, tokens):
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     initialize = INITIALIZE
@@ -235,6 +239,7 @@ async def test_several_clients_at_once_lose_nothing(db_url, tokens):
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only  # on PostgreSQL: tests/e2e/test_scale_out.py
 async def test_two_server_processes_on_one_file_lose_nothing(db_url, tokens):
     with http_server(db_url, tokens) as first, http_server(db_url, tokens) as second:
         with anyio.fail_after(START_LIMIT * 3):
@@ -247,6 +252,7 @@ async def test_two_server_processes_on_one_file_lose_nothing(db_url, tokens):
 
 
 @pytest.mark.slow
+@pytest.mark.above_storage  # tokens kept apart on both backends: tests/e2e/test_isolation.py
 async def test_the_sse_transport_serves_each_token_its_own_namespace(db_url, tokens):
     with http_server(db_url, tokens, transport="sse") as url, anyio.fail_after(START_LIMIT * 2):
         async with Client(

@@ -16,7 +16,8 @@ import pytest
 from tests.e2e.test_http import INITIALIZE, http_server
 from tests.server.test_tool_arguments import LEAK
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+# On SQLite: the same hostile values reach both backends in process (tests/server/test_tool_arguments.py).
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.above_storage]
 
 # A valid call of every tool; each hostile token replaces one argument at a time.
 BASE: dict[str, dict[str, object]] = {

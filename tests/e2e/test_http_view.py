@@ -9,7 +9,8 @@ from memvm.engine.models.pages import NewPage, PageType
 
 from tests.e2e.test_http import ALICE, BOB, http_server
 
-pytestmark = pytest.mark.slow
+# On SQLite: the view's reads are checked on both backends in process (tests/ui/).
+pytestmark = [pytest.mark.slow, pytest.mark.above_storage]
 
 
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])

@@ -9,8 +9,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 # The first test (one server restart) and the refusal stay in the fast stage: one real stdio
-# subprocess there; the rest run with the end-to-end stage.
-pytestmark = pytest.mark.anyio
+# subprocess there; the rest run with the end-to-end stage. On SQLite: the transport is the
+# subject, and what the tools store is checked on both backends in process (tests/server/).
+pytestmark = [pytest.mark.anyio, pytest.mark.above_storage]
 
 # A 2-core machine under load can take seconds to start a Python server.
 START_LIMIT = 60

@@ -13,7 +13,8 @@ from tests.seeding import chat_with_note, seed
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-pytestmark = pytest.mark.slow
+# On SQLite: what the view reads and writes is checked on both backends through its API (tests/ui/).
+pytestmark = [pytest.mark.slow, pytest.mark.above_storage]
 NS = "default"
 EXPECT_TIMEOUT_MS = 20_000
 HOSTILE = "our staging cluster is heron <img src=x onerror=\"document.title='owned'\">"
@@ -21,8 +22,7 @@ HOSTILE = "our staging cluster is heron <img src=x onerror=\"document.title='own
 
 @pytest.fixture
 def seeded(db_url: str) -> str:
-    """A database (on each backend) with a conversation and a note; named before `page`, so it runs
-    before the browser."""
+    """A database with a conversation and a note; named before `page`, so it runs before the browser."""
     seed(db_url, chat_with_note(HOSTILE, "Noted: the staging cluster is heron."))
     return db_url
 

@@ -25,7 +25,8 @@ from tests.seeding import seed
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-pytestmark = pytest.mark.slow
+# On SQLite: what the view reads and writes is checked on both backends through its API (tests/ui/).
+pytestmark = [pytest.mark.slow, pytest.mark.above_storage]
 NS = "default"
 IMPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 FIRST_PROMPT = "Add a watering schedule to the planner: every other day for the tomatoes."

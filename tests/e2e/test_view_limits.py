@@ -207,6 +207,7 @@ BIG_VALUES, BIG_VALUE = 6, 900_000
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts spooled bytes through /proc")
+@pytest.mark.above_storage  # spools on both backends: tests/ui/test_exports.py
 async def test_unread_exports_hold_two_spools_and_are_cut_when_they_stall(db_url, tmp_path, report_figure):
     await write(
         db_url,

@@ -21,8 +21,10 @@ def hook_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture(params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+@pytest.fixture(
+    params=["in_process", pytest.param("process", marks=[pytest.mark.slow, pytest.mark.above_storage])]
+)
 def hook_runner(request: pytest.FixtureRequest) -> Callable[..., Answer]:
     """Each test that takes it runs twice: through the hook's entry point in this process, and
-    (end-to-end stage) through the real `memvm hook` process with its background process."""
+    (end-to-end stage, on SQLite) through the real `memvm hook` process with its background process."""
     return run_hook if request.param == "in_process" else run_hook_process
