@@ -7,7 +7,7 @@ and what another tenant waits meanwhile.
 
 One `memvm serve --transport streamable-http` process with a tokens file serves the view at /ui/
 to two tenants. Alice's namespace gets `--pages` pages of seeded synthetic conversation, Bob's a
-few hundred. Then `--requests` sockets each ask for Alice's export and read its status line and
+few hundred. Bob searches alone for `--hold` seconds, for a baseline. Then `--requests` sockets each ask for Alice's export and read its status line and
 nothing more (a small receive buffer, so the server's answer stops at once). For `--hold` seconds
 the benchmark samples, every 100 ms, the bytes the server holds in deleted temporary files (the
 export spools, from /proc) and, on PostgreSQL, the server's connections to the database
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace, folder: Path, db: str, admin_url: str | None) 
         stop = threading.Event()
         quiet = threading.Thread(target=searches, args=(port, stop, baseline))
         quiet.start()
-        time.sleep(2)
+        time.sleep(args.hold)
         stop.set()
         quiet.join()
 

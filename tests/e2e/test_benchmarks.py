@@ -351,7 +351,7 @@ def test_view_exports_reports_what_unread_exports_hold(backend, request):
     on_postgres = (
         ["--backend", "postgresql", "--db-url", postgres_url(request)] if backend == "postgresql" else []
     )
-    out = bench("view_exports.py", "--pages", 200, "--requests", 10, "--hold", 2, *on_postgres)
+    out = bench("view_exports.py", "--pages", 200, "--requests", 10, "--hold", 1, *on_postgres)
     connections = NUM if backend == "postgresql" else "None"
     figures = (
         rf"view_exports: backend={backend} pages=200 export_bytes={NUM} requests=10 200=2 429=8 "

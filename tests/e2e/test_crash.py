@@ -24,10 +24,14 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.e2e.test_http import free_port
 from tests.e2e.writes import Acked, check_file, write_until_killed
 
-# Twenty kills and restarts: about a minute here, several on a loaded machine.
+# Twenty kills and restarts: about a minute here, a few on a loaded machine.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(900)]
 
-TRIALS = 20
+# Twenty on SQLite, whose file and full-text index a kill could tear (docs/testing.md). On
+# PostgreSQL a kill ends a client of the database server, never the server: what is checked there
+# is that memvm acknowledges a write only once committed, and that its search statistics agree with
+# its pages, for which ten kills do.
+TRIALS = {"sqlite": 20, "postgresql": 10}
 WRITERS = 4
 # Seconds from spawn to the first answered tool call: a sanity bound for a loaded 2-core machine.
 START_LIMIT = 60.0
@@ -67,7 +71,8 @@ async def test_sigkill_mid_write_loses_no_acknowledged_write(db_url, backend, re
     acked = Acked()
     lost = corrupt = 0
     restarts: list[float] = []
-    for trial in range(TRIALS):
+    trials = TRIALS[backend]
+    for trial in range(trials):
         port = free_port()
         url = f"http://127.0.0.1:{port}/mcp"
         server = spawn(db, port)
@@ -94,10 +99,10 @@ async def test_sigkill_mid_write_loses_no_acknowledged_write(db_url, backend, re
         lost += missing
         corrupt += not sound
     report_figure(
-        f"crash: backend={backend} trials={TRIALS} acked={len(acked)} lost={lost} corrupt={corrupt} "
+        f"crash: backend={backend} trials={trials} acked={len(acked)} lost={lost} corrupt={corrupt} "
         f"restart_s_p50={statistics.median(restarts):.2f} max_restart_s={max(restarts):.2f}"
     )
-    assert len(acked) > TRIALS * WRITERS  # the clients really wrote between kills
+    assert len(acked) > trials * WRITERS  # the clients really wrote between kills
     assert acked.page_ids and acked.call_ids and acked.keys  # all three kinds of write
     assert acked.errors == []
     assert (lost, corrupt) == (0, 0)
