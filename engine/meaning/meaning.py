@@ -8,20 +8,23 @@ every search goes on by words alone: the tools, `memvm doctor` and the hooks rep
 
 import asyncio
 import logging
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import numpy as np
 import numpy.typing as npt
-from memvm.engine.meaning.encoder import Encoder, Vectors, load
+from memvm.engine.meaning.encoder import MAX_PIECES, Encoder, Vectors, load
 from memvm.engine.meaning.model_files import DIMENSIONS, MODEL_ID, OFF_BY_SETTING, ModelUnavailable, locate
 from memvm.engine.meaning.priority import lower_priority
 from memvm.engine.meaning.vector_index import VectorIndex
 
 logger = logging.getLogger("memvm.meaning")
 
-# Texts embedded by one task of the background thread: the most an exit waits for.
-_TEXTS_PER_TASK = 8
+# The word pieces one task of the background thread embeds, about: four texts cut at the
+# encoder's limit, or a few dozen short ones (which lose speed in smaller batches). The most an
+# exit waits for: a fifth of a second on an idle core, seconds on a machine busy with other work.
+_PIECES_PER_TASK = 4 * MAX_PIECES
 
 
 class Meaning:
@@ -76,17 +79,17 @@ class Meaning:
         """The texts' vectors, computed on the background thread; None when meaning is off, or
         when the thread was shut down meanwhile.
 
-        A few texts at a time, each a task of its own: once the thread is shut down (by `close`,
-        or by the interpreter as it exits, which waits for a running task to end), what is left is
-        refused, and a process told to stop waits for a few texts, not for a whole batch (at a low
-        priority on a busy machine, a minute and more)."""
+        A few texts at a time (`_tasks`), each a task of its own: once the thread is shut down
+        (by `close`, or by the interpreter as it exits, which waits for a running task to end),
+        what is left is refused, and a process told to stop waits for a few texts, not for a
+        whole batch (at a low priority on a busy machine, a minute and more)."""
         encoder = await self.encoder()
         if encoder is None:
             return None
         parts = []
-        for start in range(0, len(texts), _TEXTS_PER_TASK):
+        for some in _tasks(texts):
             try:
-                task = self._background.submit(encoder.embed, texts[start : start + _TEXTS_PER_TASK])
+                task = self._background.submit(encoder.embed, some)
             except RuntimeError:  # shut down
                 return None
             parts.append(await asyncio.wrap_future(task))
@@ -123,3 +126,18 @@ class QueryVector:
     async def get(self) -> npt.NDArray[np.float32] | None:
         await self._done.wait()
         return self._vector
+
+
+def _tasks(texts: list[str]) -> Iterator[list[str]]:
+    """The texts in order, a task's worth at a time (a word piece is taken as four characters)."""
+    task: list[str] = []
+    pieces = 0
+    for text in texts:
+        cost = min(MAX_PIECES, len(text) // 4 + 2)
+        if task and pieces + cost > _PIECES_PER_TASK:
+            yield task
+            task, pieces = [], 0
+        task.append(text)
+        pieces += cost
+    if task:
+        yield task
