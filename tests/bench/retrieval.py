@@ -23,7 +23,9 @@ first k).
 Search matches words and meaning (the sentence encoder; every page is embedded before the
 questions are asked). In process, each question's ranking is also taken by words alone (the
 search with meaning off) and by meaning alone (the nearest vectors), and the three are reported
-side by side: `lexical`, `semantic` and `fused` (what search_pages returns). `--dataset paraphrase`
+side by side: `lexical`, `semantic` and `fused` (what search_pages returns), with `rrf` beside
+them as a baseline: the simple fusion of the first two, reciprocal-rank fusion (each page scores
+1/(60 + its rank) in each list; Cormack et al., 2009). `--dataset paraphrase`
 is the project's own set of facts asked for in words they do not contain, among distractors
 (tests/bench/data/paraphrase_dev.json; paraphrase_everyday.json beside it is a second one, whose
 distractors were not written to share the questions' words): one page per fact and distractor, in one
@@ -61,7 +63,8 @@ SESSION_KS = (5, 10)
 MCP_DEPTH = 50  # search_pages returns at most 50 results
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 DEPTH = 100
-MODES = ("lexical", "semantic", "fused")
+MODES = ("lexical", "semantic", "fused", "rrf")
+RRF_K = 60  # reciprocal-rank fusion's constant, as its authors set it
 PARAPHRASE = Path(__file__).parent / "data" / "paraphrase_dev.json"
 _EVIDENCE_ID = re.compile(r"D\d+:\d+")
 
@@ -266,10 +269,12 @@ class EngineMemory:
                 meaning=WORDS_ONLY,
             )
             semantic = await self._nearest(conn, text)
+        by_words = [hit.page_id for hit in lexical.results]
         return {
-            "lexical": [hit.page_id for hit in lexical.results],
+            "lexical": by_words,
             "semantic": semantic,
             "fused": [hit.page_id for hit in fused.results],
+            "rrf": reciprocal_rank_fusion(by_words, semantic),
         }, millis
 
     async def _nearest(self, conn: Any, text: str) -> list[str]:
@@ -280,6 +285,15 @@ class EngineMemory:
         rowids = sorted(near, key=lambda rowid: -near[rowid])
         ids = {row[0]: row[1] for row in await conn.all("SELECT rowid, page_id FROM pages")}
         return [ids[rowid] for rowid in rowids if rowid in ids]
+
+
+def reciprocal_rank_fusion(*rankings: list[str]) -> list[str]:
+    """The baseline fusion: each page scores 1 / (RRF_K + its rank) in each ranking it is in."""
+    scores: dict[str, float] = defaultdict(float)
+    for ranking in rankings:
+        for rank, page_id in enumerate(ranking, 1):
+            scores[page_id] += 1 / (RRF_K + rank)
+    return sorted(scores, key=lambda page_id: -scores[page_id])[:DEPTH]
 
 
 class ClientMemory:
@@ -417,7 +431,8 @@ def report(dataset: str, scores: list[Score], elapsed: float) -> dict[str, Any]:
 
 
 def side_by_side(scores: dict[str, list[Score]]) -> dict[str, dict[str, Any]]:
-    """Words alone, meaning alone and both fused, over the questions counted, printed and returned."""
+    """Words alone, meaning alone, both fused, and the baseline fusion, over the questions counted,
+    printed and returned."""
     modes = {
         mode: summarise([s for s in scores[mode] if not s.reported_apart]) for mode in MODES if mode in scores
     }

@@ -219,7 +219,7 @@ def test_retrieval_reports_the_paraphrase_set_by_words_by_meaning_and_fused(tmp_
     out = bench(
         "retrieval.py", "--dataset", "paraphrase", "--data", data, "--out", tmp_path / "paraphrase.json"
     )
-    for mode in ("lexical", "semantic", "fused"):
+    for mode in ("lexical", "semantic", "fused", "rrf"):
         assert lines(rf"{mode} +24( +{NUM}){{4}}", out), out
     modes = json.loads((tmp_path / "paraphrase.json").read_text())["modes"]
     # The set's questions share no word with their facts: words alone find none of them.
