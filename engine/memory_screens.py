@@ -80,23 +80,20 @@ ORDER BY last_at DESC, session DESC LIMIT :limit
 """,
 )
 
+# Each listed session's first page (its title and project are kept there) and the first thing the
+# user said in it: read from the session's first page on, in order, so that only the pages before
+# the first prompt are read, whatever the session's length.
 _OPENINGS = template(
     "memory screens.openings",
-    "SELECT session, metadata, project FROM live_pages WHERE namespace = :namespace AND rowid IN ({marks})",
-    marks=in_list([0, 0])[0],
-)
-
-# The first thing the user said in each of the sessions listed.
-_FIRST_PROMPTS = template(
-    "memory screens.first prompts",
     f"""
-SELECT session, abstract FROM live_pages WHERE rowid IN (
-    SELECT min(rowid) FROM live_pages
-    WHERE namespace = :namespace AND type = '{PageType.TRANSCRIPT.value}' AND role = '{Role.USER.value}'
-    AND session IN ({{marks}})
-    GROUP BY session
-)""",
-    marks=in_list(["", ""])[0],
+SELECT o.session, o.metadata, o.project, (
+    SELECT p.abstract FROM live_pages p
+    WHERE p.namespace = o.namespace AND p.session = o.session AND p.rowid >= o.rowid
+    AND p.type = '{PageType.TRANSCRIPT.value}' AND p.role = '{Role.USER.value}'
+    ORDER BY p.rowid LIMIT 1
+) AS first_prompt
+FROM live_pages o WHERE o.namespace = :namespace AND o.rowid IN ({{marks}})""",
+    marks=in_list([0, 0])[0],
 )
 
 # A session's transcript and tool results, oldest first, after the cursor (a rowid).
@@ -137,15 +134,10 @@ async def conversations(
     screen = await by_recency(conn, _CONVERSATIONS, "last_at", "session", namespace, before, limit)
     firsts = [row["first_rowid"] for row in screen.rows]
     openings = {row["session"]: row for row in await conn.all_in(_OPENINGS, firsts, namespace=namespace)}
-    sessions = [row["session"] for row in screen.rows]
-    prompts = {
-        row["session"]: row["abstract"]
-        for row in await conn.all_in(_FIRST_PROMPTS, sessions, namespace=namespace)
-    }
     shown = []
     for row in screen.rows:
         opening = openings.get(row["session"])
-        prompt = prompts.get(row["session"])
+        prompt = opening["first_prompt"] if opening else None
         shown.append(
             ConversationRow(
                 session=row["session"],

@@ -305,6 +305,17 @@ _VECTOR_COUNTS = SchemaChange(
     postgresql=_POSTGRES_VECTOR_COUNTS,
 )
 
+# The browser view's first screen lists a namespace's notes and its conversations (sessions with
+# transcript pages) by type: the notes are found without reading the transcripts, and the
+# conversations grouped from the index alone (engine/memory_screens.py).
+_PAGES_BY_TYPE_SQL = "CREATE INDEX pages_by_type ON pages (namespace, type, session, created_at, expires_at)"
+_PAGES_BY_TYPE = SchemaChange(
+    version=22,
+    name="pages found by type",
+    sqlite=(_PAGES_BY_TYPE_SQL,),
+    postgresql=(_PAGES_BY_TYPE_SQL,),
+)
+
 CHANGES: tuple[SchemaChange, ...] = (
     _VERSIONS_AND_EXPIRY,
     _PROJECTS,
@@ -314,4 +325,5 @@ CHANGES: tuple[SchemaChange, ...] = (
     _EXPIRY_VIEWS,
     _VECTORS,
     _VECTOR_COUNTS,
+    _PAGES_BY_TYPE,
 )

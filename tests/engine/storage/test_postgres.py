@@ -48,6 +48,7 @@ async def test_migrating_twice_is_a_no_op_and_the_version_is_recorded(url):
         (19,),
         (20,),
         (21,),
+        (22,),
     ]
 
 
@@ -61,7 +62,8 @@ async def test_a_version_16_database_gets_its_log_text_counted_on_upgrade(url):
     counted = "SELECT namespace, log_chars FROM page_counts ORDER BY namespace"
     expected = db_rows(url, counted)
     # Back to version 16: no count of log text, the mutation log's delete trigger back, no views
-    # of live and expired pages, and no page vectors.
+    # of live and expired pages, no page vectors, and no index of pages by type.
+    db_rows(url, "DROP INDEX pages_by_type")
     db_rows(url, "DROP TABLE page_vectors, pages_to_embed, vector_counts")
     db_rows(url, "DROP FUNCTION memvm_page_to_embed CASCADE")
     db_rows(url, "DROP FUNCTION memvm_vector_counts CASCADE")
