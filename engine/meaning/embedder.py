@@ -61,7 +61,9 @@ async def embed_batch(
     pages.sort(key=lambda page: len(page.text))
     texts = [page.text for page in pages]
     vectors = (
-        await meaning.embed_in_background(texts) if stop is None else await _unless(stop, meaning, texts)
+        await meaning.embed_in_background(texts)
+        if stop is None
+        else await _embedded_unless_stopped(stop, meaning, texts)
     )
     if vectors is None:
         return 0
@@ -74,7 +76,7 @@ async def embed_batch(
     return len(pages)
 
 
-async def _unless(stop: anyio.Event, meaning: Meaning, texts: list[str]) -> Vectors | None:
+async def _embedded_unless_stopped(stop: anyio.Event, meaning: Meaning, texts: list[str]) -> Vectors | None:
     """The texts' vectors, or None as soon as `stop` is set: a batch embedded at a low priority on
     a busy machine can take minutes, and a process told to stop does not wait for it."""
     vectors: Vectors | None = None
