@@ -12,6 +12,7 @@ given in a process of its own; nothing about an event differs but the time it ta
 """
 
 import argparse
+import contextlib
 import fcntl
 import json
 import os
@@ -145,8 +146,14 @@ async def _serve(args: argparse.Namespace) -> None:
     try:
         await anyio.Path(socket).unlink(missing_ok=True)
         listener = await anyio.create_unix_listener(socket)
-        os.chmod(socket, 0o600)
         ours = _identity(socket)
+        if ours is None:
+            # Removed as soon as it was made (a cleaned runtime folder): nobody can reach this
+            # process, and with no socket of its own to watch it would wait out its idle time.
+            await listener.aclose()
+            return
+        with contextlib.suppress(FileNotFoundError):  # removed since: noticed at the first watch
+            os.chmod(socket, 0o600)
         watch = _Watch(
             db=db,
             db_identity=_db_identity(db),
