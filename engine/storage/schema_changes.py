@@ -306,14 +306,22 @@ _VECTOR_COUNTS = SchemaChange(
 )
 
 # The browser view's first screen lists a namespace's notes and its conversations (sessions with
-# transcript pages) by type: the notes are found without reading the transcripts, and the
-# conversations grouped from the index alone (engine/memory_screens.py).
-_PAGES_BY_TYPE_SQL = "CREATE INDEX pages_by_type ON pages (namespace, type, session, created_at, expires_at)"
+# transcript pages): the notes are found without reading the transcripts, and the conversations
+# grouped without reading the other pages (engine/memory_screens.py). Partial, so that only those
+# queries use them: a query of every page of a session keeps pages_by_session.
+# (A query uses a partial index only where its own WHERE repeats the index's: the notes' list of
+# types is written the same way, sorted, in memory_screens.py.)
+_PAGES_BY_TYPE_SQL = (
+    "CREATE INDEX pages_transcripts ON pages (namespace, session, created_at, expires_at) "
+    "WHERE type = 'transcript'",
+    "CREATE INDEX pages_remembered ON pages (namespace, pinned) "
+    "WHERE type IN ('claim', 'note', 'preference', 'procedure', 'summary')",
+)
 _PAGES_BY_TYPE = SchemaChange(
     version=22,
-    name="pages found by type",
-    sqlite=(_PAGES_BY_TYPE_SQL,),
-    postgresql=(_PAGES_BY_TYPE_SQL,),
+    name="transcripts and remembered pages found by type",
+    sqlite=_PAGES_BY_TYPE_SQL,
+    postgresql=_PAGES_BY_TYPE_SQL,
 )
 
 CHANGES: tuple[SchemaChange, ...] = (

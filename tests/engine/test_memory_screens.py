@@ -111,3 +111,40 @@ async def test_a_cursor_the_view_never_gave_is_refused(engine: Engine, cursor: s
     async with engine.db.read(NS) as conn:
         with pytest.raises(InvalidArgument):
             await memory_screens.notes(conn, NS, before=cursor)
+
+
+@pytest.mark.sqlite_only
+async def test_the_first_screen_reads_notes_and_conversations_by_their_own_indexes(engine: Engine, db_path):
+    """At 100,000 pages the first screen read every page for its notes (30 ms) and every
+    transcript's row for its conversations (85 ms): each list has a partial index of its own, which
+    a query of a whole session must not take instead of pages_by_session."""
+    import sqlite3
+    import time
+
+    from memvm.engine.paging.manifest_pages import _COUNTS
+
+    def plan(conn: sqlite3.Connection, sql: str, **params: object) -> str:
+        return " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+
+    with sqlite3.connect(db_path) as conn:
+        conn.create_function("memvm_now", 0, time.time)
+        notes = plan(
+            conn,
+            memory_screens._NOTES.texts["sqlite"],
+            namespace=NS,
+            before_pinned=2,
+            before_rowid=0,
+            limit=1,
+        )
+        listed = plan(
+            conn,
+            memory_screens._CONVERSATIONS.texts["sqlite"],
+            namespace=NS,
+            before_time=0.0,
+            before_name="",
+            limit=1,
+        )
+        counted = plan(conn, _COUNTS.texts["sqlite"], namespace=NS, session="s")
+    assert "pages_remembered" in notes, notes
+    assert "pages_transcripts" in listed, listed
+    assert "pages_by_session (namespace=? AND session=?)" in counted, counted
