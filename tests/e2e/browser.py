@@ -166,7 +166,7 @@ def screenshot(page: "Page", name: str, width: int, height: int) -> Path | None:
 
 def with_engine(db: str, body: str) -> None:
     """Run `body` (statements using `engine`) in another process with the database open, as a
-    server or a hook would write to it; the browser tests stay sync (see tests/e2e/browser.py)."""
+    server or a hook would write to it; the browser tests stay sync (see `browser` above)."""
     indented = "".join(f"    {line}\n" for line in body.splitlines())
     script = (
         "import anyio, sys\n"
