@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 
+from memvm.engine.meaning.embedded_text import embedded_text
 from memvm.engine.storage.api import Reads, Writes
 from memvm.engine.storage.statements import statement
 
@@ -12,8 +13,8 @@ from memvm.engine.storage.statements import statement
 _WAITING = statement(
     "meaning.waiting",
     """
-SELECT q.page_rowid, q.namespace, q.generation, t.content
-FROM pages_to_embed q JOIN page_texts t ON t.rowid = q.page_rowid
+SELECT q.page_rowid, q.namespace, q.generation, t.content, p.speaker
+FROM pages_to_embed q JOIN page_texts t ON t.rowid = q.page_rowid JOIN pages p ON p.rowid = q.page_rowid
 ORDER BY q.page_rowid DESC
 LIMIT :batch""",
 )
@@ -75,12 +76,12 @@ class Waiting:
     rowid: int
     namespace: str
     generation: int
-    text: str
+    text: str  # what is embedded (embedded_text.py)
 
 
 async def waiting(conn: Reads, batch: int) -> list[Waiting]:
     rows = await conn.all(_WAITING, batch=batch)
-    return [Waiting(int(r[0]), str(r[1]), int(r[2]), str(r[3])) for r in rows]
+    return [Waiting(int(r[0]), str(r[1]), int(r[2]), embedded_text(str(r[3]), r[4])) for r in rows]
 
 
 async def newest_waiting(conn: Reads) -> int | None:

@@ -324,6 +324,22 @@ _PAGES_BY_TYPE = SchemaChange(
     postgresql=_PAGES_BY_TYPE_SQL,
 )
 
+# A page is embedded after the name of whoever said it, unless the name only says the role
+# (meaning/embedded_text.py): the pages that name a speaker wait to be embedded again, their old
+# vector searched until the new one replaces it.
+_SPEAKER_REQUEUE_SQL = (
+    "INSERT INTO pages_to_embed (page_rowid, namespace) "
+    "SELECT rowid, namespace FROM pages WHERE speaker IS NOT NULL AND trim(speaker) <> '' "
+    "AND lower(trim(speaker)) NOT IN ('assistant', 'system', 'tool', 'user') "
+    "ON CONFLICT (page_rowid) DO NOTHING",
+)
+_SPEAKERS_EMBEDDED = SchemaChange(
+    version=23,
+    name="pages embedded again with their speaker's name",
+    sqlite=_SPEAKER_REQUEUE_SQL,
+    postgresql=_SPEAKER_REQUEUE_SQL,
+)
+
 CHANGES: tuple[SchemaChange, ...] = (
     _VERSIONS_AND_EXPIRY,
     _PROJECTS,
@@ -334,4 +350,5 @@ CHANGES: tuple[SchemaChange, ...] = (
     _VECTORS,
     _VECTOR_COUNTS,
     _PAGES_BY_TYPE,
+    _SPEAKERS_EMBEDDED,
 )

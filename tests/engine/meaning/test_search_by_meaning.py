@@ -7,6 +7,8 @@ import pytest
 from memvm.engine.meaning.embedder import embed_batch
 from memvm.engine.meaning.model_files import MODEL_ID
 from memvm.engine.meaning.vector_store import waiting
+from memvm.engine.models.pages import Role
+from memvm.engine.models.writes import IngestMessage
 
 from tests.conftest import NS, db_rows, note, user
 
@@ -120,6 +122,40 @@ async def test_vectors_of_another_model_are_made_again(engine, db_url):
     assert db_rows(db_url, "SELECT DISTINCT model FROM page_vectors") == [(MODEL_ID,)]
     found = await engine.session(NS, "s").search(query="Do I have any pets?")
     assert found.results[0].snippet.startswith("We adopted a beagle")
+
+
+CONVERSATION = [
+    IngestMessage(role=Role.USER, name="Caroline", content="I painted a sunset over the lake."),
+    IngestMessage(role=Role.ASSISTANT, name="Assistant", content="That sounds lovely."),
+    user("Remind me to water the tomatoes."),
+]
+
+
+async def _texts_waiting(engine) -> list[str]:
+    async with engine.db.read(None) as conn:
+        return sorted(page.text for page in await waiting(conn, 10))
+
+
+async def test_a_turn_is_embedded_after_the_name_of_whoever_said_it(engine):
+    # "I painted" is Caroline's only by the message's name; a name that says the role tells nothing.
+    await engine.session(NS, "s").ingest(messages=CONVERSATION)
+    assert await _texts_waiting(engine) == [
+        "Caroline: I painted a sunset over the lake.",
+        "Remind me to water the tomatoes.",
+        "That sounds lovely.",
+    ]
+
+
+async def test_turns_embedded_before_speakers_were_named_are_embedded_again(open_engine, db_url):
+    engine = await open_engine()
+    await engine.session(NS, "s").ingest(messages=CONVERSATION)
+    assert await engine.embed_waiting() == 3
+    # As a database embedded by a memvm that left the names out (schema version 22).
+    db_rows(db_url, "DELETE FROM schema_migrations WHERE version = 23")
+    upgraded = await open_engine()
+    assert await _texts_waiting(upgraded) == ["Caroline: I painted a sunset over the lake."]
+    assert await upgraded.embed_waiting() == 1
+    assert db_rows(db_url, "SELECT count(*) FROM page_vectors")[0][0] == 3
 
 
 async def test_one_namespace_never_finds_another_namespaces_pages_by_meaning(engine):

@@ -49,6 +49,7 @@ async def test_migrating_twice_is_a_no_op_and_the_version_is_recorded(url):
         (20,),
         (21,),
         (22,),
+        (23,),
     ]
 
 
