@@ -77,7 +77,14 @@ class SearchTuning:
     # `meaning_bonus` times its standing. Chosen by cross-validation (tests/bench/fusion_tuning.py).
     meaning_depth: int = within(100, low=10, high=1_000)
     meaning_threshold: float = within(3.0, low=0.0, high=10.0)
-    meaning_weight: float = within(2.0, low=0.0, high=10.0)
+    # A query whose words barely match (coverage under `uncovered_below`) is one asked in other
+    # words: there a page is found by meaning from `meaning_threshold_uncovered` standard
+    # deviations, the threshold rising to `meaning_threshold` as the coverage reaches
+    # `uncovered_until`.
+    meaning_threshold_uncovered: float = within(2.25, low=0.0, high=10.0)
+    uncovered_below: float = within(0.5, low=0.0, high=5.0)
+    uncovered_until: float = within(0.7, low=0.0, high=5.0)
+    meaning_weight: float = within(3.0, low=0.0, high=10.0)
     meaning_weight_covered: float = within(0.0, low=0.0, high=10.0)
     covered_from: float = within(0.7, low=0.0, high=5.0)
     covered_at: float = within(1.0, low=0.0, high=5.0)

@@ -16,7 +16,10 @@ most of its words (BM25's score against that of a page holding all of them: its 
 answered by its words, and a page found by meaning alone should not push those aside; a query
 whose words barely match anything (a question in other words: "Do I have any pets?" against "we
 adopted a beagle") is answered by meaning. The weight goes from `meaning_weight` down to
-`meaning_weight_covered` as the coverage rises from `covered_from` to `covered_at`.
+`meaning_weight_covered` as the coverage rises from `covered_from` to `covered_at`. Such a query's
+answer stands out less, too (it shares the subject of the notes its words match), so below
+`uncovered_below` a page is found by meaning from `meaning_threshold_uncovered`, the threshold
+rising to `meaning_threshold` at `uncovered_until`.
 
 A page that does not stand out that far but is still nearer than most (past `meaning_floor`) is
 listed after every page found otherwise, nearest first: a search whose words find few pages (a
@@ -62,11 +65,23 @@ def standing(cosines: dict[int, float], depth: int) -> dict[int, float]:
     return {rowid: (cosine - mean) / deviation for rowid, cosine in cosines.items()}
 
 
+def _ramp(coverage: float, low: float, high: float) -> float:
+    """0 below `low`, 1 from `high`, and in proportion between."""
+    return min(1.0, max(0.0, (coverage - low) / (high - low))) if high > low else float(coverage >= high)
+
+
 def meaning_weight(coverage: float, tuning: SearchTuning) -> float:
     """What meaning weighs for a query whose best page covers `coverage` of its words."""
-    low, high = tuning.covered_from, tuning.covered_at
-    share = min(1.0, max(0.0, (coverage - low) / (high - low))) if high > low else float(coverage >= high)
+    share = _ramp(coverage, tuning.covered_from, tuning.covered_at)
     return tuning.meaning_weight + (tuning.meaning_weight_covered - tuning.meaning_weight) * share
+
+
+def meaning_threshold(coverage: float, tuning: SearchTuning) -> float:
+    """How far a page must stand out to be found by meaning, for a query whose best page covers
+    `coverage` of its words: less where the words barely match (a question in other words)."""
+    share = _ramp(coverage, tuning.uncovered_below, tuning.uncovered_until)
+    low = min(tuning.meaning_threshold_uncovered, tuning.meaning_threshold)
+    return low + (tuning.meaning_threshold - low) * share
 
 
 def fuse(
@@ -76,9 +91,10 @@ def fuse(
     `by_meaning` the query's nearest pages (at most `meaning_depth`) to their cosines, and
     `words_ideal` is what a page holding every word of the query would score by its words."""
     best = max(by_words.values(), default=0.0)
-    weight = meaning_weight(best / words_ideal if words_ideal > 0 else 0.0, tuning)
+    coverage = best / words_ideal if words_ideal > 0 else 0.0
+    weight = meaning_weight(coverage, tuning)
+    threshold = meaning_threshold(coverage, tuning)
     stands = standing(by_meaning, tuning.meaning_depth)
-    threshold = tuning.meaning_threshold
     scores: dict[int, float] = {}
     evidence: dict[int, Evidence] = {}
     for rowid in by_words.keys() | stands.keys():

@@ -54,14 +54,17 @@ DATASETS = ("paraphrase", "LoCoMo", "LongMemEval_S")
 # Each dataset's measure of a setting: a person asks for a fact with the default limit of 5; the
 # benchmarks' evidence is counted in the first 10 as well.
 GRID: dict[str, tuple[float, ...]] = {
-    "meaning_weight": (0.5, 1.0, 2.0),
-    "meaning_threshold": (2.0, 2.5, 3.0),
-    "meaning_bonus": (0.0, 0.05, 0.1),
-    "covered_at": (0.6, 0.8, 1.0),
-    "meaning_weight_covered": (0.0, 0.25),
-    "meaning_floor": (1.0, 1.5, 2.0, 10.0),  # 10: no page is listed for being near alone
+    "meaning_weight": (2.0, 3.0),
+    "meaning_threshold": (3.0, 3.5),
+    "meaning_threshold_uncovered": (1.5, 2.0, 2.25, 2.5, 3.0),  # 3: one threshold for every query
+    "uncovered_until": (0.4, 0.5, 0.6, 0.7),
+    "meaning_bonus": (0.0, 0.05),
+    "covered_at": (0.8, 1.0),
+    "meaning_floor": (1.0, 1.5),
 }
-COVERED_SPAN = DEFAULT.covered_at - DEFAULT.covered_from  # the ramp keeps its width
+# The ramps keep their widths.
+COVERED_SPAN = DEFAULT.covered_at - DEFAULT.covered_from
+UNCOVERED_SPAN = DEFAULT.uncovered_until - DEFAULT.uncovered_below
 
 
 @dataclass
@@ -121,6 +124,7 @@ def settings(quick: bool = False) -> list[SearchTuning]:
     for values in itertools.product(*grid.values()):
         fields = dict(zip(GRID, values, strict=True))
         fields["covered_from"] = max(0.0, fields["covered_at"] - COVERED_SPAN)
+        fields["uncovered_below"] = max(0.0, fields["uncovered_until"] - UNCOVERED_SPAN)
         found.append(replace(DEFAULT, **fields))
     return found
 

@@ -47,3 +47,19 @@ def test_a_page_found_by_both_says_so_and_ranks_above_words_alone():
     by_meaning = {**CROWD, STANDS_OUT: 0.6}
     found = ranking({STANDS_OUT: 5.0, 7: 5.0}, by_meaning, ideal=5.0)
     assert found[:2] == [(STANDS_OUT, "both"), (7, "words")]
+
+
+def test_a_question_whose_words_barely_match_finds_a_page_standing_out_less():
+    # A question in other words shares its subject with the notes its words match, so its answer
+    # stands out less: past the lower threshold, not the full one.
+    less = 3
+    by_meaning = {**CROWD, less: 0.34}
+    z = standing(by_meaning, TUNING.meaning_depth)[less]
+    assert TUNING.meaning_threshold_uncovered < z < TUNING.meaning_threshold
+    # The words match weakly (at most uncovered_below of what a page holding them all would
+    # score): found by meaning, above the words' match.
+    weak = 10.0 * TUNING.uncovered_below
+    assert ranking({7: weak}, by_meaning) == [(less, "meaning"), (7, "words")]
+    # The words cover more of the query (uncovered_until): the page is only listed for being near.
+    covering = 10.0 * TUNING.uncovered_until
+    assert ranking({7: covering}, by_meaning) == [(7, "words"), (less, "meaning")]
