@@ -82,9 +82,14 @@ class SearchTuning:
     # deviations, the threshold rising to `meaning_threshold` as the coverage reaches
     # `uncovered_until`.
     meaning_threshold_uncovered: float = within(2.25, low=0.0, high=10.0)
-    uncovered_below: float = within(0.5, low=0.0, high=5.0)
-    uncovered_until: float = within(0.7, low=0.0, high=5.0)
-    meaning_weight: float = within(3.0, low=0.0, high=10.0)
+    uncovered_below: float = within(0.4, low=0.0, high=5.0)
+    uncovered_until: float = within(0.6, low=0.0, high=5.0)
+    meaning_weight: float = within(2.0, low=0.0, high=10.0)
+    # Standing out is relative: whatever the query, its nearest page stands out of the crowd (by
+    # about 3.5 deviations at the median for a prompt about nothing in the namespace). A page is
+    # found by meaning only if its cosine is at least this, too, which the nearest page to an
+    # unrelated prompt seldom reaches (all-MiniLM-L6-v2; tests/bench/meaning_precision.py).
+    meaning_min_cosine: float = within(0.3, low=-1.0, high=1.0)
     meaning_weight_covered: float = within(0.0, low=0.0, high=10.0)
     covered_from: float = within(0.7, low=0.0, high=5.0)
     covered_at: float = within(1.0, low=0.0, high=5.0)

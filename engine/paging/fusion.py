@@ -21,6 +21,10 @@ answer stands out less, too (it shares the subject of the notes its words match)
 `uncovered_below` a page is found by meaning from `meaning_threshold_uncovered`, the threshold
 rising to `meaning_threshold` at `uncovered_until`.
 
+Standing out is relative, so it says nothing of a query about nothing the namespace holds: its
+nearest page still stands out of a crowd that is farther still. A page is found by meaning only if
+its cosine reaches `meaning_min_cosine` as well; one that does not is at most listed for being near.
+
 A page that does not stand out that far but is still nearer than most (past `meaning_floor`) is
 listed after every page found otherwise, nearest first: a search whose words find few pages (a
 small namespace, a question in other words) still returns the pages nearest it by meaning, where
@@ -99,7 +103,7 @@ def fuse(
     evidence: dict[int, Evidence] = {}
     for rowid in by_words.keys() | stands.keys():
         z = stands.get(rowid, 0.0)
-        meant = z > threshold
+        meant = z > threshold and by_meaning.get(rowid, -1.0) >= tuning.meaning_min_cosine
         if rowid in by_words:
             words = max(0.0, by_words[rowid]) / best if best > 0 else 0.0
             scores[rowid] = words * (1 + tuning.meaning_bonus * max(0.0, z))

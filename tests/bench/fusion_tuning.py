@@ -24,7 +24,6 @@ rule chooses on all of the data, which the defaults should be.
 import argparse
 import hashlib
 import itertools
-import json
 import math
 import statistics
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import memvm.engine.paging.search as search_module
+from measure import write_report
 from memvm.engine import Engine
 from memvm.engine.config import SearchTuning
 from memvm.engine.paging.fusion import fuse
@@ -273,10 +273,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--out", help="JSON result (default tests/bench/out/fusion-tuning.json)")
     arguments = parser.parse_args(argv)
     report = run_in_folder(arguments, measure)
-    out = Path(arguments.out or Path(__file__).parent / "out" / "fusion-tuning.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1), encoding="utf-8")
-    print(f"written: {out}")
+    write_report(report, arguments.out, "fusion-tuning.json")
 
 
 if __name__ == "__main__":

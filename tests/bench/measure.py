@@ -1,5 +1,6 @@
 """Timing summaries and memory readings shared by the benchmark workers (standard library only)."""
 
+import json
 import resource
 from pathlib import Path
 
@@ -37,3 +38,12 @@ def summary(durations: list[float]) -> dict[str, float]:
         "ops_per_s": len(ordered) / sum(ordered),
         "n": len(ordered),
     }
+
+
+def write_report(report: object, out: str | None, name: str) -> Path:
+    """Write a benchmark's JSON result to `out`, or to tests/bench/out/NAME, and say where."""
+    path = Path(out or Path(__file__).parent / "out" / name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(f"written: {path}")
+    return path

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from measure import write_report
 from memvm.engine import Engine
 from memvm.engine.config import SearchTuning
 from memvm.engine.paging.search import search_pages
@@ -374,10 +375,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--out", help="JSON result (default tests/bench/out/retrieval-ideas.json)")
     arguments = parser.parse_args(argv)
     report = run_in_folder(arguments, measure)
-    out = Path(arguments.out or Path(__file__).parent / "out" / "retrieval-ideas.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1), encoding="utf-8")
-    print(f"\nwritten: {out}")
+    print()
+    write_report(report, arguments.out, "retrieval-ideas.json")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from memvm.engine.meaning.model_files import MODEL_ID
 from memvm.engine.meaning.vector_store import waiting
 from memvm.engine.models.pages import Role
 from memvm.engine.models.writes import IngestMessage
+from memvm.engine.paging.fusion import merely_near
 
 from tests.conftest import NS, db_rows, note, user
 
@@ -281,7 +282,8 @@ async def test_the_vector_counts_agree_with_the_vectors_through_writes_rewrites_
     ]
 
 
-CHECK_SET = Path(__file__).parents[2] / "bench" / "data" / "paraphrase_check.json"
+BENCH_DATA = Path(__file__).parents[2] / "bench" / "data"
+CHECK_SET = BENCH_DATA / "paraphrase_check.json"
 
 
 async def test_nine_in_ten_notes_asked_for_in_other_words_are_in_the_first_five(engine):
@@ -298,3 +300,19 @@ async def test_nine_in_ten_notes_asked_for_in_other_words_are_in_the_first_five(
             asked += 1
             found += any(hit.snippet == fact["text"] for hit in hits)
     assert asked == 60 and found >= 54, f"{found} of {asked} in the first five"
+
+
+async def test_a_prompt_about_nothing_remembered_seldom_finds_a_page_by_meaning(engine):
+    # Whatever the prompt, its nearest page stands out of the crowd; only a page also near enough
+    # in absolute terms is found by meaning (without the floor: 29 of these 30 prompts).
+    data = json.loads(CHECK_SET.read_text(encoding="utf-8"))
+    await _stored(engine, [fact["text"] for fact in data["facts"]] + data["distractors"])
+    await engine.embed_waiting()
+    prompts = json.loads((BENCH_DATA / "unrelated_prompts.json").read_text(encoding="utf-8"))["prompts"]
+    found = []
+    for prompt in prompts:
+        hits = (await engine.session(NS, "s").search(query=prompt, limit=8)).results
+        found += [
+            prompt for hit in hits if hit.matched == "meaning" and not merely_near(hit.matched, hit.score)
+        ]
+    assert len(prompts) == 30 and len(set(found)) <= 6, found

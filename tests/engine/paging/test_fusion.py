@@ -4,7 +4,7 @@ point: which pages are listed, in what order, and what each says found it."""
 from dataclasses import replace
 
 from memvm.engine.config import SearchTuning
-from memvm.engine.paging.fusion import fuse, standing
+from memvm.engine.paging.fusion import fuse, merely_near, standing
 
 TUNING = SearchTuning()
 # The crowd: a hundred pages about as near the query as any other page is.
@@ -53,7 +53,7 @@ def test_a_question_whose_words_barely_match_finds_a_page_standing_out_less():
     # A question in other words shares its subject with the notes its words match, so its answer
     # stands out less: past the lower threshold, not the full one.
     less = 3
-    by_meaning = {**CROWD, less: 0.34}
+    by_meaning = {**CROWD, less: 0.35}
     z = standing(by_meaning, TUNING.meaning_depth)[less]
     assert TUNING.meaning_threshold_uncovered < z < TUNING.meaning_threshold
     # The words match weakly (at most uncovered_below of what a page holding them all would
@@ -63,3 +63,17 @@ def test_a_question_whose_words_barely_match_finds_a_page_standing_out_less():
     # The words cover more of the query (uncovered_until): the page is only listed for being near.
     covering = 10.0 * TUNING.uncovered_until
     assert ranking({7: covering}, by_meaning) == [(7, "words"), (less, "meaning")]
+
+
+def test_a_page_that_stands_out_but_is_not_near_in_itself_is_only_listed():
+    # A query about nothing in the namespace: its nearest page still stands out of a crowd that
+    # is farther still, but its cosine is below the floor.
+    far_crowd = {100 + n: (0.02 if n % 2 else 0.08) for n in range(98)}
+    by_meaning = {**far_crowd, STANDS_OUT: TUNING.meaning_min_cosine - 0.05}
+    assert standing(by_meaning, TUNING.meaning_depth)[STANDS_OUT] > TUNING.meaning_threshold
+    assert ranking({7: 2.0}, by_meaning)[:2] == [(7, "words"), (STANDS_OUT, "meaning")]
+    scores, _ = fuse({7: 2.0}, by_meaning, TUNING, words_ideal=10.0)
+    assert merely_near("meaning", scores[STANDS_OUT])
+    # Near enough in itself, the same page is found.
+    by_meaning[STANDS_OUT] = TUNING.meaning_min_cosine + 0.05
+    assert ranking({7: 2.0}, by_meaning)[0] == (STANDS_OUT, "meaning")

@@ -1,0 +1,115 @@
+"""What search finds by meaning for a prompt about nothing it holds, against what it finds for a
+question asked in other words, for each cosine floor a page found by meaning must reach.
+
+    .venv/bin/python tests/bench/meaning_precision.py [--sets dev,everyday,check] [--floors=-1,0.2,0.25,0.3,0.35]
+        [--out FILE]
+
+A page stands out by meaning relative to the query's nearest pages, and whatever the prompt, its
+nearest page stands out of the crowd: a prompt about nothing in the namespace would have a page
+"found by meaning" almost every time, and the hooks put such a page before the model unasked. The
+floor (SearchTuning.meaning_min_cosine) asks for a cosine an unrelated page seldom reaches.
+
+Each paraphrase set's notes are written as retrieval.py writes them (one page each, in one
+namespace) and embedded once; then for each floor:
+- unrelated: the prompts of data/unrelated_prompts.json (a coding or general assistant's prompts,
+  about nothing in the notes), and how many of them get a page found by meaning alone (matched
+  `meaning`, not merely listed for being near, fusion.merely_near): what the hooks would show;
+- R@5: the share of the set's questions whose note is in the first five (the baseline beside it is
+  no floor, -1: every page that stands out is found).
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+from measure import write_report
+from memvm.engine import Engine
+from memvm.engine.config import EngineConfig, SearchTuning
+from memvm.engine.models.pages import Role
+from memvm.engine.models.writes import IngestMessage
+from memvm.engine.paging.fusion import merely_near
+from retrieval import NS, paraphrase
+
+DATA = Path(__file__).parent / "data"
+PROMPTS = DATA / "unrelated_prompts.json"
+DEFAULT = SearchTuning()
+
+
+async def measured_set(path: Path, floors: list[float], prompts: list[str], folder: Path) -> dict[str, Any]:
+    """One set's figures for each floor, its notes embedded once in a file of `folder`."""
+    (haystack,) = paraphrase(path)
+    file = str(folder / f"{path.stem}.db")
+    _, turns = haystack.sessions[0]
+    notes = {turn_id: text for turn_id, _, _, text in turns}
+    first = await Engine.open(file)
+    try:
+        await first.session(NS, "notes").ingest(
+            messages=[IngestMessage(role=Role.USER, content=text) for text in notes.values()]
+        )
+        await first.embed_waiting()
+    finally:
+        await first.close()
+    figures: dict[str, Any] = {}
+    for floor in floors:
+        engine = await Engine.open(file, EngineConfig(search=replace(DEFAULT, meaning_min_cosine=floor)))
+        try:
+            scope = engine.session(NS, "asking")
+            unrelated = 0
+            for prompt in prompts:
+                hits = (await scope.search(query=prompt, limit=8)).results
+                unrelated += any(h.matched == "meaning" and not merely_near(h.matched, h.score) for h in hits)
+            found = []
+            for question in haystack.questions:
+                hits = (await scope.search(query=question.text, limit=5)).results
+                wanted = {notes[turn] for turn in question.evidence}
+                found.append(any(hit.snippet in wanted for hit in hits))
+            figures[str(floor)] = {
+                "unrelated": unrelated,
+                "prompts": len(prompts),
+                "R@5": statistics.fmean(found),
+            }
+        finally:
+            await engine.close()
+    return figures
+
+
+async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
+    prompts = json.loads(PROMPTS.read_text(encoding="utf-8"))["prompts"]
+    floors = [float(value) for value in arguments.floors.split(",")]
+    report: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="memvm-precision-") as scratch:
+        for name in arguments.sets.split(","):
+            report[name] = await measured_set(
+                DATA / f"paraphrase_{name}.json", floors, prompts, Path(scratch)
+            )
+    print(f"{'set':<10} {'floor':>6} {'unrelated prompts with a page found by meaning':>48} {'R@5':>7}")
+    for name, rows in report.items():
+        for floor, row in rows.items():
+            default = "  (default)" if float(floor) == DEFAULT.meaning_min_cosine else ""
+            shown = f"{row['unrelated']} of {row['prompts']}"
+            print(f"{name:<10} {float(floor):>6.2f} {shown:>48} {row['R@5']:>7.3f}{default}")
+    return report
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--sets", default="dev,everyday,check", help="paraphrase sets, by the name after paraphrase_"
+    )
+    parser.add_argument(
+        "--floors", default="-1,0.2,0.25,0.3,0.35", help="cosine floors to compare (-1: none)"
+    )
+    parser.add_argument("--out", help="JSON result (default tests/bench/out/meaning-precision.json)")
+    arguments = parser.parse_args(argv)
+    report = anyio.run(measure, arguments)
+    write_report(report, arguments.out, "meaning-precision.json")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
