@@ -28,8 +28,8 @@ them as a baseline: the simple fusion of the first two, reciprocal-rank fusion (
 1/(60 + its rank) in each list; Cormack et al., 2009). `--dataset paraphrase`
 is the project's own set of facts asked for in words they do not contain, among distractors
 (tests/bench/data/paraphrase_dev.json; paraphrase_everyday.json beside it is a second one, whose
-distractors were not written to share the questions' words, and paraphrase_check.json a third, never
-used to choose a setting): one page per fact and distractor, in one namespace.
+distractors were not written to share the questions' words, and paraphrase_check.json a third, which
+the fusion's tuning never reads): one page per fact and distractor, in one namespace.
 """
 
 import argparse

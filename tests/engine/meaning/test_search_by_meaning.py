@@ -287,7 +287,7 @@ CHECK_SET = BENCH_DATA / "paraphrase_check.json"
 
 
 async def test_nine_in_ten_notes_asked_for_in_other_words_are_in_the_first_five(engine):
-    # The check set (never used to choose a setting): 30 notes among 100 others, each asked for
+    # The check set (never read by the fusion's tuning): 30 notes among 100 others, each asked for
     # twice in words it does not contain. Written as the benchmark writes it: one page each.
     data = json.loads(CHECK_SET.read_text(encoding="utf-8"))
     texts = [fact["text"] for fact in data["facts"]] + data["distractors"]
