@@ -14,6 +14,8 @@ namespace) and embedded once; then for each floor:
 - unrelated: the prompts of data/unrelated_prompts.json (a coding or general assistant's prompts,
   about nothing in the notes), and how many of them get a page found by meaning alone (matched
   `meaning`, not merely listed for being near, fusion.merely_near): what the hooks would show;
+- context: how many of those prompts the hooks' recall (hooks/recall.py) gives stored pages, by
+  words or by meaning: what a host's model is shown unasked;
 - R@5: the share of the set's questions whose note is in the first five (the baseline beside it is
   no floor, -1: every page that stands out is found).
 """
@@ -34,6 +36,7 @@ from memvm.engine.config import EngineConfig, SearchTuning
 from memvm.engine.models.pages import Role
 from memvm.engine.models.writes import IngestMessage
 from memvm.engine.paging.fusion import merely_near
+from memvm.hooks.recall import PAGES_TITLE, recall
 from retrieval import NS, paraphrase
 
 DATA = Path(__file__).parent / "data"
@@ -60,10 +63,12 @@ async def measured_set(path: Path, floors: list[float], prompts: list[str], fold
         engine = await Engine.open(file, EngineConfig(search=replace(DEFAULT, meaning_min_cosine=floor)))
         try:
             scope = engine.session(NS, "asking")
-            unrelated = 0
+            unrelated = context = 0
             for prompt in prompts:
                 hits = (await scope.search(query=prompt, limit=8)).results
                 unrelated += any(h.matched == "meaning" and not merely_near(h.matched, h.score) for h in hits)
+                shown = await recall(scope, query=prompt, own_pages=set(), max_tokens=4000)
+                context += shown is not None and PAGES_TITLE in shown
             found = []
             for question in haystack.questions:
                 hits = (await scope.search(query=question.text, limit=5)).results
@@ -71,6 +76,7 @@ async def measured_set(path: Path, floors: list[float], prompts: list[str], fold
                 found.append(any(hit.snippet in wanted for hit in hits))
             figures[str(floor)] = {
                 "unrelated": unrelated,
+                "context": context,
                 "prompts": len(prompts),
                 "R@5": statistics.fmean(found),
             }
@@ -88,12 +94,14 @@ async def measure(arguments: argparse.Namespace) -> dict[str, Any]:
             report[name] = await measured_set(
                 DATA / f"paraphrase_{name}.json", floors, prompts, Path(scratch)
             )
-    print(f"{'set':<10} {'floor':>6} {'unrelated prompts with a page found by meaning':>48} {'R@5':>7}")
+    print(f"{'':<17} {'unrelated prompts':>40}")
+    print(f"{'set':<10} {'floor':>6} {'a page found by meaning':>24} {'pages in context':>17} {'R@5':>7}")
     for name, rows in report.items():
         for floor, row in rows.items():
             default = "  (default)" if float(floor) == DEFAULT.meaning_min_cosine else ""
-            shown = f"{row['unrelated']} of {row['prompts']}"
-            print(f"{name:<10} {float(floor):>6.2f} {shown:>48} {row['R@5']:>7.3f}{default}")
+            found = f"{row['unrelated']} of {row['prompts']}"
+            context = f"{row['context']} of {row['prompts']}"
+            print(f"{name:<10} {float(floor):>6.2f} {found:>24} {context:>17} {row['R@5']:>7.3f}{default}")
     return report
 
 

@@ -228,8 +228,8 @@ def test_retrieval_reports_the_paraphrase_set_by_words_by_meaning_and_fused(tmp_
 
 def test_meaning_precision_reports_unrelated_prompts_and_recall_for_each_floor(tmp_path):
     out = bench("meaning_precision.py", "--sets", "check", "--floors=-1,0.3", "--out", tmp_path / "p.json")
-    assert lines(rf"check +-1\.00 +{NUM} of 30 +{RECALL}", out), out
-    assert lines(rf"check +0\.30 +{NUM} of 30 +{RECALL}  \(default\)", out), out
+    assert lines(rf"check +-1\.00 +{NUM} of 30 +{NUM} of 30 +{RECALL}", out), out
+    assert lines(rf"check +0\.30 +{NUM} of 30 +{NUM} of 30 +{RECALL}  \(default\)", out), out
     rows = json.loads((tmp_path / "p.json").read_text())["check"]
     # The floor is what keeps a prompt about nothing remembered from finding a page by meaning.
     assert rows["0.3"]["unrelated"] < rows["-1.0"]["unrelated"]
