@@ -33,11 +33,9 @@ import anyio
 from measure import write_report
 from memvm.engine import Engine
 from memvm.engine.config import EngineConfig, SearchTuning
-from memvm.engine.models.pages import Role
-from memvm.engine.models.writes import IngestMessage
 from memvm.engine.paging.fusion import merely_near
 from memvm.hooks.recall import PAGES_TITLE, recall
-from retrieval import NS, paraphrase
+from retrieval import NS, EngineMemory, ingest_haystack, paraphrase
 
 DATA = Path(__file__).parent / "data"
 PROMPTS = DATA / "unrelated_prompts.json"
@@ -48,14 +46,11 @@ async def measured_set(path: Path, floors: list[float], prompts: list[str], fold
     """One set's figures for each floor, its notes embedded once in a file of `folder`."""
     (haystack,) = paraphrase(path)
     file = str(folder / f"{path.stem}.db")
-    _, turns = haystack.sessions[0]
-    notes = {turn_id: text for turn_id, _, _, text in turns}
     first = await Engine.open(file)
     try:
-        await first.session(NS, "notes").ingest(
-            messages=[IngestMessage(role=Role.USER, content=text) for text in notes.values()]
-        )
-        await first.embed_waiting()
+        memory = EngineMemory(first)
+        page_of = await ingest_haystack(memory, haystack)
+        await memory.embedded()
     finally:
         await first.close()
     figures: dict[str, Any] = {}
@@ -72,8 +67,7 @@ async def measured_set(path: Path, floors: list[float], prompts: list[str], fold
             found = []
             for question in haystack.questions:
                 hits = (await scope.search(query=question.text, limit=5)).results
-                wanted = {notes[turn] for turn in question.evidence}
-                found.append(any(hit.snippet in wanted for hit in hits))
+                found.append(any(page_of.get(hit.page_id) in question.evidence for hit in hits))
             figures[str(floor)] = {
                 "unrelated": unrelated,
                 "context": context,

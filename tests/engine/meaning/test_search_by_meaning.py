@@ -286,13 +286,18 @@ BENCH_DATA = Path(__file__).parents[2] / "bench" / "data"
 CHECK_SET = BENCH_DATA / "paraphrase_check.json"
 
 
-async def test_nine_in_ten_notes_asked_for_in_other_words_are_in_the_first_five(engine):
-    # The check set (never read by the fusion's tuning): 30 notes among 100 others, each asked for
-    # twice in words it does not contain. Written as the benchmark writes it: one page each.
+async def _check_set_stored(engine) -> dict:
+    """The check set (never read by the fusion's tuning), stored and embedded as the benchmark
+    writes it: its 30 notes and 100 others, one page each."""
     data = json.loads(CHECK_SET.read_text(encoding="utf-8"))
-    texts = [fact["text"] for fact in data["facts"]] + data["distractors"]
-    await _stored(engine, texts)
+    await _stored(engine, [fact["text"] for fact in data["facts"]] + data["distractors"])
     await engine.embed_waiting()
+    return data
+
+
+async def test_nine_in_ten_notes_asked_for_in_other_words_are_in_the_first_five(engine):
+    # Each note is asked for twice in words it does not contain.
+    data = await _check_set_stored(engine)
     asked = found = 0
     for fact in data["facts"]:
         for question in fact["questions"]:
@@ -305,9 +310,7 @@ async def test_nine_in_ten_notes_asked_for_in_other_words_are_in_the_first_five(
 async def test_a_prompt_about_nothing_remembered_seldom_finds_a_page_by_meaning(engine):
     # Whatever the prompt, its nearest page stands out of the crowd; only a page also near enough
     # in absolute terms is found by meaning (without the floor: 29 of these 30 prompts).
-    data = json.loads(CHECK_SET.read_text(encoding="utf-8"))
-    await _stored(engine, [fact["text"] for fact in data["facts"]] + data["distractors"])
-    await engine.embed_waiting()
+    await _check_set_stored(engine)
     prompts = json.loads((BENCH_DATA / "unrelated_prompts.json").read_text(encoding="utf-8"))["prompts"]
     found = []
     for prompt in prompts:
