@@ -340,6 +340,28 @@ _SPEAKERS_EMBEDDED = SchemaChange(
     postgresql=_SPEAKER_REQUEUE_SQL,
 )
 
+# What is embedded names the page's speaker, so a vector is stale once the speaker changes as it is
+# once the text does (a keyed page rewritten with the same words, said by someone else): the same
+# drop and wait as pages_to_embed_update, on the page's row.
+_SPEAKER_CHANGE = SchemaChange(
+    version=24,
+    name="a page whose speaker changes is embedded again",
+    sqlite=(
+        """
+        CREATE TRIGGER pages_to_embed_speaker AFTER UPDATE OF metadata ON pages
+        WHEN old.speaker IS NOT new.speaker BEGIN
+            DELETE FROM page_vectors WHERE page_rowid = new.rowid;
+            INSERT INTO pages_to_embed (page_rowid, namespace) VALUES (new.rowid, new.namespace)
+            ON CONFLICT (page_rowid) DO UPDATE SET generation = generation + 1;
+        END
+        """,
+    ),
+    postgresql=(
+        "CREATE TRIGGER pages_to_embed_speaker AFTER UPDATE OF metadata ON pages "
+        "FOR EACH ROW WHEN (OLD.speaker IS DISTINCT FROM NEW.speaker) EXECUTE FUNCTION memvm_page_to_embed()",
+    ),
+)
+
 CHANGES: tuple[SchemaChange, ...] = (
     _VERSIONS_AND_EXPIRY,
     _PROJECTS,
@@ -351,4 +373,5 @@ CHANGES: tuple[SchemaChange, ...] = (
     _VECTOR_COUNTS,
     _PAGES_BY_TYPE,
     _SPEAKERS_EMBEDDED,
+    _SPEAKER_CHANGE,
 )

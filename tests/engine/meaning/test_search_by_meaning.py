@@ -230,6 +230,17 @@ async def test_the_background_embedder_makes_pages_findable_by_meaning(engine):
     await engine.stop_embedding()
 
 
+async def test_a_page_whose_speaker_changes_is_embedded_again_with_the_new_name(engine, db_url):
+    scope = engine.session(NS, "s")
+    await scope.remember(page=note("I painted a sunset.", metadata={"name": "Caroline"}), key="art")
+    await engine.embed_waiting()
+    # The same text, said by someone else: the vector made with the old name is stale.
+    await scope.remember(page=note("I painted a sunset.", metadata={"name": "Melanie"}), key="art")
+    assert db_rows(db_url, "SELECT count(*) FROM page_vectors")[0][0] == 0
+    assert await _texts_waiting(engine) == ["Melanie: I painted a sunset."]
+    assert await engine.embed_waiting() == 1
+
+
 class _HeldEncoder:
     """The real encoder, held until released: a batch embedded at a low priority on a machine busy
     with other work, which can take minutes."""

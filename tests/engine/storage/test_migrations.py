@@ -36,7 +36,7 @@ async def test_a_blank_file_gets_page_texts_apart_and_call_ids_per_namespace(eng
         assert {"rowid", "call_id"} <= _columns(conn, "tool_calls")
         assert "project" in _columns(conn, "pages")
         versions = [row[0] for row in conn.execute("SELECT version FROM schema_migrations")]
-    assert versions == [m.version for m in MIGRATIONS["sqlite"]] and SCHEMA_VERSION == 23
+    assert versions == [m.version for m in MIGRATIONS["sqlite"]] and SCHEMA_VERSION == 24
     assert await migrate(engine.db) == []
 
 

@@ -50,6 +50,7 @@ async def test_migrating_twice_is_a_no_op_and_the_version_is_recorded(url):
         (21,),
         (22,),
         (23,),
+        (24,),
     ]
 
 
@@ -63,8 +64,10 @@ async def test_a_version_16_database_gets_its_log_text_counted_on_upgrade(url):
     counted = "SELECT namespace, log_chars FROM page_counts ORDER BY namespace"
     expected = db_rows(url, counted)
     # Back to version 16: no count of log text, the mutation log's delete trigger back, no views
-    # of live and expired pages, no page vectors, and no indexes of transcripts and notes.
+    # of live and expired pages, no page vectors (nor their trigger on a page's speaker), and no
+    # indexes of transcripts and notes.
     db_rows(url, "DROP INDEX pages_transcripts, pages_remembered")
+    db_rows(url, "DROP TRIGGER pages_to_embed_speaker ON pages")
     db_rows(url, "DROP TABLE page_vectors, pages_to_embed, vector_counts")
     db_rows(url, "DROP FUNCTION memvm_page_to_embed CASCADE")
     db_rows(url, "DROP FUNCTION memvm_vector_counts CASCADE")
